@@ -1,0 +1,30 @@
+# judgesweep: `make run` and `make test` are all a fresh machine needs.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+
+.PHONY: run test lint install clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)  ## the default experiment: LLMBar Natural, replayed GPT-4, no key, no network
+	$(BIN)/judgesweep $(ARGS)
+
+test: $(STAMP)
+	$(BIN)/ruff check runner tests
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check runner tests
+
+clean:
+	rm -rf $(VENV) outputs/runs outputs/multirun

@@ -1,0 +1,10 @@
+"""judgesweep: config-driven LLM-as-a-judge experiments."""
+
+import os
+
+# litellm downloads a model price list when it is imported unless this is set. The package must never
+# reach the internet on its own, whichever entry point (CLI, tests, benchmarks) imports it first, so the
+# default is set here, before any submodule can import litellm. An explicit user setting wins.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+__version__ = "0.1.0"

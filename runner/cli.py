@@ -1,0 +1,123 @@
+"""The Hydra entry point (``judgesweep`` / ``python -m runner``).
+
+The only module that reads a DictConfig or the environment: it validates the composed config into
+typed objects once, reads the judge's API key from the variable the config names, and hands
+everything down as frozen records.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from runner import client, pipeline
+from runner.config import RunConfig, register_configs
+from runner.datasets import DatasetError
+from runner.prompts import TemplateError
+from runner.registry import UnknownNameError
+from runner.types import Secret
+
+log = logging.getLogger("judgesweep")
+
+CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+EXPECTED_ERRORS = (pipeline.ConfigurationError, DatasetError, TemplateError, UnknownNameError, TypeError)
+
+# Jobs of this process that failed (bad input, too many failed calls). A multirun goes on after a
+# failed job and the process exits non-zero at the end; kept here, the one module allowed state.
+_failed_jobs: list[str] = []
+
+
+class MissingApiKey(pipeline.ConfigurationError):
+    """The chosen judge names an API-key variable that is not set."""
+
+
+def _api_key(cfg: RunConfig) -> Secret | None:
+    name = cfg.judge.api_key_env
+    if not name:
+        return None
+    value = os.environ.get(name, "")
+    if not value:
+        raise MissingApiKey(f"judge {cfg.judge.name}: environment variable {name} is not set "
+                            f"(judge.api_key_env={name}); set it or choose another judge")
+    return Secret(value)
+
+
+def _git(root: Path, *args: str) -> str:
+    try:
+        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=5, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip()
+
+
+def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            out.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: node}
+
+
+def _context(dcfg: DictConfig, cfg: RunConfig) -> pipeline.RunContext:
+    hc = HydraConfig.get()
+    root = Path(hc.runtime.cwd)
+    choices = {k: v for k, v in hc.runtime.choices.items() if not k.startswith("hydra") and v is not None}
+    params = _flatten(OmegaConf.to_container(dcfg, resolve=True, enum_to_str=True))
+    params.update({f"choice.{k}": v for k, v in choices.items()})
+    sha = _git(root, "rev-parse", "HEAD")
+    params["git_sha"] = sha
+    tags = {
+        "git.commit": sha,
+        "git.branch": _git(root, "rev-parse", "--abbrev-ref", "HEAD"),
+        "git.dirty": str(bool(_git(root, "status", "--porcelain"))).lower(),
+        "mlflow.source.git.commit": sha,
+        "hydra.run_dir": hc.runtime.output_dir,
+        "hydra.overrides": ",".join(hc.overrides.task),
+    }
+    name = ",".join(f"{k}={choices[k]}" for k in ("judge", "prompt", "rubric", "dataset") if k in choices)
+    return pipeline.RunContext(
+        cfg=cfg,
+        run_dir=Path(hc.runtime.output_dir),
+        project_root=root,
+        api_key=_api_key(cfg),
+        run_name=name,
+        params=params,
+        tags=tags,
+        resolved_config_yaml=OmegaConf.to_yaml(dcfg, resolve=True),
+    )
+
+
+def _job(dcfg: DictConfig) -> None:
+    job = HydraConfig.get().runtime.output_dir
+    try:
+        cfg: RunConfig = OmegaConf.to_object(dcfg)  # type: ignore[assignment]
+        outcome = pipeline.run(_context(dcfg, cfg))
+    except EXPECTED_ERRORS as exc:
+        log.error("judgesweep: %s: %s", type(exc).__name__, exc)
+        _failed_jobs.append(job)
+        return
+    if outcome.failed:
+        log.error("judgesweep: run failed: %s", outcome.reason)
+        _failed_jobs.append(job)
+
+
+def main() -> None:
+    """Console-script entry point: compose the config, run the job(s), exit non-zero on failure."""
+    register_configs()
+    client.configure()
+    hydra.main(config_path=CONFIG_DIR, config_name="config", version_base="1.3")(_job)()
+    if _failed_jobs:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""Typed schemas for every config group, registered in Hydra's ConfigStore.
+
+The composed config is validated against these dataclasses when Hydra composes it, so a misspelt key
+or a wrong type in any YAML file or command-line override fails before anything runs. ``cli.py``
+turns the composed config into these (frozen) objects once; nothing below it sees a DictConfig.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+class PromptMode(str, Enum):
+    """How candidates are presented to the judge."""
+
+    pairwise = "pairwise"
+    pointwise = "pointwise"
+
+
+class Strategy(str, Enum):
+    """How judge calls for one item and repeat are organised."""
+
+    single = "single"  # one call per planned order
+    swap_synthesize = "swap_synthesize"  # LLMBar: both orders; on conflict a synthesis round
+
+
+class OrderPolicy(str, Enum):
+    """Which presentation orders a pairwise item is judged in."""
+
+    both = "both"  # each order is its own judgment
+    swap_random = "swap_random"  # one order per (item, repeat), chosen by a seeded coin
+    fixed = "fixed"  # ours first, always
+
+
+@dataclass
+class JudgeConfig:
+    """One judge deployment: a litellm model string and its decoding and transport settings."""
+
+    name: str = MISSING
+    model: str = MISSING  # litellm model string, e.g. openai/gpt-4o-mini, replay/gpt-4
+    api_base: str | None = None  # for OpenAI-compatible servers: up to and including /v1
+    api_key_env: str | None = None  # NAME of the environment variable holding the key
+    temperature: float = 0.0
+    seed: int | None = None
+    max_tokens: int = 512
+    timeout_s: float = 60.0
+    rpm: int | None = None
+    tpm: int | None = None
+    version: str = ""  # free text recorded with every run (e.g. a dated model snapshot)
+
+
+@dataclass
+class PromptConfig:
+    """One prompt: which template in prompts/ and how it is used."""
+
+    name: str = MISSING
+    template: str = MISSING  # file stem in prompts/
+    mode: PromptMode = PromptMode.pairwise
+    strategy: Strategy = Strategy.single
+    synthesis_template: str | None = None  # required by strategy swap_synthesize
+
+
+@dataclass
+class ParserConfig:
+    """Which registered parser reads the judge output, and its parameters."""
+
+    name: str = MISSING
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RubricConfig:
+    """What the judge may answer and how it is read."""
+
+    name: str = MISSING
+    labels: list[str] = field(default_factory=lambda: ["A", "B", "tie"])  # positional labels offered
+    parser: ParserConfig = field(default_factory=ParserConfig)
+    synthesis_parser: ParserConfig | None = None  # for the synthesis round; default: parser
+
+
+@dataclass
+class AggregationConfig:
+    """A registered aggregation function and its parameters."""
+
+    name: str = MISSING
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SystemConfig:
+    """One compared system: its display name and the dataset field holding its output."""
+
+    name: str = MISSING
+    field: str = MISSING
+
+
+@dataclass
+class DatasetConfig:
+    """Where items come from and how their fields map onto template variables."""
+
+    name: str = MISSING
+    path: str = MISSING  # relative to the project root, or pkg://runner/data/... for shipped data
+    id_field: str | None = None  # None: the 1-based line/row number
+    variables: dict[str, str] = field(default_factory=dict)  # template variable -> dataset field
+    ours: SystemConfig = field(default_factory=SystemConfig)
+    baseline: SystemConfig = field(default_factory=SystemConfig)
+    gold_field: str | None = None
+    gold_map: dict[str, str] = field(default_factory=dict)  # raw gold value -> system name or "tie"
+
+
+@dataclass
+class TrackingConfig:
+    """Where MLflow records runs."""
+
+    enabled: bool = True
+    uri: str | None = None
+    experiment: str = "judgesweep"
+
+
+@dataclass
+class RunConfig:
+    """The whole composed config: the groups plus the run knobs."""
+
+    judge: JudgeConfig = MISSING
+    prompt: PromptConfig = MISSING
+    rubric: RubricConfig = MISSING
+    aggregation: AggregationConfig = MISSING
+    dataset: DatasetConfig = MISSING
+    tracking: TrackingConfig = MISSING
+    seed: int = 0
+    concurrency: int = 16
+    repeats: int = 1
+    order: OrderPolicy = OrderPolicy.both
+    max_items: int | None = None
+    max_error_rate: float = 0.0  # the process exits non-zero when more calls than this fail
+    prompts_dir: str = "prompts"
+
+
+def register_configs() -> None:
+    """Register the schemas with Hydra's ConfigStore (idempotent)."""
+    cs = ConfigStore.instance()
+    cs.store(name="run_schema", node=RunConfig)

@@ -1,0 +1,68 @@
+"""Recorded judge answers, looked up by the exact request that produced them.
+
+A recording is a JSONL file of ``{"key": hash_messages(...), "text": ..., "finish_reason": ...}``
+lines (plus provenance fields). The replay judge answers a request only when its rendered messages
+hash to a recorded key, so a prompt that differs by one character from what was recorded fails
+loudly instead of returning an answer to a different question.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from runner.types import Message, hash_messages
+
+RECORDINGS_PACKAGE_DIR = "data/llmbar/replay"
+
+
+class ReplayMiss(LookupError):
+    """The recording holds no answer for this request."""
+
+
+@dataclass(frozen=True)
+class RecordedAnswer:
+    """One recorded completion."""
+
+    text: str
+    finish_reason: str
+
+
+def recording_path(model: str) -> Path:
+    """Where the recording for ``model`` (e.g. ``gpt-4``) is shipped inside the package."""
+    return Path(str(resources.files("runner").joinpath(RECORDINGS_PACKAGE_DIR, f"{model}.jsonl")))
+
+
+@lru_cache(maxsize=8)
+def load_recording(path: Path) -> dict[str, RecordedAnswer]:
+    """Read a recording file into a key -> answer map (cached per path)."""
+    if not path.is_file():
+        shipped = sorted(p.stem for p in path.parent.glob("*.jsonl"))
+        raise ReplayMiss(f"no replay recording {path.name}; recorded models: {shipped}")
+    answers: dict[str, RecordedAnswer] = {}
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            answers[row["key"]] = RecordedAnswer(text=row["text"], finish_reason=row["finish_reason"] or "stop")
+    return answers
+
+
+def lookup(model: str, messages: list[Message]) -> RecordedAnswer:
+    """Return the recorded answer to exactly these messages.
+
+    Raises:
+        ReplayMiss: Naming the model and the request hash when nothing was recorded for it.
+    """
+    answers = load_recording(recording_path(model))
+    key = hash_messages(messages)
+    try:
+        return answers[key]
+    except KeyError:
+        raise ReplayMiss(
+            f"replay/{model}: the recording holds no answer for this request (messages sha256 {key[:16]}...). "
+            "Replay judges only answer the exact prompts that were recorded (LLMBar's templates, "
+            "unchanged, on the shipped LLMBar data)."
+        ) from None

@@ -1,0 +1,175 @@
+"""Frozen records that cross module boundaries.
+
+Every value a module hands to another is one of these dataclasses, never a dict of dicts, so a
+misspelt field is an AttributeError at the line that made it rather than a silent ``None`` later.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+TIE = "tie"
+
+
+class Order(str, Enum):
+    """Which side is shown first in a pairwise prompt."""
+
+    AB = "ab"  # the dataset's first system ("ours") is shown as A
+    BA = "ba"  # swapped: the second system ("baseline") is shown as A
+
+
+class Status(str, Enum):
+    """Outcome of one judge call."""
+
+    SCORED = "scored"
+    UNSCORED = "unscored"  # the judge answered but its verdict could not be read
+    ERROR = "error"  # no usable answer: the call itself failed
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message sent to a judge."""
+
+    role: str
+    content: str
+
+
+def hash_messages(messages: tuple[Message, ...] | list[Message]) -> str:
+    """Return the sha256 of the canonical JSON of ``messages``.
+
+    The same function keys the journal, the response cache and the replay recordings, so a recorded
+    answer is found again exactly when the rendered request is byte-identical.
+    """
+    payload = [{"role": m.role, "content": m.content} for m in messages]
+    blob = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One system's output for an item."""
+
+    system: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Item:
+    """One dataset row, already mapped to template variables and candidates.
+
+    Attributes:
+        id: Stable identifier (from the dataset's id field, else the 1-based line number).
+        variables: Template variables other than the candidates (e.g. ``instruction``).
+        candidates: Pairwise: (ours, baseline). Pointwise: one candidate.
+        gold: The gold winner as a system name or ``"tie"``, when the dataset has one.
+        source: ``path:line`` the item came from, for error messages.
+    """
+
+    id: str
+    variables: Mapping[str, str]
+    candidates: tuple[Candidate, ...]
+    gold: str | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """A fully rendered request for one judge call."""
+
+    item_id: str
+    repeat: int
+    order: Order
+    stage: str  # "judge", or "synthesis" for the second round of swap-and-synthesize
+    messages: tuple[Message, ...]
+
+    @property
+    def messages_hash(self) -> str:
+        """sha256 of the rendered messages (see :func:`hash_messages`)."""
+        return hash_messages(self.messages)
+
+
+@dataclass(frozen=True)
+class JudgeResponse:
+    """What came back from one judge call (or why nothing usable did)."""
+
+    text: str | None
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+    error_type: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A parsed judge verdict.
+
+    ``label`` is positional for pairwise judges (``"A"``, ``"B"`` or ``"tie"``) and ``None`` when the
+    output could not be read, in which case ``reason`` says why. An unreadable verdict is never a
+    score: it is counted as a parse failure and kept with its raw text.
+    """
+
+    label: str | None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when a label was read."""
+        return self.label is not None
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One judge call with its parsed outcome, mapped back to system names."""
+
+    request: JudgeRequest
+    response: JudgeResponse
+    verdict: Verdict
+    winner: str | None  # system name or "tie"; None unless status is SCORED
+    status: Status
+
+    @property
+    def item_id(self) -> str:
+        """The judged item's id."""
+        return self.request.item_id
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """The aggregated outcome for one item across all its judgments."""
+
+    item_id: str
+    verdicts: tuple[str, ...]  # the valid votes (system names or "tie"), in judgment order
+    verdict_counts: Mapping[str, int]
+    final_verdict: str | None  # None when the item had no valid vote (a failure, not a tie)
+    confidence: str | None  # unanimous | majority | no_consensus; None on failure
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Secret:
+    """A credential that never prints itself.
+
+    ``repr`` and ``str`` show ``***`` so a key cannot leak through logging, an f-string or an
+    exception message; only :meth:`reveal` returns the value, at the single place that sends it.
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The credential itself, for the transport only."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__

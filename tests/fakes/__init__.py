@@ -1,0 +1,1 @@
+"""Test doubles: in-process fakes of external services (OpenAI-compatible server)."""

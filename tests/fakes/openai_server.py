@@ -1,0 +1,366 @@
+"""An OpenAI-compatible fake chat-completions server for tests and benchmarks.
+
+Stdlib only; binds 127.0.0.1; serves ``POST /v1/chat/completions`` (non-streaming) and ``GET /v1/models``
+from a FIFO of scripted replies, then a reply policy; simulates latency, error statuses and an rpm limit.
+Standalone: ``python -m tests.fakes.openai_server --port 8765 [--latency-ms 200] [--rpm 600] [--reply X]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import copy
+import json
+import logging
+import math
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+logger = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+DEFAULT_MODEL = "fake-judge"
+RATE_WINDOW_S = 60.0
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "requests",
+}
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer of the fake server.
+
+    Attributes:
+        content: The assistant message content; None sends ``"content": null``.
+        status: HTTP status; anything but 200 sends an OpenAI-style error body.
+        delay_s: Seconds to sleep in the handler thread before answering.
+        headers: Extra response headers, e.g. ``{"Retry-After": "1"}``.
+        finish_reason: The ``finish_reason`` of every choice.
+        prompt_tokens: Reported prompt tokens; None estimates ``len(prompt text) // 4 + 1``.
+        completion_tokens: Reported completion tokens; None estimates from the content likewise.
+        error_message: The ``error.message`` of the error body for non-200 statuses.
+    """
+
+    content: str | None = ""
+    status: int = 200
+    delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    finish_reason: str = "stop"
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    error_message: str = ""
+
+
+ReplyPolicy = Callable[[dict], "Reply | str"]
+
+
+def _default_reply(_body: dict) -> Reply:
+    return Reply(content="[[A]]")
+
+
+def _estimate_tokens(text: str) -> int:
+    return len(text) // 4 + 1
+
+
+def _prompt_text(body: dict) -> str:
+    """Concatenates the text of all messages, including list-of-parts content."""
+    parts: list[str] = []
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "\n".join(parts)
+
+
+def _error_body(status: int, message: str) -> dict:
+    """Builds ``{"error": {"message", "type", "param", "code"}}`` as OpenAI sends it."""
+    error_type = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    code = "rate_limit_exceeded" if status == 429 else error_type
+    return {
+        "error": {
+            "message": message or f"fake error {status}",
+            "type": error_type,
+            "param": None,
+            "code": code,
+        }
+    }
+
+
+def _completion_body(request: dict, reply: Reply) -> dict:
+    """Builds a ``chat.completion`` answering ``request`` (model echoed, ``n`` choices) with ``reply``."""
+    n = request.get("n") or 1
+    prompt_tokens = reply.prompt_tokens
+    if prompt_tokens is None:
+        prompt_tokens = _estimate_tokens(_prompt_text(request))
+    completion_tokens = reply.completion_tokens
+    if completion_tokens is None:
+        completion_tokens = _estimate_tokens(reply.content or "") * n
+    choices = [
+        {
+            "index": i,
+            "message": {"role": "assistant", "content": reply.content},
+            "logprobs": None,
+            "finish_reason": reply.finish_reason,
+        }
+        for i in range(n)
+    ]
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model") or DEFAULT_MODEL,
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Routes requests to the owning FakeOpenAIServer; keep-alive with exact Content-Length."""
+
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Stays quiet: the stdlib default writes every request to stderr."""
+
+    def do_GET(self) -> None:
+        """Serves ``/v1/models``; everything else is 404."""
+        if urlsplit(self.path).path.rstrip("/") == "/v1/models":
+            self._send_json(200, self.server.fake._models_body())
+        else:
+            self._send_json(404, _error_body(404, f"unknown path {self.path}"))
+
+    def do_POST(self) -> None:
+        """Serves ``/v1/chat/completions``; everything else is 404."""
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if urlsplit(self.path).path.rstrip("/") != "/v1/chat/completions":
+            self._send_json(404, _error_body(404, f"unknown path {self.path}"))
+            return
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError as exc:
+            self._send_json(400, _error_body(400, f"request body is not JSON: {exc}"))
+            return
+        if not isinstance(body, dict):
+            self._send_json(400, _error_body(400, "request body must be a JSON object"))
+            return
+        status, payload, headers = self.server.fake._answer(body, dict(self.headers))
+        self._send_json(status, payload, headers)
+
+    def _send_json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 1024  # the stdlib default of 5 drops bursts of concurrent connects
+
+    def __init__(self, port: int, fake: FakeOpenAIServer) -> None:
+        super().__init__((HOST, port), _Handler)
+        self.fake = fake
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Logs instead of printing a traceback, e.g. when a client hangs up during delay_s."""
+        logger.debug("fake OpenAI server: error serving %s", client_address, exc_info=True)
+
+
+class FakeOpenAIServer:
+    """A scriptable OpenAI-compatible server on 127.0.0.1, run in a background thread.
+
+    Use as a context manager (starts on enter, stops on exit) or via start()/stop().
+
+    Args:
+        reply: Called with each parsed request body once the scripted FIFO is empty; may return a
+            Reply or a plain str (meaning ``Reply(content=str)``). None always answers "[[A]]".
+        rpm_limit: Requests admitted per sliding 60 s window; beyond it the server answers 429 with
+            ``Retry-After`` (seconds) and counts it in ``count_429``. None means unlimited.
+        port: Port to bind; 0 picks a free ephemeral port.
+    """
+
+    def __init__(
+        self, reply: ReplyPolicy | None = None, *, rpm_limit: int | None = None, port: int = 0
+    ) -> None:
+        self._policy = reply or _default_reply
+        self._rpm_limit = rpm_limit
+        self._port = port
+        self._lock = threading.Lock()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.reset()
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self) -> FakeOpenAIServer:
+        """Binds the socket and serves in a daemon thread; returns self."""
+        if self._httpd is None:
+            self._httpd = _HTTPServer(self._port, self)
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="fake-openai-server",
+                daemon=True,
+            )
+            self._thread.start()
+            logger.debug("fake OpenAI server listening on %s", self.base_url)
+        return self
+
+    def stop(self) -> None:
+        """Shuts the server down and joins its thread; safe to call twice."""
+        if self._httpd is None:
+            return
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join()
+        self._httpd, self._thread = None, None
+
+    @property
+    def base_url(self) -> str:
+        """The API base, ``http://127.0.0.1:<port>/v1``, as litellm's ``api_base`` wants it."""
+        if self._httpd is None:
+            raise RuntimeError("FakeOpenAIServer is not started")
+        return f"http://{HOST}:{self._httpd.server_address[1]}/v1"
+
+    @property
+    def requests(self) -> list[dict]:
+        """Copies of every chat-completion request body received, rate-limited ones included."""
+        with self._lock:
+            return copy.deepcopy(self._requests)
+
+    @property
+    def headers_seen(self) -> list[dict[str, str]]:
+        """Request headers (names lower-cased), one dict per entry of ``requests``."""
+        with self._lock:
+            return copy.deepcopy(self._headers)
+
+    @property
+    def count_429(self) -> int:
+        """How many requests the rpm limit rejected (scripted 429 replies are not counted)."""
+        with self._lock:
+            return self._count_429
+
+    def enqueue(self, *replies: Reply | str) -> None:
+        """Appends scripted replies, consumed in order before the reply policy is consulted."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def reset(self) -> None:
+        """Forgets scripted replies, recorded requests, seen models, the rate window and counters."""
+        with self._lock:
+            self._queue: collections.deque[Reply | str] = collections.deque()
+            self._requests: list[dict] = []
+            self._headers: list[dict[str, str]] = []
+            self._admitted: collections.deque[float] = collections.deque()
+            self._count_429 = 0
+            self._models: dict[str, None] = {DEFAULT_MODEL: None}
+
+    def _models_body(self) -> dict:
+        """The ``GET /v1/models`` list: "fake-judge" plus every model name seen in a request."""
+        with self._lock:
+            names = list(self._models)
+        return {
+            "object": "list",
+            "data": [{"id": n, "object": "model", "created": 0, "owned_by": "fake"} for n in names],
+        }
+
+    def _answer(self, body: dict, headers: dict[str, str]) -> tuple[int, dict, dict[str, str]]:
+        """Records a chat request; returns (status, body, extra headers) after sleeping delay_s."""
+        self._record(body, headers)
+        if body.get("stream"):
+            return 400, _error_body(400, "stream=true is not supported here; send stream=false"), {}
+        retry_after = self._admit()
+        if retry_after is not None:
+            message = (
+                f"Rate limit reached on requests per min (RPM): Limit {self._rpm_limit}. "
+                f"Please try again in {retry_after}s."
+            )
+            return 429, _error_body(429, message), {"Retry-After": str(retry_after)}
+        try:
+            reply = self._next_reply(body)
+        except Exception as exc:  # a broken test policy must surface as a 500, not a dropped socket
+            logger.exception("reply policy failed")
+            return 500, _error_body(500, f"reply policy raised {exc!r}"), {}
+        if reply.delay_s > 0:
+            time.sleep(reply.delay_s)
+        if reply.status != 200:
+            return reply.status, _error_body(reply.status, reply.error_message), dict(reply.headers)
+        return 200, _completion_body(body, reply), dict(reply.headers)
+
+    def _record(self, body: dict, headers: dict[str, str]) -> None:
+        with self._lock:
+            self._requests.append(copy.deepcopy(body))
+            self._headers.append({k.lower(): v for k, v in headers.items()})
+            if isinstance(body.get("model"), str):
+                self._models.setdefault(body["model"], None)
+
+    def _admit(self) -> int | None:
+        """Admits a request into the rate window; returns Retry-After seconds if it is over the limit."""
+        if self._rpm_limit is None:
+            return None
+        now = time.monotonic()
+        with self._lock:
+            while self._admitted and now - self._admitted[0] >= RATE_WINDOW_S:
+                self._admitted.popleft()
+            if len(self._admitted) < self._rpm_limit:
+                self._admitted.append(now)
+                return None
+            self._count_429 += 1
+            wait = RATE_WINDOW_S - (now - self._admitted[0]) if self._admitted else RATE_WINDOW_S
+            return max(1, math.ceil(wait))
+
+    def _next_reply(self, body: dict) -> Reply:
+        with self._lock:
+            scripted = self._queue.popleft() if self._queue else None
+        reply = scripted if scripted is not None else self._policy(body)
+        return Reply(content=reply) if isinstance(reply, str) else reply
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Runs the fake server until SIGINT or SIGTERM (for benchmarks)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency-ms", type=float, default=0.0, help="delay before every reply")
+    parser.add_argument("--rpm", type=int, default=None, help="requests per minute before 429")
+    parser.add_argument("--reply", default="[[A]]", help="content of every reply")
+    args = parser.parse_args(argv)
+    reply = Reply(content=args.reply, delay_s=args.latency_ms / 1000.0)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    with FakeOpenAIServer(lambda _body: reply, rpm_limit=args.rpm, port=args.port) as server:
+        print(f"listening on {server.base_url}", flush=True)
+        while not stop.wait(0.5):
+            pass
+
+
+if __name__ == "__main__":
+    main()
