@@ -120,6 +120,7 @@ class TrackingConfig:
     enabled: bool = True
     uri: str | None = None
     experiment: str = "judgesweep"
+    artifact_location: str | None = None  # for a new experiment; None lets the store decide
 
 
 @dataclass

@@ -53,6 +53,8 @@ def log_run(cfg: TrackingConfig, record: RunRecord) -> str:
     """
     if cfg.uri:
         mlflow.set_tracking_uri(cfg.uri)
+    if mlflow.get_experiment_by_name(cfg.experiment) is None:
+        mlflow.create_experiment(cfg.experiment, artifact_location=cfg.artifact_location)
     mlflow.set_experiment(cfg.experiment)
     with mlflow.start_run(run_name=record.run_name) as active:
         mlflow.set_tags(dict(record.tags))

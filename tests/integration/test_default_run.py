@@ -1,0 +1,89 @@
+"""`make run` = judgesweep with no overrides: LLMBar Natural, replayed GPT-4 Vanilla, both orders."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.integration.conftest import REPO
+
+STATS = REPO / "runner" / "data" / "llmbar" / "statistics"
+
+
+def published(name: str) -> dict[str, float]:
+    """LLMBar's statistics.json as fractions: correct_False/True/average/both and equal."""
+    raw = json.loads((STATS / f"{name}.json").read_text())
+
+    def pct(text: str) -> float:
+        return round(float(text.rsplit("=", 1)[-1].strip().rstrip("%")) / 100, 4)
+
+    return {
+        "accuracy_ab": pct(raw["correct_False"]),
+        "accuracy_ba": pct(raw["correct_True"]),
+        "accuracy_mean": pct(raw["correct_average"]),
+        "correct_both": pct(raw["correct_both"]),
+        "positional_agreement": pct(raw["equal"]),
+    }
+
+
+def ours(gold: dict) -> dict[str, float]:
+    """Our gold metrics, rounded like the published ones."""
+    return {k: round(gold[k], 4) for k in ("accuracy_ab", "accuracy_ba", "accuracy_mean", "correct_both",
+                                           "positional_agreement")}
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    """One default run shared by the tests below (it takes a few seconds)."""
+    from tests.integration.conftest import CliRun, offline_env  # noqa: F401
+    import subprocess
+    import sys
+
+    tmp = tmp_path_factory.mktemp("default")
+    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    proc = subprocess.run([sys.executable, "-m", "runner", f"hydra.run.dir={tmp / 'run'}", f"tracking.uri={uri}",
+                           f"tracking.artifact_location={tmp / 'mlartifacts'}"],
+                          cwd=REPO, env=offline_env(), capture_output=True, text=True, timeout=600)
+    return CliRun(proc=proc, run_dir=tmp / "run", mlflow_uri=uri)
+
+
+def test_default_run_prints_the_published_llmbar_numbers(default_run):
+    assert default_run.proc.returncode == 0, default_run.output
+    assert "accuracy AB 95.0% / BA 96.0% / mean 95.5% / both 93.0% / positional agreement 95.0%" in \
+        default_run.proc.stdout
+
+
+def test_default_run_summary_matches_statistics_json(default_run):
+    summary = default_run.summary()
+    assert ours(summary["gold"]) == published("gpt-4_vanilla")
+    s = summary["summary"]
+    assert s["total_subsets"] == 100 and s["successful_evaluations"] == 100
+    assert set(s["final_verdict_distribution"]) == {"output_1", "output_2", "tie"}
+    assert len(summary["aggregated_results"]) == 100
+    assert len(default_run.journal()) == 200  # 100 items x 2 orders, every call journaled
+
+
+def test_default_run_is_in_mlflow_with_params_metrics_and_raw_responses(default_run, monkeypatch):
+    # MlflowClient.load_table searches runs through the fluent API, i.e. the process-wide tracking URI.
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", default_run.mlflow_uri)
+    client = MlflowClient(tracking_uri=default_run.mlflow_uri)
+    exp = client.get_experiment_by_name("judgesweep")
+    runs = client.search_runs([exp.experiment_id])
+    assert len(runs) == 1
+    run = runs[0]
+    p, m = run.data.params, run.data.metrics
+    assert p["choice.judge"] == "replay_gpt4" and p["choice.prompt"] == "llmbar_vanilla"
+    assert p["judge.model"] == "replay/gpt-4" and p["judge.temperature"] == "0.0"
+    assert len(p["prompt_sha256"]) == 64 and p["litellm_version"]
+    assert "git_sha" in p
+    assert m["accuracy/ab"] == pytest.approx(0.95) and m["accuracy/ba"] == pytest.approx(0.96)
+    assert m["agreement/positional"] == pytest.approx(0.95)
+    assert m["judge/parse_failure_rate"] == 0.0 and m["judge/calls"] == 200
+    assert "latency/p95_s" in m and "tokens/total" in m
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"config.yaml", "summary.json", "results.jsonl", "journal.jsonl", "results_table.json"} <= artifacts
+    table = client.load_table(exp.experiment_id, "results_table.json", run_ids=[run.info.run_id])
+    assert len(table) == 200
+    assert set(table["raw_response"]) == {"Output (a)", "Output (b)"}

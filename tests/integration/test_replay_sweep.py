@@ -1,0 +1,45 @@
+"""The 6-job replay sweep reproduces every published LLMBar statistics.json."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from mlflow.tracking import MlflowClient
+
+from tests.integration.test_default_run import ours, published
+
+JOBS = {
+    ("replay_gpt4", "llmbar_vanilla"): "gpt-4_vanilla",
+    ("replay_gpt4", "llmbar_vanilla_norules"): "gpt-4_vanilla_norules",
+    ("replay_gpt4", "llmbar_swap"): "gpt-4_swap",
+    ("replay_chatgpt", "llmbar_vanilla"): "chatgpt_vanilla",
+    ("replay_chatgpt", "llmbar_vanilla_norules"): "chatgpt_vanilla_norules",
+    ("replay_chatgpt", "llmbar_swap"): "chatgpt_swap",
+}
+
+
+def test_six_job_sweep_reproduces_all_published_statistics(run_cli):
+    result = run_cli("judge=replay_gpt4,replay_chatgpt",
+                     "prompt=llmbar_vanilla,llmbar_vanilla_norules,llmbar_swap", multirun=True)
+    assert result.proc.returncode == 0, result.output
+    seen = {}
+    for summary_path in result.run_dir.glob("*/summary.json"):
+        job_overrides = yaml.safe_load((summary_path.parent / ".hydra" / "overrides.yaml").read_text())
+        overrides = dict(kv.split("=", 1) for kv in job_overrides)
+        seen[(overrides["judge"], overrides["prompt"])] = json.loads(summary_path.read_text())["gold"]
+    assert set(seen) == set(JOBS)
+    for job, stats_name in JOBS.items():
+        assert ours(seen[job]) == published(stats_name), job
+    runs = MlflowClient(tracking_uri=result.mlflow_uri).search_runs(
+        [MlflowClient(tracking_uri=result.mlflow_uri).get_experiment_by_name("judgesweep").experiment_id])
+    assert len(runs) == 6
+
+
+def test_swap_strategy_makes_synthesis_calls_only_on_conflicts(run_cli):
+    result = run_cli("judge=replay_gpt4", "prompt=llmbar_swap", "tracking=off")
+    assert result.proc.returncode == 0, result.output
+    stages = [row["stage"] for row in result.journal()]
+    # GPT-4's first round disagreed with itself on 7 Natural items: 7 x 2 synthesis calls.
+    assert stages.count("judge") == 200 and stages.count("synthesis") == 14

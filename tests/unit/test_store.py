@@ -1,0 +1,163 @@
+"""Unit tests for runner.store: the append-only journal, judgment rows and atomic JSON writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from runner.store import Journal, judgment_record, write_json, write_results
+from runner.types import (
+    JudgeRequest,
+    JudgeResponse,
+    Judgment,
+    Message,
+    Order,
+    Status,
+    Verdict,
+    hash_messages,
+)
+
+RECORD_FIELDS = {
+    "item_id",
+    "repeat",
+    "order",
+    "stage",
+    "messages_sha256",
+    "status",
+    "winner",
+    "verdict_label",
+    "parse_error",
+    "raw_response",
+    "finish_reason",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "latency_s",
+    "error_type",
+    "error",
+}
+MESSAGES = (Message("system", "judge well"), Message("user", "Which is better? «Output (a)» or b"))
+
+
+def scored(item_id: str = "i1", order: Order = Order.AB, winner: str = "ours") -> Judgment:
+    request = JudgeRequest(item_id=item_id, repeat=1, order=order, stage="judge", messages=MESSAGES)
+    response = JudgeResponse(
+        text="Output (a) — sûr", finish_reason="stop", prompt_tokens=120, completion_tokens=3,
+        cost_usd=0.00042, latency_s=0.123456789,
+    )
+    return Judgment(request, response, Verdict(label="A"), winner, Status.SCORED)
+
+
+def unscored(item_id: str = "i2") -> Judgment:
+    request = JudgeRequest(item_id=item_id, repeat=0, order=Order.BA, stage="synthesis", messages=MESSAGES)
+    return Judgment(request, JudgeResponse(text="both good"), Verdict(None, "no_match"), None, Status.UNSCORED)
+
+
+def errored(item_id: str = "i3") -> Judgment:
+    request = JudgeRequest(item_id=item_id, repeat=0, order=Order.AB, stage="judge", messages=MESSAGES)
+    response = JudgeResponse(text=None, error_type="RateLimitError", error="429")
+    return Judgment(request, response, Verdict(None, "call_failed: RateLimitError"), None, Status.ERROR)
+
+
+def read_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+# --- judgment_record -------------------------------------------------------------------------------
+
+
+def test_judgment_record_has_the_documented_fields_and_values() -> None:
+    row = judgment_record(scored())
+    assert set(row) == RECORD_FIELDS
+    assert row["item_id"] == "i1"
+    assert row["repeat"] == 1
+    assert row["order"] == "ab"
+    assert row["stage"] == "judge"
+    assert row["messages_sha256"] == hash_messages(MESSAGES)
+    assert row["status"] == "scored"
+    assert row["winner"] == "ours"
+    assert row["verdict_label"] == "A"
+    assert row["parse_error"] is None
+    assert row["raw_response"] == "Output (a) — sûr"
+    assert (row["prompt_tokens"], row["completion_tokens"], row["cost_usd"]) == (120, 3, 0.00042)
+    assert row["latency_s"] == 0.123457
+
+
+def test_judgment_record_of_unscored_and_error_keeps_reason_and_raw_text() -> None:
+    bad = judgment_record(unscored())
+    assert (bad["status"], bad["winner"], bad["verdict_label"]) == ("unscored", None, None)
+    assert (bad["parse_error"], bad["raw_response"], bad["order"], bad["stage"]) == (
+        "no_match", "both good", "ba", "synthesis",
+    )
+    err = judgment_record(errored())
+    assert (err["status"], err["error_type"], err["error"]) == ("error", "RateLimitError", "429")
+    assert err["parse_error"] == "call_failed: RateLimitError"
+
+
+def test_judgment_record_is_json_serialisable() -> None:
+    for j in (scored(), unscored(), errored()):
+        assert json.loads(json.dumps(judgment_record(j))) == judgment_record(j)
+
+
+# --- Journal ---------------------------------------------------------------------------------------
+
+
+def test_journal_writes_one_parseable_line_per_judgment(tmp_path: Path) -> None:
+    path = tmp_path / "run" / "journal.jsonl"  # parent is created
+    judgments = [scored("a"), unscored("b"), errored("c")]
+    with Journal(path) as journal:
+        for j in judgments:
+            journal.append(j)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 3
+    assert [json.loads(line) for line in lines] == [judgment_record(j) for j in judgments]
+
+
+def test_journal_line_is_on_disk_before_close(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    journal = Journal(path)
+    try:
+        journal.append(scored("a"))
+        assert [row["item_id"] for row in read_lines(path)] == ["a"]
+    finally:
+        journal.close()
+
+
+def test_journal_survives_reopen_in_append_mode(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as journal:
+        journal.append(scored("a"))
+        journal.append(scored("b"))
+    before = path.read_text(encoding="utf-8")
+    with Journal(path) as journal:
+        journal.append(unscored("c"))
+    after = path.read_text(encoding="utf-8")
+    assert after.startswith(before)
+    assert [row["item_id"] for row in read_lines(path)] == ["a", "b", "c"]
+
+
+def test_journal_keeps_non_ascii_readable(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as journal:
+        journal.append(scored())
+    assert "sûr" in path.read_text(encoding="utf-8")
+
+
+# --- atomic writes ---------------------------------------------------------------------------------
+
+
+def test_write_json_replaces_atomically_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    path = tmp_path / "summary.json"
+    path.write_text("old", encoding="utf-8")
+    obj = {"summary": {"accuracy": 0.955}, "names": ["é", "tie"]}
+    write_json(path, obj)
+    assert json.loads(path.read_text(encoding="utf-8")) == obj
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+
+
+def test_write_results_writes_rows_in_order_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    judgments = [errored("z"), scored("a"), unscored("m")]
+    write_results(path, judgments)
+    assert read_lines(path) == [judgment_record(j) for j in judgments]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.jsonl"]

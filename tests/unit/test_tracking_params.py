@@ -1,0 +1,72 @@
+"""Unit tests for runner.tracking.safe_params: credentials never reach MLflow params; values are clipped."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.tracking import MAX_PARAM_CHARS, safe_params
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "judge.api_key",
+        "api_key",
+        "JUDGE.API_KEY",
+        "x.token",
+        "token",
+        "tracking.access_token",
+        "secret",
+        "db.secret",
+        "password",
+        "proxy.password",
+        "openai_api_key",
+    ],
+)
+def test_credential_keys_are_dropped(key: str) -> None:
+    params = safe_params({key: "sk-live-123", "judge.name": "gpt4o_mini"})
+    assert params == {"judge.name": "gpt4o_mini"}
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "judge.max_tokens",
+        "judge.api_key_env",
+        "judge.model",
+        "dataset.id_field",
+        "tokens.prompt",
+        "judge.tpm",
+        "choice.judge",
+        "secretary",
+    ],
+)
+def test_ordinary_keys_are_kept(key: str) -> None:
+    assert safe_params({key: "value"}) == {key: "value"}
+
+
+def test_values_become_text_and_none_becomes_empty() -> None:
+    params = safe_params({"seed": 0, "max_items": None, "temperature": 0.5, "enabled": True, "labels": ["A", "B"]})
+    assert params == {"seed": "0", "max_items": "", "temperature": "0.5", "enabled": "True", "labels": "['A', 'B']"}
+
+
+def test_long_values_are_clipped_to_mlflows_limit() -> None:
+    long = "x" * (MAX_PARAM_CHARS + 500)
+    params = safe_params({"rubric.parser.params.patterns": long, "short": "y" * MAX_PARAM_CHARS})
+    assert params["rubric.parser.params.patterns"] == "x" * MAX_PARAM_CHARS
+    assert params["short"] == "y" * MAX_PARAM_CHARS
+
+
+def test_input_mapping_is_not_modified() -> None:
+    params = {"judge.api_key": "sk", "judge.model": "m"}
+    safe_params(params)
+    assert params == {"judge.api_key": "sk", "judge.model": "m"}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="runner/tracking.py SECRET_KEY matches a bare trailing 'key' segment, so the shipped "
+    "conf/rubric/json_verdict.yaml parser param rubric.parser.params.key=winner is dropped from MLflow params",
+)
+def test_json_verdict_parser_key_param_is_kept() -> None:
+    assert safe_params({"rubric.parser.params.key": "winner"}) == {"rubric.parser.params.key": "winner"}
