@@ -122,6 +122,8 @@ def load_items(cfg: DatasetConfig, path: Path, max_items: int | None = None) -> 
         raise DatasetError(f"dataset {cfg.name}: system names must differ and not be {TIE!r}")
     items: list[Item] = []
     seen: dict[str, str] = {}
+    if max_items is not None and max_items < 1:
+        raise DatasetError(f"max_items must be >= 1 (got {max_items})")
     for ordinal, (where, row) in enumerate(_read_rows(path), start=1):
         item = _to_item(row, cfg, where, ordinal)
         if item.id in seen:

@@ -18,7 +18,8 @@ from runner.config import TrackingConfig
 log = logging.getLogger(__name__)
 
 MAX_PARAM_CHARS = 6000  # MLflow's limit on one param value
-SECRET_KEY = re.compile(r"(^|[._])(api_key|key|token|secret|password|access_token)$", re.IGNORECASE)
+# Names that hold credentials. A bare "key" is not one (rubric.parser.params.key names a JSON field).
+SECRET_KEY = re.compile(r"(^|[._])(api_key|apikey|private_key|token|access_token|secret|password)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

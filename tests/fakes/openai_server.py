@@ -213,6 +213,15 @@ class FakeOpenAIServer:
         self._thread: threading.Thread | None = None
         self.reset()
 
+    @property
+    def reply(self) -> ReplyPolicy:
+        """The reply policy consulted once the scripted FIFO is empty; assignable while running."""
+        return self._policy
+
+    @reply.setter
+    def reply(self, policy: ReplyPolicy | None) -> None:
+        self._policy = policy or _default_reply
+
     def __enter__(self) -> FakeOpenAIServer:
         return self.start()
 

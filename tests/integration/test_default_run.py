@@ -37,9 +37,10 @@ def ours(gold: dict) -> dict[str, float]:
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory):
     """One default run shared by the tests below (it takes a few seconds)."""
-    from tests.integration.conftest import CliRun, offline_env  # noqa: F401
     import subprocess
     import sys
+
+    from tests.integration.conftest import CliRun, offline_env  # noqa: F401
 
     tmp = tmp_path_factory.mktemp("default")
     uri = f"sqlite:///{tmp / 'mlflow.db'}"

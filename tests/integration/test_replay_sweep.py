@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import yaml
-
 from mlflow.tracking import MlflowClient
 
 from tests.integration.test_default_run import ours, published

@@ -44,18 +44,6 @@ def options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
 
 
-def experiment_param(stem: str) -> object:
-    """Mark a preset that names a dataset option not (yet) in conf/dataset as an expected failure."""
-    datasets = set(options("dataset"))
-    overrides = OmegaConf.load(CONF / "experiment" / f"{stem}.yaml").get("defaults", [])
-    wanted = {v for entry in overrides for k, v in dict(entry).items() if k == "override /dataset"}
-    absent = sorted(wanted - datasets)
-    if not absent:
-        return stem
-    reason = f"conf/experiment/{stem}.yaml overrides /dataset with {absent}, which conf/dataset/ lacks"
-    return pytest.param(stem, marks=pytest.mark.xfail(strict=True, raises=ConfigCompositionException, reason=reason))
-
-
 @pytest.fixture(scope="module", autouse=True)
 def _schemas() -> None:
     register_configs()
@@ -159,12 +147,12 @@ def test_every_group_option_composes(hydra_conf: None, group: str, option: str) 
     raw = OmegaConf.load(CONF / group / f"{option}.yaml")
     if group == "tracking":  # tracking options carry no name; compare what they set
         assert (node.enabled, node.experiment) == (raw.enabled, raw.experiment)
-        assert node.uri is None or "${" not in node.uri
+        assert all(value is None or "${" not in value for value in (node.uri, node.artifact_location))
     else:
         assert node.name == option
 
 
-@pytest.mark.parametrize("stem", [experiment_param(stem) for stem in options("experiment")])
+@pytest.mark.parametrize("stem", options("experiment"))
 def test_every_experiment_preset_composes(hydra_conf: None, stem: str) -> None:
     default = to_run_config([])
     cfg = to_run_config([f"experiment={stem}"])
@@ -173,23 +161,25 @@ def test_every_experiment_preset_composes(hydra_conf: None, stem: str) -> None:
     assert cfg != default  # a preset that changes nothing has rotted
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ConfigCompositionException,
-    reason="conf/config.yaml lists `experiment: null` in its defaults, so README's documented "
-    "`judgesweep +experiment=<preset>` fails ('Multiple values for experiment'); only experiment=<preset> works",
-)
-def test_readme_plus_experiment_syntax_composes(hydra_conf: None) -> None:
-    cfg = to_run_config(["+experiment=llmbar_chatgpt_swap"])
-    assert cfg.prompt.name == "llmbar_swap"
-
-
 def test_llmbar_chatgpt_swap_preset_selects_its_judge_and_prompt(hydra_conf: None) -> None:
     cfg = to_run_config(["experiment=llmbar_chatgpt_swap"])
     assert (cfg.judge.name, cfg.prompt.name, cfg.prompt.strategy) == (
         "replay_chatgpt", "llmbar_swap", Strategy.swap_synthesize,
     )
     assert cfg.prompt.synthesis_template == "llmbar_swap_synthesize"
+
+
+def test_robust_pairwise_preset_overrides_groups_and_run_knobs(hydra_conf: None) -> None:
+    cfg = to_run_config(["experiment=robust_pairwise"])
+    assert (cfg.prompt.name, cfg.rubric.name, cfg.judge.name, cfg.dataset.name) == (
+        "mtbench_pair", "mtbench_verdict", "gpt4o_mini", "chat_vs_simple",
+    )
+    assert (cfg.repeats, cfg.order) == (3, OrderPolicy.swap_random)
+
+
+def test_command_line_override_beats_preset(hydra_conf: None) -> None:
+    cfg = to_run_config(["experiment=robust_pairwise", "repeats=5"])
+    assert cfg.repeats == 5
 
 
 # --- file names agree with the names inside --------------------------------------------------------

@@ -124,18 +124,11 @@ def test_max_items_stops_before_reading_later_bad_rows(tmp_path: Path) -> None:
     assert len(load_items(dataset_cfg(), path, max_items=2)) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="runner/datasets.py load_items: the max_items check runs after the first append, so "
-    "max_items=0 (or a negative value) still returns one item instead of none or an error",
-)
-def test_max_items_zero_returns_no_item(tmp_path: Path) -> None:
+@pytest.mark.parametrize("bad", [0, -1])
+def test_max_items_below_one_is_an_error(tmp_path: Path, bad: int) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [row(1), row(2)])
-    try:
-        items = load_items(dataset_cfg(), path, max_items=0)
-    except DatasetError:
-        items = []
-    assert items == []
+    with pytest.raises(DatasetError, match="max_items"):
+        load_items(dataset_cfg(), path, max_items=bad)
 
 
 # --- malformed input: the message names file, line and field ---------------------------------------

@@ -300,9 +300,11 @@ def test_synthesis_prompt_puts_the_first_shown_systems_explanation_under_assista
     head_b = "## Evaluation given by Assistant (b), who thinks Output (b) is better:\n"
     # AB: alpha shown as (a); alpha won in round-1 order AB, so its explanation is used verbatim, and
     # beta's (written in BA, where beta was (a)) has its (a)/(b) references swapped.
-    assert f"{head_a}{explanation[Order.AB]}\n{head_b}{reverse_output_ab(explanation[Order.BA])}\n" in synthesis[Order.AB]
+    debate_ab = f"{head_a}{explanation[Order.AB]}\n{head_b}{reverse_output_ab(explanation[Order.BA])}\n"
+    assert debate_ab in synthesis[Order.AB]
     # BA: beta shown as (a); its explanation was written in BA, so verbatim; alpha's is swapped.
-    assert f"{head_a}{explanation[Order.BA]}\n{head_b}{reverse_output_ab(explanation[Order.AB])}\n" in synthesis[Order.BA]
+    debate_ba = f"{head_a}{explanation[Order.BA]}\n{head_b}{reverse_output_ab(explanation[Order.AB])}\n"
+    assert debate_ba in synthesis[Order.BA]
 
 
 def test_synthesis_messages_equal_llmbars_rebuilt_prompt() -> None:

@@ -113,7 +113,8 @@ def test_candidate_text_with_template_syntax_is_inserted_verbatim(name: str, pay
 
 
 def test_render_strips_only_the_block_edges(tmp_path: Path) -> None:
-    write_template(tmp_path, "t", "{% block system %}\n\n  S  \n{% endblock %}{% block user %}\n{{ x }}\n{% endblock %}")
+    source = "{% block system %}\n\n  S  \n{% endblock %}{% block user %}\n{{ x }}\n{% endblock %}"
+    write_template(tmp_path, "t", source)
     messages = load_template(tmp_path, "t").render({"x": "  inner\n\ntext  "})
     assert messages == (Message("system", "S"), Message("user", "inner\n\ntext"))
 

@@ -1,0 +1,114 @@
+"""The users' robust pairwise workflow against a live (loopback) judge through litellm over HTTP."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import defaultdict
+
+from mlflow.tracking import MlflowClient
+
+from tests.fakes.openai_server import Reply
+from tests.integration.conftest import live_judge
+
+# Per item (keyed by the question text): the verdicts the judge gives on its 1st, 2nd, 3rd call.
+SCRIPT = {
+    "q-unanimous": ["[[A]]", "[[A]]", "[[A]]"],
+    "q-majority": ["[[B]]", "[[A]]", "[[B]]"],
+    "q-split": ["[[A]]", "[[B]]", "[[C]]"],
+    "q-unreadable": ["I cannot decide.", "Both are fine", "[[D]]"],
+}
+
+
+def write_dataset(path) -> None:
+    """Four items; 'chat' is ours, 'simple-chat' the baseline."""
+    with path.open("w") as fh:
+        for qid in SCRIPT:
+            fh.write(json.dumps({"id": qid, "prompt": qid, "chat": f"chat answer to {qid}",
+                                 "simple_chat": f"simple answer to {qid}"}) + "\n")
+
+
+def scripted_judge():
+    """A reply function giving each item its scripted verdicts in call order (thread-safe)."""
+    calls: dict[str, int] = defaultdict(int)
+    lock = threading.Lock()
+
+    def reply(body: dict) -> Reply:
+        user = body["messages"][-1]["content"]
+        qid = re.search(r"\[User Question\]\n(\S+)", user).group(1)
+        with lock:
+            n = calls[qid]
+            calls[qid] += 1
+        return Reply(content=f"Comparing the two answers... {SCRIPT[qid][n % 3]}")
+
+    return reply
+
+
+def robust_overrides(server, dataset) -> list[str]:
+    return [*live_judge(server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
+            f"dataset.path={dataset}", "repeats=3", "order=fixed", "concurrency=1"]
+
+
+def test_robust_pairwise_summary_in_the_users_format(run_cli, fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = scripted_judge()
+    result = run_cli(*robust_overrides(fake_server, dataset))
+    assert result.proc.returncode == 0, result.output
+    doc = result.summary()
+    s, agg = doc["summary"], doc["aggregated_results"]
+    assert s["evaluation_completed"] is False  # one item had no valid vote
+    assert s["num_evaluation_runs"] == 3 and s["total_subsets"] == 4 and s["successful_evaluations"] == 3
+    assert s["final_verdict_distribution"] == {"chat": 1, "simple-chat": 1, "tie": 1}
+    assert s["confidence_distribution"] == {"unanimous": 1, "majority": 1, "no_consensus": 1}
+    assert s["ours_win_rate"] == s["baseline_win_rate"] == s["tie_rate"] == 1 / 3
+    assert agg["q-unanimous"]["final_verdict"] == "chat" and agg["q-unanimous"]["confidence"] == "unanimous"
+    assert agg["q-majority"]["final_verdict"] == "simple-chat"
+    assert agg["q-majority"]["verdict_counts"] == {"simple-chat": 2, "chat": 1}
+    assert agg["q-split"] == {"verdicts": ["chat", "simple-chat", "tie"],
+                              "verdict_counts": {"chat": 1, "simple-chat": 1, "tie": 1},
+                              "final_verdict": "tie", "confidence": "no_consensus"}
+    # No valid vote is a failure, not a tie.
+    assert agg["q-unreadable"]["final_verdict"] is None and s["failed_items"] == ["q-unreadable"]
+
+
+def test_every_call_is_journaled_and_unparsable_output_is_unscored_not_a_vote(run_cli, fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = scripted_judge()
+    result = run_cli(*robust_overrides(fake_server, dataset))
+    journal = result.journal()
+    assert len(journal) == 12 == len(fake_server.requests)
+    unscored = [row for row in journal if row["status"] == "unscored"]
+    assert len(unscored) == 3 and all(row["item_id"] == "q-unreadable" for row in unscored)
+    assert all(row["raw_response"] and row["parse_error"] and row["winner"] is None for row in unscored)
+    assert {"messages_sha256", "repeat", "order", "prompt_tokens", "cost_usd", "latency_s"} <= set(journal[0])
+    body = fake_server.requests[0]
+    assert body["temperature"] == 0.0 and body["seed"] == 0 and body["max_tokens"] == 512
+    client = MlflowClient(tracking_uri=result.mlflow_uri)
+    run = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id])[0]
+    assert run.data.metrics["judge/parse_failure_rate"] == 0.25
+    assert run.data.metrics["judge/unscored"] == 3
+    assert run.data.params["choice.judge"] == "local_openai"
+
+
+def test_a_failed_call_is_recorded_and_the_run_goes_on(run_cli, fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    script = scripted_judge()
+    fake_server.enqueue(Reply(status=500, error_message="upstream exploded"))
+    fake_server.reply = script
+    tolerant = run_cli(*robust_overrides(fake_server, dataset), "max_error_rate=0.5", "tracking=off")
+    assert tolerant.proc.returncode == 0, tolerant.output
+    errors = [row for row in tolerant.journal() if row["status"] == "error"]
+    assert len(errors) == 1 and errors[0]["error_type"] == "InternalServerError"
+    assert len(tolerant.journal()) == 12
+
+    fake_server.reset()
+    fake_server.enqueue(Reply(status=500, error_message="upstream exploded"))
+    fake_server.reply = scripted_judge()
+    strict = run_cli(*robust_overrides(fake_server, dataset), "tracking=off")
+    assert strict.proc.returncode == 1
+    assert "1 of 12 judge calls failed" in strict.output
+    assert (strict.run_dir / "summary.json").is_file()  # everything is still written
