@@ -1,0 +1,25 @@
+"""A planted API key reaches the provider and nothing else: no log, journal, result, MLflow record or message."""
+
+from __future__ import annotations
+
+from tests.fakes.openai_server import Reply
+from tests.integration.conftest import live_judge
+
+CANARY = "sk-canary-7f3a9c1e5b2d4f6a8c0e"
+
+
+def test_canary_key_is_used_but_never_written(run_cli, fake_server, tmp_path):
+    # A provider that echoes the key in its error message, as some do on a 401.
+    fake_server.enqueue(Reply(status=401, error_message=f"Incorrect API key provided: {CANARY}"))
+    fake_server.reply = lambda body: "[[A]]"
+    result = run_cli(*live_judge(fake_server), "judge.api_key_env=JUDGESWEEP_CANARY_KEY", "prompt=mtbench_pair",
+                     "rubric=mtbench_verdict", "dataset=chat_vs_simple", "max_items=3", "max_error_rate=1.0",
+                     env={"JUDGESWEEP_CANARY_KEY": CANARY})
+    assert result.proc.returncode == 0, result.output
+    assert any(h.get("authorization") == f"Bearer {CANARY}" for h in fake_server.headers_seen)
+    assert any(row["error_type"] == "AuthenticationError" for row in result.journal())
+    assert CANARY not in result.output
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "mlflow.db" for p in written) and any(p.name == "journal.jsonl" for p in written)
+    leaks = [str(p) for p in written if CANARY.encode() in p.read_bytes()]
+    assert leaks == []
