@@ -66,11 +66,16 @@ class PromptConfig:
 
 
 @dataclass
-class ParserConfig:
-    """Which registered parser reads the judge output, and its parameters."""
+class FunctionRef:
+    """A registered function chosen by name, with the keyword parameters config binds to it."""
 
     name: str = MISSING
     params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ParserConfig(FunctionRef):
+    """Which registered parser reads the judge output (runner.parsing.PARSERS), and its parameters."""
 
 
 @dataclass
@@ -84,11 +89,8 @@ class RubricConfig:
 
 
 @dataclass
-class AggregationConfig:
-    """A registered aggregation function and its parameters."""
-
-    name: str = MISSING
-    params: dict[str, Any] = field(default_factory=dict)
+class AggregationConfig(FunctionRef):
+    """A registered aggregation (runner.aggregation.AGGREGATIONS) and its parameters."""
 
 
 @dataclass
