@@ -7,6 +7,8 @@ everything down as frozen records.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import subprocess
@@ -21,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from runner import client, pipeline
 from runner.config import RunConfig, register_configs
 from runner.datasets import DatasetError
+from runner.pacing import LimiterPool
 from runner.prompts import TemplateError
 from runner.registry import UnknownNameError
 from runner.types import Secret
@@ -30,9 +33,16 @@ log = logging.getLogger("judgesweep")
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 EXPECTED_ERRORS = (pipeline.ConfigurationError, DatasetError, TemplateError, UnknownNameError, TypeError)
 
-# Jobs of this process that failed (bad input, too many failed calls). A multirun goes on after a
-# failed job and the process exits non-zero at the end; kept here, the one module allowed state.
+# Process-wide state lives here, the one module allowed it. Jobs of this process that failed (bad
+# input, too many failed calls): a multirun goes on after a failed job and the process exits non-zero
+# at the end. Rate limiters: every job and repeat of a judge in this process shares one.
 _failed_jobs: list[str] = []
+_limiters = LimiterPool()
+
+# Settings that do not change what is asked or how answers are read; a resumed run may change them.
+OPERATIONAL_PREFIXES = ("resume", "dry_run", "progress", "concurrency", "max_error_rate", "tracking.", "cache.",
+                        "choice.tracking", "judge.rpm", "judge.tpm", "judge.max_retries", "judge.retry_",
+                        "judge.timeout_s", "git_sha", "on_bad_row")
 
 
 class MissingApiKey(pipeline.ConfigurationError):
@@ -41,7 +51,7 @@ class MissingApiKey(pipeline.ConfigurationError):
 
 def _api_key(cfg: RunConfig) -> Secret | None:
     name = cfg.judge.api_key_env
-    if not name:
+    if not name or cfg.dry_run:  # a dry run calls nothing, so it needs no key
         return None
     value = os.environ.get(name, "")
     if not value:
@@ -84,6 +94,8 @@ def _context(dcfg: DictConfig, cfg: RunConfig) -> pipeline.RunContext:
         "hydra.overrides": ",".join(hc.overrides.task),
     }
     name = ",".join(f"{k}={choices[k]}" for k in ("judge", "prompt", "rubric", "dataset") if k in choices)
+    identity = {k: v for k, v in params.items() if not k.startswith(OPERATIONAL_PREFIXES)}
+    identity_sha = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
     return pipeline.RunContext(
         cfg=cfg,
         run_dir=Path(hc.runtime.output_dir),
@@ -93,6 +105,9 @@ def _context(dcfg: DictConfig, cfg: RunConfig) -> pipeline.RunContext:
         params=params,
         tags=tags,
         resolved_config_yaml=OmegaConf.to_yaml(dcfg, resolve=True),
+        identity=identity,
+        identity_sha256=identity_sha,
+        limiter=_limiters.get(f"{cfg.judge.name}|{cfg.judge.model}", cfg.judge.rpm, cfg.judge.tpm),
     )
 
 
@@ -105,7 +120,7 @@ def _job(dcfg: DictConfig) -> None:
         log.error("judgesweep: %s: %s", type(exc).__name__, exc)
         _failed_jobs.append(job)
         return
-    if outcome.failed:
+    if outcome is not None and outcome.failed:
         log.error("judgesweep: run failed: %s", outcome.reason)
         _failed_jobs.append(job)
 
@@ -114,6 +129,9 @@ def main() -> None:
     """Console-script entry point: compose the config, run the job(s), exit non-zero on failure."""
     register_configs()
     client.configure()
+    if not OmegaConf.has_resolver("resume_or"):
+        # hydra.run.dir / hydra.sweep.dir: the directory being resumed, else a new timestamped one.
+        OmegaConf.register_new_resolver("resume_or", lambda resume, fresh: resume or fresh)
     hydra.main(config_path=CONFIG_DIR, config_name="config", version_base="1.3")(_job)()
     if _failed_jobs:
         sys.exit(1)

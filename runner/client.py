@@ -1,12 +1,17 @@
 """The only module that talks to litellm: one judge call in, one JudgeResponse out.
 
-Errors are classified by exception type (litellm's exceptions subclass openai's), never by message
-text, and turned into a JudgeResponse carrying the error, so one failed call never stops the run.
+Calls are paced by the judge's rpm/tpm limiter and retried with exponential backoff and jitter on
+rate-limit, timeout, connection and 5xx errors, honouring Retry-After; authentication and bad-request
+errors are not retried. Errors are classified by exception type (litellm's exceptions subclass
+openai's), never by message text, and come back inside the JudgeResponse: one failed call never
+stops the run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import random
 import time
 from importlib import metadata
 from typing import Any
@@ -18,11 +23,15 @@ from litellm.types.utils import ModelResponse
 
 from runner import replay
 from runner.config import JudgeConfig
+from runner.pacing import RateLimiter, estimate_tokens
+from runner.retry import RetryPolicy, parse_retry_after
 from runner.types import JudgeResponse, Message, Secret
 
 log = logging.getLogger(__name__)
 
 REPLAY_PROVIDER = "replay"
+RETRYABLE = (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError, litellm.InternalServerError,
+             litellm.ServiceUnavailableError, litellm.BadGatewayError)
 
 
 class ReplayProvider(CustomLLM):
@@ -63,35 +72,76 @@ def litellm_version() -> str:
     return metadata.version("litellm")
 
 
-def _scrub(text: str, api_key: Secret | None) -> str:
-    if api_key is not None and api_key.reveal():
-        text = text.replace(api_key.reveal(), "***")
-    return text
+def supports_json_schema(model: str) -> bool:
+    """Whether litellm's model map says ``model`` accepts a JSON-schema response_format."""
+    try:
+        return bool(litellm.supports_response_schema(model=model))
+    except litellm.exceptions.NotFoundError:
+        return False
+
+
+def count_tokens(model: str, messages: tuple[Message, ...]) -> int:
+    """Prompt tokens of ``messages`` for ``model`` (litellm's tokenizer choice; for a model litellm cannot
+    place, such as a replay recording, its default tiktoken encoding)."""
+    payload = [{"role": m.role, "content": m.content} for m in messages]
+    try:
+        return litellm.token_counter(model=model, messages=payload)
+    except litellm.BadRequestError:
+        return litellm.token_counter(messages=payload)
+
+
+def price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """Dollars for that many tokens from litellm's (local) cost map; None when the model is unpriced."""
+    if model not in litellm.model_cost and model.split("/", 1)[-1] not in litellm.model_cost:
+        return None
+    try:
+        prompt_usd, completion_usd = litellm.cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    except litellm.BadRequestError:  # a model litellm cannot place with a provider (e.g. replay/gpt-4)
+        return None
+    return prompt_usd + completion_usd
+
+
+def _retry_after(exc: Exception) -> float | None:
+    headers = getattr(exc, "litellm_response_headers", None)
+    return parse_retry_after(dict(headers.items())) if headers is not None else None
+
+
+def _retryable(exc: openai.APIError) -> bool:
+    if isinstance(exc, RETRYABLE):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(exc, litellm.APIError) and isinstance(status, int) and status >= 500
 
 
 class JudgeClient:
     """Sends rendered messages to one judge deployment.
 
     Args:
-        judge: The judge's config (model string, api_base, decoding parameters).
+        judge: The judge's config (model string, api_base, decoding parameters, limits, retries).
         api_key: The key read from ``judge.api_key_env`` by the CLI, or None.
+        limiter: The judge's rate limiter, shared by every job of this judge in the process.
+        response_format: A response_format to request (JSON schema from the rubric), or None.
+        seed: Seeds the backoff jitter, so a rerun waits the same way.
     """
 
-    def __init__(self, judge: JudgeConfig, api_key: Secret | None) -> None:
+    def __init__(self, judge: JudgeConfig, api_key: Secret | None, limiter: RateLimiter | None = None,
+                 response_format: dict[str, Any] | None = None, seed: int = 0) -> None:
         self.judge = judge
         self._api_key = api_key
+        self._limiter = limiter
+        self._retry = RetryPolicy(max_retries=judge.max_retries, base_s=judge.retry_base_s, max_s=judge.retry_max_s)
+        self._rng = random.Random(seed)
+        self.decoding_params: dict[str, Any] = {"temperature": judge.temperature, "max_tokens": judge.max_tokens}
+        if judge.seed is not None:
+            self.decoding_params["seed"] = judge.seed
+        if response_format is not None:
+            self.decoding_params["response_format"] = response_format
 
     def _kwargs(self) -> dict[str, Any]:
         j = self.judge
-        kwargs: dict[str, Any] = {
-            "model": j.model,
-            "temperature": j.temperature,
-            "max_tokens": j.max_tokens,
-            "timeout": j.timeout_s,
-            "num_retries": 0,
-        }
-        if j.seed is not None:
-            kwargs["seed"] = j.seed
+        kwargs: dict[str, Any] = {"model": j.model, "timeout": j.timeout_s, "num_retries": 0,
+                                  **self.decoding_params}
         if j.api_base:
             kwargs["api_base"] = j.api_base
         if self._api_key is not None:
@@ -101,25 +151,56 @@ class JudgeClient:
             kwargs["api_key"] = "no-key"
         return kwargs
 
+    def _error(self, exc: Exception, started: float, attempts: int, limited: int) -> JudgeResponse:
+        text = str(exc)
+        if self._api_key is not None and self._api_key.reveal():
+            text = text.replace(self._api_key.reveal(), "***")
+        return JudgeResponse(text=None, latency_s=time.perf_counter() - started, error_type=type(exc).__name__,
+                             error=text[:2000], attempts=attempts, rate_limited=limited)
+
     async def complete(self, messages: tuple[Message, ...]) -> JudgeResponse:
-        """Make one call; never raises for provider errors (they come back in the response)."""
+        """Make one judge call, with pacing and retries; never raises for provider errors."""
         payload = [{"role": m.role, "content": m.content} for m in messages]
-        started = time.perf_counter()
-        try:
-            resp = await litellm.acompletion(messages=payload, **self._kwargs())
-        except openai.APIError as exc:
-            latency = time.perf_counter() - started
-            return JudgeResponse(text=None, latency_s=latency, error_type=type(exc).__name__,
-                                 error=_scrub(str(exc), self._api_key)[:2000])
-        latency = time.perf_counter() - started
+        estimate = estimate_tokens(sum(len(m.content) for m in messages), self.judge.max_tokens)
+        started, attempts, limited = time.perf_counter(), 0, 0
+        while True:
+            attempts += 1
+            if self._limiter is not None:
+                await self._limiter.acquire(estimate)
+            try:
+                resp = await litellm.acompletion(messages=payload, **self._kwargs())
+            except openai.APIError as exc:
+                retry_after = None
+                if isinstance(exc, litellm.RateLimitError):
+                    limited += 1
+                    retry_after = _retry_after(exc)
+                    if self._limiter is not None:
+                        self._limiter.penalize(retry_after)
+                if not _retryable(exc) or attempts > self._retry.max_retries:
+                    return self._error(exc, started, attempts, limited)
+                delay = self._retry.delay(attempts, retry_after, self._rng)
+                log.info("%s: %s, retry %d/%d in %.1fs", self.judge.name, type(exc).__name__, attempts,
+                         self._retry.max_retries, delay)
+                await asyncio.sleep(delay)
+                continue
+            return self._response(resp, started, attempts, limited, estimate)
+
+    def _response(self, resp: Any, started: float, attempts: int, limited: int, estimate: int) -> JudgeResponse:
         choice = resp.choices[0]
         usage = getattr(resp, "usage", None)
+        prompt_tokens = getattr(usage, "prompt_tokens", 0) or 0
+        completion_tokens = getattr(usage, "completion_tokens", 0) or 0
+        if self._limiter is not None:
+            self._limiter.settle(estimate, prompt_tokens + completion_tokens)
+            self._limiter.record_success()
         cost = (getattr(resp, "_hidden_params", None) or {}).get("response_cost")
         return JudgeResponse(
             text=choice.message.content,
             finish_reason=choice.finish_reason,
-            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
             cost_usd=float(cost) if cost is not None else None,
-            latency_s=latency,
+            latency_s=time.perf_counter() - started,
+            attempts=attempts,
+            rate_limited=limited,
         )

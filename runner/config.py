@@ -37,6 +37,29 @@ class OrderPolicy(str, Enum):
     fixed = "fixed"  # ours first, always
 
 
+class CacheMode(str, Enum):
+    """How the cross-run response cache is used."""
+
+    read_write = "read_write"
+    read_only = "read_only"
+    off = "off"
+
+
+class OnBadRow(str, Enum):
+    """What a malformed dataset row does."""
+
+    error = "error"  # stop before any call, naming file and line
+    skip = "skip"  # leave it out; the run reports how many and which
+
+
+class StructuredOutput(str, Enum):
+    """Whether to ask the judge for JSON via response_format."""
+
+    auto = "auto"  # when the rubric's parser reads JSON and litellm says the model supports it
+    on = "on"
+    off = "off"
+
+
 @dataclass
 class JudgeConfig:
     """One judge deployment: a litellm model string and its decoding and transport settings."""
@@ -49,8 +72,12 @@ class JudgeConfig:
     seed: int | None = None
     max_tokens: int = 512
     timeout_s: float = 60.0
-    rpm: int | None = None
+    rpm: int | None = None  # client-side pacing, shared by every job of this judge in the process
     tpm: int | None = None
+    max_retries: int = 4  # for rate-limit, timeout, connection and 5xx errors only
+    retry_base_s: float = 1.0  # first backoff; doubles per attempt, with full jitter, capped at retry_max_s
+    retry_max_s: float = 60.0
+    structured_output: StructuredOutput = StructuredOutput.auto
     version: str = ""  # free text recorded with every run (e.g. a dated model snapshot)
 
 
@@ -63,6 +90,7 @@ class PromptConfig:
     mode: PromptMode = PromptMode.pairwise
     strategy: Strategy = Strategy.single
     synthesis_template: str | None = None  # required by strategy swap_synthesize
+    neutralize_delimiters: bool = True  # defang the template's own block delimiters inside inserted text
 
 
 @dataclass
@@ -126,6 +154,14 @@ class TrackingConfig:
 
 
 @dataclass
+class CacheConfig:
+    """The response cache shared across runs and sweeps."""
+
+    mode: CacheMode = CacheMode.read_write
+    path: str = "outputs/cache/responses.sqlite"  # relative to the project root
+
+
+@dataclass
 class RunConfig:
     """The whole composed config: the groups plus the run knobs."""
 
@@ -142,6 +178,11 @@ class RunConfig:
     max_items: int | None = None
     max_error_rate: float = 0.0  # the process exits non-zero when more calls than this fail
     prompts_dir: str = "prompts"
+    on_bad_row: OnBadRow = OnBadRow.error
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    resume: str | None = None  # a run (or sweep) directory to continue; see README "Resume"
+    dry_run: bool = False  # render every request, count tokens, price them; make no call
+    progress: bool = True  # a live progress bar on a terminal (never when output is not a TTY)
 
 
 def register_configs() -> None:

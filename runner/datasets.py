@@ -1,19 +1,21 @@
 """Dataset loading: JSONL or JSON rows mapped onto template variables, candidates and gold labels.
 
 Every problem is reported with the file and line (JSONL) or row index (JSON) it came from, before any
-judge call is made.
+judge call is made. A bad row either stops the load (``on_bad_row: error``) or is left out and listed
+(``on_bad_row: skip``); a file that is missing or not a list of rows always stops it.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from runner.config import DatasetConfig
+from runner.config import DatasetConfig, OnBadRow
 from runner.types import TIE, Candidate, Item
 
 PKG_PREFIX = "pkg://"
@@ -21,6 +23,36 @@ PKG_PREFIX = "pkg://"
 
 class DatasetError(ValueError):
     """A dataset file or row is malformed; the message names the file and line."""
+
+
+class _RowError(Exception):
+    """One row is unusable; load_items turns it into a DatasetError or a SkippedRow."""
+
+
+@dataclass(frozen=True)
+class SkippedRow:
+    """A row left out under ``on_bad_row: skip``.
+
+    Attributes:
+        where: ``file:line`` (JSONL) or ``file[row i]`` (JSON).
+        reason: Why it was left out, e.g. "missing field 'input' (fields present: [...])".
+    """
+
+    where: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class LoadedDataset:
+    """What load_items returns.
+
+    Attributes:
+        items: The rows that loaded, in file order (at most max_items).
+        skipped: Bad rows left out (always empty with ``on_bad_row: error``), in file order.
+    """
+
+    items: list[Item]
+    skipped: tuple[SkippedRow, ...] = ()
 
 
 def resolve_path(path: str, root: Path) -> Path:
@@ -33,21 +65,22 @@ def resolve_path(path: str, root: Path) -> Path:
 
 
 def _read_rows(path: Path) -> Iterator[tuple[str, Any]]:
-    """Yield (location, row) pairs; location is ``file:line`` for JSONL, ``file[row i]`` for JSON."""
+    """Yield (location, row) pairs; location is ``file:line`` for JSONL, ``file[row i]`` for JSON.
+
+    A JSONL line that is not valid JSON is yielded as a _RowError in place of the row.
+    """
     if not path.is_file():
         raise DatasetError(f"dataset file {path} not found")
     if path.suffix == ".jsonl":
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    yield f"{path}:{lineno}", json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DatasetError(f"{path}:{lineno}: not valid JSON ({exc.msg}, column {exc.colno})") from None
+        # bytes per line, so one badly encoded line is one bad row rather than a failed file
+        with path.open("rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                yield from _parse_line(raw, f"{path}:{lineno}")
         return
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     rows = data.get("examples") if isinstance(data, dict) else data
@@ -57,81 +90,119 @@ def _read_rows(path: Path) -> Iterator[tuple[str, Any]]:
         yield f"{path}[row {index}]", row
 
 
-def _field(row: dict, name: str, where: str) -> Any:
+def _parse_line(raw: bytes, where: str) -> Iterator[tuple[str, Any]]:
+    """Yield nothing for a blank line, else (where, row) with a _RowError as the row if it does not parse."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        yield where, _RowError(f"not valid UTF-8 (byte {exc.start})")
+        return
+    if not line.strip():
+        return
+    try:
+        row: Any = json.loads(line)
+    except json.JSONDecodeError as exc:
+        row = _RowError(f"not valid JSON ({exc.msg}, column {exc.colno})")
+    yield where, row
+
+
+def _field(row: dict, name: str) -> Any:
     if name not in row:
-        raise DatasetError(f"{where}: missing field {name!r} (fields present: {sorted(row)})")
+        raise _RowError(f"missing field {name!r} (fields present: {sorted(row)})")
     return row[name]
 
 
-def _text(row: dict, name: str, where: str) -> str:
-    value = _field(row, name, where)
+def _text(row: dict, name: str) -> str:
+    value = _field(row, name)
     if isinstance(value, str):
         return value
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, indent=2)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
-    raise DatasetError(f"{where}: field {name!r} must be text, got {type(value).__name__}")
+    raise _RowError(f"field {name!r} must be text, got {type(value).__name__}")
 
 
-def _gold(row: dict, cfg: DatasetConfig, where: str) -> str | None:
+def _gold(row: dict, cfg: DatasetConfig) -> str | None:
     if cfg.gold_field is None:
         return None
-    raw = str(_field(row, cfg.gold_field, where))
+    raw = str(_field(row, cfg.gold_field))
     if not cfg.gold_map:
         gold = raw
     elif raw in cfg.gold_map:
         gold = cfg.gold_map[raw]
     else:
-        raise DatasetError(f"{where}: gold value {raw!r} is not in dataset.gold_map {sorted(cfg.gold_map)}")
+        raise _RowError(f"gold value {raw!r} is not in dataset.gold_map {sorted(cfg.gold_map)}")
     allowed = {cfg.ours.name, cfg.baseline.name, TIE}
     if gold not in allowed:
-        raise DatasetError(f"{where}: gold {gold!r} is none of {sorted(allowed)}")
+        raise _RowError(f"gold {gold!r} is none of {sorted(allowed)}")
     return gold
 
 
 def _to_item(row: Any, cfg: DatasetConfig, where: str, ordinal: int) -> Item:
+    if isinstance(row, _RowError):
+        raise row
     if not isinstance(row, dict):
-        raise DatasetError(f"{where}: expected a JSON object, got {type(row).__name__}")
-    item_id = str(_field(row, cfg.id_field, where)) if cfg.id_field else str(ordinal)
-    variables = {var: _text(row, fld, where) for var, fld in cfg.variables.items()}
-    candidates = tuple(
-        Candidate(system=s.name, text=_text(row, s.field, where)) for s in (cfg.ours, cfg.baseline)
-    )
+        raise _RowError(f"expected a JSON object, got {type(row).__name__}")
+    item_id = str(_field(row, cfg.id_field)) if cfg.id_field else str(ordinal)
+    variables = {var: _text(row, fld) for var, fld in cfg.variables.items()}
+    candidates = tuple(Candidate(system=s.name, text=_text(row, s.field)) for s in (cfg.ours, cfg.baseline))
     return Item(
         id=item_id,
         variables=MappingProxyType(variables),
         candidates=candidates,
-        gold=_gold(row, cfg, where),
+        gold=_gold(row, cfg),
         source=where,
     )
 
 
-def load_items(cfg: DatasetConfig, path: Path, max_items: int | None = None) -> list[Item]:
+def load_items(
+    cfg: DatasetConfig,
+    path: Path,
+    max_items: int | None = None,
+    *,
+    on_bad_row: OnBadRow = OnBadRow.error,
+) -> LoadedDataset:
     """Load and validate every row of a pairwise dataset.
 
     Args:
         cfg: The dataset config (field mapping, systems, gold).
         path: The resolved dataset file (``.jsonl``, or ``.json`` holding a list or {"examples": [...]}).
-        max_items: Keep only the first N items.
+        max_items: Keep only the first N items that load (skipped rows do not count).
+        on_bad_row: ``error`` stops at the first bad row; ``skip`` leaves out rows that are not valid
+            JSON, miss a field, hold a wrong type or an unknown gold value, or repeat an id, and lists them.
 
     Raises:
-        DatasetError: On the first malformed row, naming file and line, or on duplicate ids.
+        DatasetError: Naming file and line: on the first bad row (``error``), when the file is missing or
+            not a list of rows, or when no row loads.
     """
+    skip = OnBadRow(on_bad_row) is OnBadRow.skip
     if cfg.ours.name == cfg.baseline.name or TIE in (cfg.ours.name, cfg.baseline.name):
         raise DatasetError(f"dataset {cfg.name}: system names must differ and not be {TIE!r}")
-    items: list[Item] = []
-    seen: dict[str, str] = {}
     if max_items is not None and max_items < 1:
         raise DatasetError(f"max_items must be >= 1 (got {max_items})")
+    items: list[Item] = []
+    skipped: list[SkippedRow] = []
+    seen: dict[str, str] = {}
     for ordinal, (where, row) in enumerate(_read_rows(path), start=1):
-        item = _to_item(row, cfg, where, ordinal)
-        if item.id in seen:
-            raise DatasetError(f"{where}: duplicate id {item.id!r} (first at {seen[item.id]})")
+        try:
+            item = _to_item(row, cfg, where, ordinal)
+            if item.id in seen:
+                raise _RowError(f"duplicate id {item.id!r} (first at {seen[item.id]})")
+        except _RowError as exc:
+            if not skip:
+                raise DatasetError(f"{where}: {exc}") from None
+            skipped.append(SkippedRow(where=where, reason=str(exc)))
+            continue
         seen[item.id] = where
         items.append(item)
         if max_items is not None and len(items) >= max_items:
             break
     if not items:
+        if skipped:
+            first = skipped[0]
+            raise DatasetError(
+                f"dataset file {path}: every row is bad ({len(skipped)} skipped; first {first.where}: {first.reason})"
+            )
         raise DatasetError(f"dataset file {path} holds no rows")
-    return items
+    return LoadedDataset(items=items, skipped=tuple(skipped))

@@ -2,7 +2,8 @@
 
 Pairwise items are judged in the orders the order policy asks for; each order is its own judgment.
 With the swap-and-synthesize strategy (LLMBar), a conflict between the two orders triggers a second
-round that shows the judge both explanations.
+round that shows the judge both explanations. Before paying for a call the executor asks its answer
+sources (an interrupted run's journal, the response cache) whether the answer is already known.
 """
 
 from __future__ import annotations
@@ -10,19 +11,31 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from runner.config import OrderPolicy, ParserConfig, Strategy
 from runner.parsing import parse_verdict
 from runner.prompts import Template
-from runner.types import TIE, Item, JudgeRequest, JudgeResponse, Judgment, Message, Order, Status, Verdict
+from runner.types import (
+    TIE,
+    Item,
+    JudgeRequest,
+    JudgeResponse,
+    Judgment,
+    Message,
+    Order,
+    Status,
+    Verdict,
+    hash_messages,
+)
 
 STAGE_JUDGE = "judge"
 STAGE_SYNTHESIS = "synthesis"
 PAIRWISE_VARIABLES = frozenset({"output_a", "output_b"})
 SYNTHESIS_VARIABLES = PAIRWISE_VARIABLES | {"explanation_a", "explanation_b"}
+TRUNCATED = "truncated"
 
 
 class CallClient(Protocol):
@@ -36,6 +49,16 @@ class JudgmentSink(Protocol):
     """Where each judgment goes the moment it exists (runner.store.Journal provides it)."""
 
     def append(self, judgment: Judgment) -> None:  # noqa: D102
+        ...
+
+
+class AnswerSource(Protocol):
+    """Answers known without paying: an interrupted run's journal, the response cache."""
+
+    def get(self, request: JudgeRequest, messages: tuple[Message, ...]) -> JudgeResponse | None:  # noqa: D102
+        ...
+
+    def put(self, request: JudgeRequest, messages: tuple[Message, ...], response: JudgeResponse) -> None:  # noqa: D102
         ...
 
 
@@ -53,6 +76,7 @@ class JudgePlan:
     repeats: int
     seed: int
     concurrency: int
+    neutralize: bool = True
 
 
 def plan_orders(policy: OrderPolicy, seed: int, item_id: str, repeat: int) -> tuple[Order, ...]:
@@ -63,6 +87,11 @@ def plan_orders(policy: OrderPolicy, seed: int, item_id: str, repeat: int) -> tu
         return (Order.AB,)
     coin = random.Random(f"{seed}:{item_id}:{repeat}").random()
     return (Order.AB,) if coin < 0.5 else (Order.BA,)
+
+
+def planned_calls(policy: OrderPolicy, repeats: int, n_items: int) -> int:
+    """First-round calls a run plans (synthesis calls come on top and depend on the answers)."""
+    return n_items * repeats * (2 if policy is OrderPolicy.both else 1)
 
 
 def shown(item: Item, order: Order) -> tuple[str, str]:
@@ -91,69 +120,100 @@ def _winner(label: str | None, item: Item, order: Order) -> str | None:
     return first if label == "A" else second
 
 
+def read_verdict(response: JudgeResponse, parser: ParserConfig, labels: tuple[str, ...]) -> Verdict:
+    """The verdict of one response: failed calls and answers cut off at max_tokens are never scored."""
+    if response.error_type is not None:
+        return Verdict(label=None, reason=f"call_failed: {response.error_type}")
+    if response.finish_reason == "length":
+        return Verdict(label=None, reason=TRUNCATED)
+    return parse_verdict(parser.name, response.text, labels, parser.params)
+
+
 class Executor:
     """Runs a plan over items with bounded concurrency, journaling every call as it completes."""
 
-    def __init__(self, plan: JudgePlan, client: CallClient, sink: JudgmentSink) -> None:
+    def __init__(self, plan: JudgePlan, client: CallClient, sink: JudgmentSink,
+                 sources: AnswerSource | None = None) -> None:
         self.plan = plan
         self.client = client
         self.sink = sink
+        self.sources = sources
         self._slots = asyncio.Semaphore(plan.concurrency)
+
+    async def _answer(self, request: JudgeRequest, messages: tuple[Message, ...]) -> JudgeResponse:
+        known = self.sources.get(request, messages) if self.sources is not None else None
+        if known is not None:
+            return known
+        async with self._slots:
+            response = await self.client.complete(messages)
+        if self.sources is not None and response.error_type is None:
+            self.sources.put(request, messages, response)
+        return response
 
     async def _call(self, item: Item, repeat: int, order: Order, stage: str,
                     messages: tuple[Message, ...]) -> Judgment:
-        request = JudgeRequest(item_id=item.id, repeat=repeat, order=order, stage=stage, messages=messages)
-        async with self._slots:
-            response = await self.client.complete(messages)
+        request = JudgeRequest(item.id, repeat, order, stage, hash_messages(messages))
+        response = await self._answer(request, messages)
+        parser = self.plan.synthesis_parser if stage == STAGE_SYNTHESIS else self.plan.parser
+        verdict = read_verdict(response, parser, self.plan.labels)
         if response.error_type is not None:
-            judgment = Judgment(request, response, parse_verdict_error(response), None, Status.ERROR)
+            status = Status.ERROR
         else:
-            parser = self.plan.synthesis_parser if stage == STAGE_SYNTHESIS else self.plan.parser
-            verdict = parse_verdict(parser.name, response.text, self.plan.labels, parser.params)
             status = Status.SCORED if verdict.ok else Status.UNSCORED
-            judgment = Judgment(request, response, verdict, _winner(verdict.label, item, order), status)
+        judgment = Judgment(request, response, verdict, _winner(verdict.label, item, order), status)
         self.sink.append(judgment)
         return judgment
 
-    async def _judge_orders(self, item: Item, repeat: int, orders: tuple[Order, ...]) -> list[Judgment]:
-        calls = [self._call(item, repeat, o, STAGE_JUDGE, self.plan.template.render(pair_variables(item, o)))
-                 for o in orders]
-        return list(await asyncio.gather(*calls))
+    def _render(self, template: Template, variables: dict[str, Any]) -> tuple[Message, ...]:
+        return template.render(variables, neutralize=self.plan.neutralize)
 
-    async def _synthesize(self, item: Item, repeat: int, first: list[Judgment]) -> list[Judgment]:
+    async def _synthesize(self, item: Item, repeat: int, first: list[Judgment],
+                          texts: dict[Order, str]) -> list[Judgment]:
         by_winner = {j.winner: j for j in first}
         ours, baseline = item.candidates[0].system, item.candidates[1].system
-        if set(by_winner) != {ours, baseline}:
+        if set(by_winner) != {ours, baseline} or self.plan.synthesis_template is None:
             return []  # no conflict (or an unreadable first round): the first round is final
         calls = []
         for order in (Order.AB, Order.BA):
-            explanations: Mapping[str, str] = {}
+            explanations = {}
             for system, j in by_winner.items():
-                text = (j.response.text or "").strip()
+                text = texts[j.request.order].strip()
                 explanations[system] = text if j.request.order is order else swap_output_refs(text)
             first_shown, second_shown = shown(item, order)
             variables = {**pair_variables(item, order), "explanation_a": explanations[first_shown],
                          "explanation_b": explanations[second_shown]}
-            assert self.plan.synthesis_template is not None  # checked in pipeline validation
-            messages = self.plan.synthesis_template.render(variables)
+            messages = self._render(self.plan.synthesis_template, variables)
             calls.append(self._call(item, repeat, order, STAGE_SYNTHESIS, messages))
         return list(await asyncio.gather(*calls))
 
     async def _judge_unit(self, item: Item, repeat: int) -> list[Judgment]:
         orders = plan_orders(self.plan.order_policy, self.plan.seed, item.id, repeat)
-        first = await self._judge_orders(item, repeat, orders)
+        first = list(await asyncio.gather(*[
+            self._call(item, repeat, o, STAGE_JUDGE, self._render(self.plan.template, pair_variables(item, o)))
+            for o in orders]))
         if self.plan.strategy is Strategy.swap_synthesize:
-            return first + await self._synthesize(item, repeat, first)
+            texts = {j.request.order: j.response.text or "" for j in first}
+            return first + await self._synthesize(item, repeat, first, texts)
         return first
 
+    def _units(self, items: list[Item]) -> Iterator[tuple[Item, int]]:
+        return ((item, r) for item in items for r in range(self.plan.repeats))
+
     async def run(self, items: list[Item]) -> list[Judgment]:
-        """Judge every item ``repeats`` times; returns judgments in (item, repeat, order, stage) order."""
-        units = [self._judge_unit(item, r) for item in items for r in range(self.plan.repeats)]
-        results = await asyncio.gather(*units)
-        return [j for unit in results for j in unit]
+        """Judge every item ``repeats`` times; judgments come back in plan order (item, repeat).
 
-
-def parse_verdict_error(response: JudgeResponse) -> Verdict:
-    """The verdict recorded for a failed call: no label, the error type as the reason."""
-    return Verdict(label=None, reason=f"call_failed: {response.error_type}")
-
+        Only a bounded number of (item, repeat) units is in flight at once, so prompts are rendered
+        just before they are sent and a large dataset never sits rendered in memory.
+        """
+        done_units: dict[int, list[Judgment]] = {}
+        pending: dict[asyncio.Task[list[Judgment]], int] = {}
+        window = 2 * self.plan.concurrency
+        for index, (item, repeat) in enumerate(self._units(items)):
+            if len(pending) >= window:
+                finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in finished:
+                    done_units[pending.pop(task)] = task.result()
+            pending[asyncio.ensure_future(self._judge_unit(item, repeat))] = index
+        for task, index in pending.items():
+            done_units[index] = await task
+        return [j for index in sorted(done_units) for j in done_units[index]]

@@ -212,3 +212,18 @@ def parse_json_winner(text: str | None, labels: Sequence[str], *, key: str = "wi
         shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         return Verdict(label=None, reason=f"{NO_MATCH}: {_clip(shown)}")
     return _offered(label, labels)
+
+
+def response_schema(parser_name: str, labels: Sequence[str], params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a judge can be asked to follow for this parser, or None when the parser does
+    not read JSON. Only ``json_winner`` reads JSON: an object with a short reason and the winner key,
+    whose value must be one of the rubric's labels."""
+    if parser_name != "json_winner":
+        return None
+    key = params.get("key", "winner")
+    return {
+        "type": "object",
+        "properties": {"reason": {"type": "string"}, key: {"type": "string", "enum": list(labels)}},
+        "required": ["reason", key],
+        "additionalProperties": False,
+    }

@@ -174,7 +174,10 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
     responses = [j.response for j in judgments]
     prompt = sum(r.prompt_tokens for r in responses)
     completion = sum(r.completion_tokens for r in responses)
-    latencies = [r.latency_s for r in responses if r.error_type is None and r.error is None]
+    fresh = [r for r in responses if r.source == "call"]
+    latencies = [r.latency_s for r in fresh if r.error_type is None and r.error is None]
+    cached = [r for r in responses if r.source == "cache"]
+    paid = [r for r in responses if r.source != "cache"]  # this run's calls, resumed ones included
     metrics: dict[str, Any] = {
         "judge/calls": len(judgments),
         "judge/scored": scored,
@@ -185,8 +188,14 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
         "tokens/prompt": prompt,
         "tokens/completion": completion,
         "tokens/total": prompt + completion,
-        "cost/usd_total": float(sum(r.cost_usd for r in responses if r.cost_usd is not None)),
+        "cost/usd_total": float(sum(r.cost_usd for r in paid if r.cost_usd is not None)),
+        "cost/usd_saved": float(sum(r.cost_usd for r in cached if r.cost_usd is not None)),
         "cost/unknown_calls": sum(r.cost_usd is None for r in responses),
+        "calls/made": len(fresh),
+        "calls/cache_hits": len(cached),
+        "calls/resumed": sum(r.source == "journal" for r in responses),
+        "calls/retries": sum(max(r.attempts - 1, 0) for r in fresh),
+        "calls/rate_limited": sum(r.rate_limited for r in fresh),
         "latency/p50_s": _percentile(latencies, 50),
         "latency/p95_s": _percentile(latencies, 95),
     }
@@ -298,7 +307,33 @@ def render_console(
         + (f"; parse failures: {failures}" if failures else ""),
         f"tokens {judge['tokens/prompt']} + {judge['tokens/completion']} = {judge['tokens/total']}, "
         f"cost ${judge['cost/usd_total']:.4f} ({judge['cost/unknown_calls']} calls unpriced)",
+        f"calls made {judge['calls/made']}, cache hits {judge['calls/cache_hits']} "
+        f"(saved ${judge['cost/usd_saved']:.4f}), resumed {judge['calls/resumed']}, "
+        f"retries {judge['calls/retries']}, 429s {judge['calls/rate_limited']}",
     ]
     console.print(Text(title, style="bold"), soft_wrap=True)
     for line in lines:  # labels and reasons are data: never read them as rich markup
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def render_estimate(estimate: Any, console: Console | None = None) -> None:
+    """Print a dry run's estimate: calls, tokens and dollars for the judge (nothing was called).
+
+    Args:
+        estimate: A :class:`runner.estimate.Estimate`.
+        console: Where to print; a new ``Console()`` when None.
+    """
+    console = console or Console()
+    e = estimate
+
+    def usd(value: float | None) -> str:
+        return "unpriced (not in litellm's cost map)" if value is None else f"${value:.4f}"
+
+    lines = [
+        f"dry run, no call made: judge {e.judge} ({e.model})",
+        f"calls {e.calls}" + (f" (+ up to {e.conditional_calls} synthesis calls)" if e.conditional_calls else ""),
+        f"prompt tokens {e.prompt_tokens}, completion tokens at most {e.max_completion_tokens}",
+        f"cost: prompts {usd(e.usd_prompt)}, at most {usd(e.usd_max)}",
+    ]
+    for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -1,28 +1,39 @@
 """What a run writes to its directory: the append-only journal, the results table, summary files.
 
-The journal gets one line per judge call the moment the call completes (flushed and fsynced), so an
-answer that was paid for survives a crash of everything after it.
+The journal gets one line per judge call the moment the call completes (flushed, and fsynced for
+paid calls), so an answer that was paid for survives a crash of everything after it. On resume the
+journal is read back (a line torn by the crash is ignored and cut off) and its answers are reused.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.types import Judgment
+from runner.types import JudgeResponse, Judgment
+
+log = logging.getLogger(__name__)
 
 JOURNAL_NAME = "journal.jsonl"
 RESULTS_NAME = "results.jsonl"
 SUMMARY_NAME = "summary.json"
+MANIFEST_NAME = "run.json"
+
+# Journal-only fields: how an answer was obtained. Results hold what was judged, so a resumed run and
+# an uninterrupted one write the same results file.
+OPERATIONAL_FIELDS = ("latency_s", "attempts", "rate_limited", "source")
 
 
-def judgment_record(j: Judgment) -> dict[str, Any]:
-    """Flatten one judgment into a JSON-serialisable row (journal line and results row)."""
+def judgment_record(j: Judgment, operational: bool = True) -> dict[str, Any]:
+    """Flatten one judgment into a JSON-serialisable row (journal line, or results row without
+    the operational fields when ``operational`` is False)."""
     req, resp, verdict = j.request, j.response, j.verdict
-    return {
+    row = {
         "item_id": req.item_id,
         "repeat": req.repeat,
         "order": req.order.value,
@@ -37,29 +48,60 @@ def judgment_record(j: Judgment) -> dict[str, Any]:
         "prompt_tokens": resp.prompt_tokens,
         "completion_tokens": resp.completion_tokens,
         "cost_usd": resp.cost_usd,
-        "latency_s": round(resp.latency_s, 6),
         "error_type": resp.error_type,
         "error": resp.error,
+        "latency_s": round(resp.latency_s, 6),
+        "attempts": resp.attempts,
+        "rate_limited": resp.rate_limited,
+        "source": resp.source,
     }
+    if not operational:
+        for name in OPERATIONAL_FIELDS:
+            del row[name]
+    return row
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Drop a last line that a crash left without its newline, so appends start on a clean line."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as fh:
+        fh.seek(-1, os.SEEK_END)
+        if fh.read(1) == b"\n":
+            return
+        fh.seek(0)
+        data = fh.read()
+        keep = data.rfind(b"\n") + 1
+        log.warning("journal %s: ignoring a torn last line (%d bytes) left by an interrupted run",
+                    path, len(data) - keep)
+        fh.truncate(keep)
 
 
 class Journal:
     """Append-only JSONL journal of judge calls.
 
     Args:
-        path: The journal file; created if missing, appended to otherwise.
+        path: The journal file; created if missing, appended to otherwise (a torn last line is cut).
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
+        _cut_torn_tail(path)
         self._fh = path.open("a", encoding="utf-8")
 
     def append(self, judgment: Judgment) -> None:
-        """Write one line and push it to disk before returning."""
+        """Write one line; a paid answer is pushed to disk before this returns.
+
+        Answers replayed from this journal on resume are not written again; cache hits are flushed
+        but not fsynced (losing one only means reading it from the cache again).
+        """
+        if judgment.response.source == "journal":
+            return
         self._fh.write(json.dumps(judgment_record(judgment), ensure_ascii=False) + "\n")
         self._fh.flush()
-        os.fsync(self._fh.fileno())
+        if judgment.response.source == "call":
+            os.fsync(self._fh.fileno())
 
     def close(self) -> None:
         """Close the file."""
@@ -72,6 +114,67 @@ class Journal:
         self.close()
 
 
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """Read every complete journal line; a line that does not parse (torn by a crash) is skipped."""
+    rows: list[dict[str, Any]] = []
+    if not path.is_file():
+        return rows
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                log.warning("journal %s:%d: unreadable line skipped (torn by an interrupted run?)", path, lineno)
+    return rows
+
+
+def journal_answers(rows: Iterable[dict[str, Any]]) -> dict[tuple, JudgeResponse]:
+    """Answers an interrupted run already has, keyed like JudgeRequest.key; failed calls are left
+    out so a resume tries them again."""
+    answers: dict[tuple, JudgeResponse] = {}
+    for row in rows:
+        if row.get("error_type"):
+            continue
+        key = (row["item_id"], row["repeat"], row["order"], row["stage"], row["messages_sha256"])
+        answers[key] = JudgeResponse(
+            text=row["raw_response"], finish_reason=row["finish_reason"], prompt_tokens=row["prompt_tokens"],
+            completion_tokens=row["completion_tokens"], cost_usd=row["cost_usd"], latency_s=row["latency_s"],
+            attempts=0, rate_limited=0, source="journal")
+    return answers
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What a run directory needs to be resumed: the config that decides its answers, and its MLflow run.
+
+    Attributes:
+        config_sha256: Hash of ``config``.
+        config: The flattened settings that decide what is asked and how it is read (operational knobs
+            such as concurrency, rate limits or tracking are left out, so they may change on resume).
+        mlflow_run_id: The MLflow run to continue, when tracking is on.
+    """
+
+    config_sha256: str
+    config: dict[str, Any]
+    mlflow_run_id: str | None = None
+
+
+def read_manifest(run_dir: Path) -> Manifest | None:
+    """The run directory's manifest, or None when there is none."""
+    path = run_dir / MANIFEST_NAME
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return Manifest(config_sha256=data["config_sha256"], config=data.get("config", {}),
+                    mlflow_run_id=data.get("mlflow_run_id"))
+
+
+def write_manifest(run_dir: Path, manifest: Manifest) -> None:
+    """Write (replace) the run directory's manifest."""
+    write_json(run_dir / MANIFEST_NAME, {"config_sha256": manifest.config_sha256, "config": manifest.config,
+                                         "mlflow_run_id": manifest.mlflow_run_id})
+
+
 def write_json(path: Path, obj: Any) -> None:
     """Write ``obj`` as indented UTF-8 JSON, atomically (temp file + rename)."""
     tmp = path.with_suffix(path.suffix + ".tmp")
@@ -80,10 +183,9 @@ def write_json(path: Path, obj: Any) -> None:
 
 
 def write_results(path: Path, judgments: Iterable[Judgment]) -> None:
-    """Write every judgment as one JSONL row, in the order given."""
-    rows = [judgment_record(j) for j in judgments]
+    """Write every judgment as one JSONL row (without operational fields), in the order given."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        for j in judgments:
+            fh.write(json.dumps(judgment_record(j, operational=False), ensure_ascii=False) + "\n")
     tmp.replace(path)

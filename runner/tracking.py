@@ -1,4 +1,9 @@
-"""The only module that talks to MLflow: one MLflow run per Hydra job."""
+"""The only module that talks to MLflow: one MLflow run per Hydra job.
+
+The run is created when the job starts (params and tags first, so a run in progress is visible) and
+completed at the end with metrics and artifacts. A resumed job continues its MLflow run instead of
+starting another one.
+"""
 
 from __future__ import annotations
 
@@ -10,29 +15,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import mlflow
 import pandas as pd
+from mlflow.entities import Metric, Param, RunStatus
+from mlflow.tracking import MlflowClient
 
 from runner.config import TrackingConfig
 
 log = logging.getLogger(__name__)
 
 MAX_PARAM_CHARS = 6000  # MLflow's limit on one param value
+BATCH = 100  # MLflow's limit on params per log_batch call
 # Names that hold credentials. A bare "key" is not one (rubric.parser.params.key names a JSON field).
 SECRET_KEY = re.compile(r"(^|[._])(api_key|apikey|private_key|token|access_token|secret|password)$", re.IGNORECASE)
+ARTIFACTS = ("summary.json", "results.jsonl", "journal.jsonl", "run.json")
 
 
 @dataclass(frozen=True)
 class RunRecord:
-    """Everything logged for one run."""
+    """What is logged when a run ends."""
 
-    run_name: str
-    params: Mapping[str, Any]
-    tags: Mapping[str, str]
     metrics: Mapping[str, float]
     run_dir: Path
     resolved_config_yaml: str
     rows: list[dict[str, Any]] = field(default_factory=list)  # per-judgment results with raw responses
+    failed: bool = False
 
 
 def safe_params(params: Mapping[str, Any]) -> dict[str, str]:
@@ -46,31 +52,55 @@ def safe_params(params: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def log_run(cfg: TrackingConfig, record: RunRecord) -> str:
-    """Create one MLflow run in ``cfg.experiment`` holding params, metrics, tags and artifacts.
+def _client(cfg: TrackingConfig) -> MlflowClient:
+    return MlflowClient(tracking_uri=cfg.uri) if cfg.uri else MlflowClient()
+
+
+def _experiment_id(client: MlflowClient, cfg: TrackingConfig) -> str:
+    exp = client.get_experiment_by_name(cfg.experiment)
+    if exp is not None:
+        return exp.experiment_id
+    return client.create_experiment(cfg.experiment, artifact_location=cfg.artifact_location)
+
+
+def start_run(cfg: TrackingConfig, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str],
+              run_id: str | None = None) -> str:
+    """Create the job's MLflow run (or reopen ``run_id`` on resume) and log params and tags.
 
     Returns:
         The MLflow run id.
     """
-    if cfg.uri:
-        mlflow.set_tracking_uri(cfg.uri)
-    if mlflow.get_experiment_by_name(cfg.experiment) is None:
-        mlflow.create_experiment(cfg.experiment, artifact_location=cfg.artifact_location)
-    mlflow.set_experiment(cfg.experiment)
-    with mlflow.start_run(run_name=record.run_name) as active:
-        mlflow.set_tags(dict(record.tags))
-        mlflow.log_params(safe_params(record.params))
-        mlflow.log_metrics({k: float(v) for k, v in record.metrics.items()})
-        with tempfile.TemporaryDirectory() as tmp:
-            cfg_path = Path(tmp) / "config.yaml"
-            cfg_path.write_text(record.resolved_config_yaml, encoding="utf-8")
-            mlflow.log_artifact(str(cfg_path))
-        for name in ("summary.json", "results.jsonl", "journal.jsonl"):
-            path = record.run_dir / name
-            if path.is_file():
-                mlflow.log_artifact(str(path))
-        if record.rows:
-            mlflow.log_table(pd.DataFrame(record.rows), artifact_file="results_table.json")
-        run_id = active.info.run_id
-    log.info("MLflow run %s in experiment %r at %s", run_id, cfg.experiment, mlflow.get_tracking_uri())
+    client = _client(cfg)
+    if run_id is None:
+        run_id = client.create_run(_experiment_id(client, cfg), run_name=run_name, tags=dict(tags)).info.run_id
+    else:
+        client.update_run(run_id, status=RunStatus.to_string(RunStatus.RUNNING))
+        for key, value in tags.items():
+            client.set_tag(run_id, key, value)
+    logged = client.get_run(run_id).data.params
+    items = [Param(k, v) for k, v in safe_params(params).items() if k not in logged]
+    for start in range(0, len(items), BATCH):
+        client.log_batch(run_id, params=items[start:start + BATCH])
+    log.info("MLflow run %s in experiment %r at %s", run_id, cfg.experiment, client.tracking_uri)
     return run_id
+
+
+def finish_run(cfg: TrackingConfig, run_id: str, record: RunRecord) -> None:
+    """Log metrics, the resolved config, the run's files and the results table; close the run."""
+    client = _client(cfg)
+    stamp = int(pd.Timestamp.now().timestamp() * 1000)
+    metrics = [Metric(k, float(v), stamp, 0) for k, v in record.metrics.items()]
+    for start in range(0, len(metrics), 1000):
+        client.log_batch(run_id, metrics=metrics[start:start + 1000])
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg_path = Path(tmp) / "config.yaml"
+        cfg_path.write_text(record.resolved_config_yaml, encoding="utf-8")
+        client.log_artifact(run_id, str(cfg_path))
+    for name in ARTIFACTS:
+        path = record.run_dir / name
+        if path.is_file():
+            client.log_artifact(run_id, str(path))
+    if record.rows:
+        client.log_table(run_id, data=pd.DataFrame(record.rows), artifact_file="results_table.json")
+    status = RunStatus.FAILED if record.failed else RunStatus.FINISHED
+    client.set_terminated(run_id, status=RunStatus.to_string(status))

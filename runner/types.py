@@ -79,18 +79,19 @@ class Item:
 
 @dataclass(frozen=True)
 class JudgeRequest:
-    """A fully rendered request for one judge call."""
+    """One planned judge call. The rendered messages travel beside it and are not stored here, so a
+    run of 100,000 judgments does not keep 100,000 prompts in memory."""
 
     item_id: str
     repeat: int
     order: Order
     stage: str  # "judge", or "synthesis" for the second round of swap-and-synthesize
-    messages: tuple[Message, ...]
+    messages_hash: str  # sha256 of the rendered messages (see hash_messages); the text is not kept
 
     @property
-    def messages_hash(self) -> str:
-        """sha256 of the rendered messages (see :func:`hash_messages`)."""
-        return hash_messages(self.messages)
+    def key(self) -> tuple[str, int, str, str, str]:
+        """Identity of this call within a run (used to find it again in the journal on resume)."""
+        return (self.item_id, self.repeat, self.order.value, self.stage, self.messages_hash)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,9 @@ class JudgeResponse:
     latency_s: float = 0.0
     error_type: str | None = None
     error: str | None = None
+    attempts: int = 1  # HTTP attempts made (retries included); 0 when served without a call
+    rate_limited: int = 0  # how many of those attempts were answered 429
+    source: str = "call"  # call | cache | journal (an interrupted run's answer, on resume)
 
 
 @dataclass(frozen=True)

@@ -58,12 +58,16 @@ class CliRun:
 def run_cli(tmp_path):
     """Run ``python -m runner`` from the repo root with run dirs and the MLflow store under tmp_path."""
 
+    runs = []
+
     def run(*overrides: str, env: dict[str, str] | None = None, multirun: bool = False) -> CliRun:
-        run_dir = tmp_path / ("multirun" if multirun else "run")
+        runs.append(1)  # each invocation gets its own run directory; cache and MLflow store are shared
+        run_dir = tmp_path / (f"{'multirun' if multirun else 'run'}{len(runs) if len(runs) > 1 else ''}")
         uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
         args = [sys.executable, "-m", "runner"]
         args += ["-m", f"hydra.sweep.dir={run_dir}"] if multirun else [f"hydra.run.dir={run_dir}"]
-        args += [f"tracking.uri={uri}", f"tracking.artifact_location={tmp_path / 'mlartifacts'}", *overrides]
+        args += [f"tracking.uri={uri}", f"tracking.artifact_location={tmp_path / 'mlartifacts'}",
+                 f"cache.path={tmp_path / 'cache.sqlite'}", *overrides]
         proc = subprocess.run(args, cwd=REPO, env=offline_env(env), capture_output=True, text=True, timeout=600)
         return CliRun(proc=proc, run_dir=run_dir, mlflow_uri=uri)
 

@@ -45,7 +45,7 @@ def default_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("default")
     uri = f"sqlite:///{tmp / 'mlflow.db'}"
     proc = subprocess.run([sys.executable, "-m", "runner", f"hydra.run.dir={tmp / 'run'}", f"tracking.uri={uri}",
-                           f"tracking.artifact_location={tmp / 'mlartifacts'}"],
+                           f"tracking.artifact_location={tmp / 'mlartifacts'}", f"cache.path={tmp / 'cache.sqlite'}"],
                           cwd=REPO, env=offline_env(), capture_output=True, text=True, timeout=600)
     return CliRun(proc=proc, run_dir=tmp / "run", mlflow_uri=uri)
 

@@ -99,7 +99,8 @@ def test_a_failed_call_is_recorded_and_the_run_goes_on(run_cli, fake_server, tmp
     script = scripted_judge()
     fake_server.enqueue(Reply(status=500, error_message="upstream exploded"))
     fake_server.reply = script
-    tolerant = run_cli(*robust_overrides(fake_server, dataset), "max_error_rate=0.5", "tracking=off")
+    tolerant = run_cli(*robust_overrides(fake_server, dataset), "max_error_rate=0.5", "judge.max_retries=0",
+                       "tracking=off")
     assert tolerant.proc.returncode == 0, tolerant.output
     errors = [row for row in tolerant.journal() if row["status"] == "error"]
     assert len(errors) == 1 and errors[0]["error_type"] == "InternalServerError"
@@ -108,7 +109,32 @@ def test_a_failed_call_is_recorded_and_the_run_goes_on(run_cli, fake_server, tmp
     fake_server.reset()
     fake_server.enqueue(Reply(status=500, error_message="upstream exploded"))
     fake_server.reply = scripted_judge()
-    strict = run_cli(*robust_overrides(fake_server, dataset), "tracking=off")
+    strict = run_cli(*robust_overrides(fake_server, dataset), "judge.max_retries=0", "cache.mode=off",
+                     "tracking=off")
     assert strict.proc.returncode == 1
     assert "1 of 12 judge calls failed" in strict.output
     assert (strict.run_dir / "summary.json").is_file()  # everything is still written
+
+
+def test_transient_errors_are_retried_and_auth_errors_are_not(run_cli, fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.enqueue(Reply(status=500, error_message="flaky"),
+                        Reply(status=429, headers={"Retry-After": "1"}, error_message="slow down"),
+                        Reply(status=503, error_message="overloaded"))
+    fake_server.reply = scripted_judge()
+    result = run_cli(*robust_overrides(fake_server, dataset), "judge.retry_base_s=0.01", "tracking=off")
+    assert result.proc.returncode == 0, result.output
+    journal = result.journal()
+    assert all(row["status"] != "error" for row in journal)  # nothing lost
+    assert len(journal) == 12 and len(fake_server.requests) == 15  # 3 retried attempts on top
+    retried = [row for row in journal if row["attempts"] > 1]
+    assert len(retried) == 1 and retried[0]["attempts"] == 4 and retried[0]["rate_limited"] == 1
+
+    fake_server.reset()
+    fake_server.enqueue(Reply(status=401, error_message="bad key"))
+    fake_server.reply = scripted_judge()
+    auth = run_cli(*robust_overrides(fake_server, dataset), "max_error_rate=1.0", "cache.mode=off", "tracking=off")
+    errors = [row for row in auth.journal() if row["status"] == "error"]
+    assert len(errors) == 1 and errors[0]["error_type"] == "AuthenticationError" and errors[0]["attempts"] == 1
+    assert len(fake_server.requests) == 12  # the 401 was not retried

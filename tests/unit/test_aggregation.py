@@ -29,7 +29,7 @@ def judgment(
     if status is None:
         status = Status.SCORED if winner is not None else Status.UNSCORED
     return Judgment(
-        request=JudgeRequest(item_id, repeat, order, stage, ()),
+        request=JudgeRequest(item_id, repeat, order, stage, ""),
         response=JudgeResponse(text="..."),
         verdict=Verdict("A" if winner else None, None if winner else "no_label"),
         winner=winner,

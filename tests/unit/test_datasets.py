@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.config import DatasetConfig, SystemConfig
+from runner.config import DatasetConfig, OnBadRow, SystemConfig
 from runner.datasets import DatasetError, load_items, resolve_path
 from runner.types import TIE
 
@@ -46,7 +46,7 @@ def write_jsonl(path: Path, lines: list[object]) -> Path:
 
 def test_jsonl_rows_become_items(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [row(1), row(2), row(3)])
-    items = load_items(dataset_cfg(), path)
+    items = load_items(dataset_cfg(), path).items
     assert [it.id for it in items] == ["r1", "r2", "r3"]
     first = items[0]
     assert dict(first.variables) == {"instruction": "question 1"}
@@ -57,26 +57,26 @@ def test_jsonl_rows_become_items(tmp_path: Path) -> None:
 
 def test_blank_lines_are_skipped_and_sources_keep_real_line_numbers(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [row(1), "", "   ", row(2)])
-    items = load_items(dataset_cfg(), path)
+    items = load_items(dataset_cfg(), path).items
     assert [it.source for it in items] == [f"{path}:1", f"{path}:4"]
 
 
 def test_text_is_kept_verbatim_including_surrounding_whitespace(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [row(1, input="  padded\n", out_x="\tx\n\n")])
-    item = load_items(dataset_cfg(), path)[0]
+    item = load_items(dataset_cfg(), path).items[0]
     assert item.variables["instruction"] == "  padded\n"
     assert item.candidates[0].text == "\tx\n\n"
 
 
 def test_without_id_field_the_id_is_the_row_number(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [row(1), row(2)])
-    items = load_items(dataset_cfg(id_field=None), path)
+    items = load_items(dataset_cfg(id_field=None), path).items
     assert [it.id for it in items] == ["1", "2"]
 
 
 def test_numeric_id_and_numeric_text_become_strings(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [row(1, id=7, out_x=42, out_y=1.5)])
-    item = load_items(dataset_cfg(), path)[0]
+    item = load_items(dataset_cfg(), path).items[0]
     assert item.id == "7"
     assert [c.text for c in item.candidates] == ["42", "1.5"]
 
@@ -84,7 +84,7 @@ def test_numeric_id_and_numeric_text_become_strings(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", [{"a": 1, "b": ["x", "é"]}, [1, "two", None]])
 def test_dict_and_list_fields_become_json_text(tmp_path: Path, value: object) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [row(1, out_x=value)])
-    text = load_items(dataset_cfg(), path)[0].candidates[0].text
+    text = load_items(dataset_cfg(), path).items[0].candidates[0].text
     assert isinstance(text, str)
     assert json.loads(text) == value
     assert "\\u00e9" not in text  # non-ASCII stays readable for the judge
@@ -93,7 +93,7 @@ def test_dict_and_list_fields_become_json_text(tmp_path: Path, value: object) ->
 def test_json_list_file(tmp_path: Path) -> None:
     path = tmp_path / "d.json"
     path.write_text(json.dumps([row(1), row(2)]), encoding="utf-8")
-    items = load_items(dataset_cfg(), path)
+    items = load_items(dataset_cfg(), path).items
     assert [it.id for it in items] == ["r1", "r2"]
     assert items[1].source == f"{path}[row 1]"
 
@@ -101,7 +101,7 @@ def test_json_list_file(tmp_path: Path) -> None:
 def test_json_examples_object(tmp_path: Path) -> None:
     path = tmp_path / "d.json"
     path.write_text(json.dumps({"meta": {"v": 1}, "examples": [row(1), row(2), row(3)]}), encoding="utf-8")
-    items = load_items(dataset_cfg(), path)
+    items = load_items(dataset_cfg(), path).items
     assert [it.id for it in items] == ["r1", "r2", "r3"]
 
 
@@ -115,13 +115,13 @@ def test_json_object_without_examples_is_rejected(tmp_path: Path) -> None:
 
 def test_max_items_keeps_the_first_n(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [row(i) for i in range(1, 6)])
-    items = load_items(dataset_cfg(), path, max_items=2)
+    items = load_items(dataset_cfg(), path, max_items=2).items
     assert [it.id for it in items] == ["r1", "r2"]
 
 
 def test_max_items_stops_before_reading_later_bad_rows(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [row(1), row(2), "{not json"])
-    assert len(load_items(dataset_cfg(), path, max_items=2)) == 2
+    assert len(load_items(dataset_cfg(), path, max_items=2).items) == 2
 
 
 @pytest.mark.parametrize("bad", [0, -1])
@@ -217,7 +217,7 @@ GOLD_MAP = {"1": "model_x", "2": "model_y", "0": TIE}
 
 def test_gold_map_maps_raw_values_including_ints(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [row(1, label=1), row(2, label="2"), row(3, label=0)])
-    items = load_items(dataset_cfg(gold_field="label", gold_map=GOLD_MAP), path)
+    items = load_items(dataset_cfg(gold_field="label", gold_map=GOLD_MAP), path).items
     assert [it.gold for it in items] == ["model_x", "model_y", TIE]
 
 
@@ -239,7 +239,7 @@ def test_gold_without_map_must_be_a_system_name(tmp_path: Path) -> None:
     with pytest.raises(DatasetError) as info:
         load_items(dataset_cfg(gold_field="label"), path)
     assert f"{path}:3" in str(info.value)
-    items = load_items(dataset_cfg(gold_field="label"), path, max_items=2)
+    items = load_items(dataset_cfg(gold_field="label"), path, max_items=2).items
     assert [it.gold for it in items] == ["model_y", TIE]
 
 
@@ -273,8 +273,85 @@ def test_shipped_llmbar_natural_loads_with_its_config() -> None:
         gold_field="label",
         gold_map={"1": "output_1", "2": "output_2"},
     )
-    items = load_items(cfg, resolve_path("pkg://runner/data/llmbar/natural.jsonl", PROJECT_ROOT))
+    items = load_items(cfg, resolve_path("pkg://runner/data/llmbar/natural.jsonl", PROJECT_ROOT)).items
     assert len(items) == 100
     assert items[0].id == "natural-000"
     assert items[-1].id == "natural-099"
     assert {it.gold for it in items} == {"output_1", "output_2"}
+
+
+# --- on_bad_row: skip ------------------------------------------------------------------------------
+
+
+def test_error_mode_returns_no_skipped_rows(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [row(1), row(2)])
+    assert load_items(dataset_cfg(), path).skipped == ()
+
+
+def test_skip_mode_skips_wrong_types_unknown_gold_and_non_objects(tmp_path: Path) -> None:
+    lines = [row(1, label=1), row(2, label=9), row(3, label=2, out_x=True), ["r4"], row(5, label=0)]
+    path = write_jsonl(tmp_path / "d.jsonl", lines)
+    loaded = load_items(dataset_cfg(gold_field="label", gold_map=GOLD_MAP), path, on_bad_row=OnBadRow.skip)
+    assert [it.id for it in loaded.items] == ["r1", "r5"]
+    assert [(s.where, s.reason.split(" ")[0]) for s in loaded.skipped] == [
+        (f"{path}:2", "gold"),
+        (f"{path}:3", "field"),
+        (f"{path}:4", "expected"),
+    ]
+    assert "'9'" in loaded.skipped[0].reason
+    assert "'out_x'" in loaded.skipped[1].reason
+
+
+def test_skip_mode_max_items_counts_loaded_items_only(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [row(1), "{bad", row(2, input=None), row(3), row(4), "{bad"])
+    loaded = load_items(dataset_cfg(), path, max_items=2, on_bad_row=OnBadRow.skip)
+    assert [it.id for it in loaded.items] == ["r1", "r3"]
+    assert [s.where for s in loaded.skipped] == [f"{path}:2", f"{path}:3"]
+
+
+def test_skip_mode_keeps_the_first_of_duplicate_ids(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [row(1, out_x="first"), row(1, out_x="second")])
+    loaded = load_items(dataset_cfg(), path, on_bad_row=OnBadRow.skip)
+    assert [it.candidates[0].text for it in loaded.items] == ["first"]
+    assert loaded.skipped[0].reason == f"duplicate id 'r1' (first at {path}:1)"
+
+
+def test_skip_mode_with_no_good_row_is_an_error_naming_the_first_bad_one(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", ["{bad", row(2, out_y=None)])
+    with pytest.raises(DatasetError, match="every row is bad") as info:
+        load_items(dataset_cfg(), path, on_bad_row=OnBadRow.skip)
+    assert f"{path}:1" in str(info.value)
+    assert "2 skipped" in str(info.value)
+
+
+def test_skip_mode_json_file_names_row_indexes(tmp_path: Path) -> None:
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps({"examples": [row(1), {"id": "r2"}, row(3)]}), encoding="utf-8")
+    loaded = load_items(dataset_cfg(), path, on_bad_row=OnBadRow.skip)
+    assert [it.id for it in loaded.items] == ["r1", "r3"]
+    assert [s.where for s in loaded.skipped] == [f"{path}[row 1]"]
+
+
+@pytest.mark.parametrize("text", ['{"rows": []}', '"just a string"', "[\n{oops}\n]"])
+def test_a_file_that_is_not_a_list_of_rows_is_an_error_even_in_skip_mode(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "d.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DatasetError) as info:
+        load_items(dataset_cfg(), path, on_bad_row=OnBadRow.skip)
+    assert str(path) in str(info.value)
+
+
+def test_a_badly_encoded_jsonl_line_is_one_bad_row(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(json.dumps(row(1)).encode() + b'\n{"id": "r2", "input": "\xff"}\n' + json.dumps(row(3)).encode())
+    with pytest.raises(DatasetError, match=f"{path}:2: not valid UTF-8"):
+        load_items(dataset_cfg(), path)
+    loaded = load_items(dataset_cfg(), path, on_bad_row=OnBadRow.skip)
+    assert [it.id for it in loaded.items] == ["r1", "r3"]
+    assert [s.where for s in loaded.skipped] == [f"{path}:2"]
+
+
+def test_crlf_line_endings_load(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b"\r\n".join(json.dumps(row(i)).encode() for i in (1, 2)) + b"\r\n")
+    assert [it.source for it in load_items(dataset_cfg(), path).items] == [f"{path}:1", f"{path}:2"]

@@ -102,6 +102,11 @@ def run(plan: JudgePlan, client: FakeClient, items: list[Item]) -> tuple[list[Ju
     return judgments, sink
 
 
+def sent(client: FakeClient, judgment: Judgment) -> tuple[Message, ...]:
+    """The messages the fake client received for this judgment (requests keep only their hash)."""
+    return {hash_messages(m): m for m in client.calls}[judgment.request.messages_hash]
+
+
 def user(messages: tuple[Message, ...]) -> str:
     return next(m.content for m in messages if m.role == "user")
 
@@ -182,7 +187,7 @@ def test_position_biased_judge_splits_winners_across_orders() -> None:
     client = FakeClient(always_first)
     judgments, _ = run(make_plan(), client, [make_item()])
     assert [(j.request.order, j.winner) for j in judgments] == [(Order.AB, OURS), (Order.BA, BASE)]
-    assert [alpha_shown_first(j.request.messages) for j in judgments] == [True, False]
+    assert [alpha_shown_first(sent(client, j)) for j in judgments] == [True, False]
     assert sorted(map(hash_messages, client.calls)) == sorted(j.request.messages_hash for j in judgments)
 
 
@@ -295,7 +300,7 @@ def test_synthesis_prompt_puts_the_first_shown_systems_explanation_under_assista
     client = FakeClient(cot_then_verdict(lambda m: explanation[Order.AB if alpha_shown_first(m) else Order.BA]))
     item = make_item()
     judgments, _ = run(make_plan(template="llmbar_cot", strategy=Strategy.swap_synthesize), client, [item])
-    synthesis = {j.request.order: user(j.request.messages) for j in judgments if j.request.stage == STAGE_SYNTHESIS}
+    synthesis = {j.request.order: user(sent(client, j)) for j in judgments if j.request.stage == STAGE_SYNTHESIS}
     head_a = "## Evaluation given by Assistant (a), who thinks Output (a) is better:\n"
     head_b = "## Evaluation given by Assistant (b), who thinks Output (b) is better:\n"
     # AB: alpha shown as (a); alpha won in round-1 order AB, so its explanation is used verbatim, and
@@ -328,7 +333,7 @@ def test_synthesis_messages_equal_llmbars_rebuilt_prompt() -> None:
         "swap = True": {"winner": "2", "completion": [texts[Order.BA].strip(), "stop"]},
     }
     swap_txt = (LLMBAR / "llmbar_prompts" / "Swap.txt").read_text(encoding="utf-8")
-    synthesis = {j.request.order: j.request.messages for j in judgments if j.request.stage == STAGE_SYNTHESIS}
+    synthesis = {j.request.order: sent(client, j) for j in judgments if j.request.stage == STAGE_SYNTHESIS}
     assert set(synthesis) == {Order.AB, Order.BA}
     for order in (Order.AB, Order.BA):
         assert synthesis[order] == prompt_to_chatml(synthesis_prompt(swap_txt, row, order.value, recorded))

@@ -234,3 +234,43 @@ def test_llmbar_synthesis_template_matches_swap_txt(order: str, row_id: str) -> 
         },
     )
     assert ours == theirs
+
+
+# --- delimiters derived at load --------------------------------------------------------------------
+
+LLMBAR_WHICH = (
+    '# Which is better, Output (a) or Output (b)? Your response should be either "Output (a)" or "Output (b)":'
+)
+EXPECTED_DELIMITERS = {
+    "json_pair": {"<request>", "</request>", "<response_a>", "</response_a>", "<response_b>", "</response_b>"},
+    "mtbench_pair": {
+        "[User Question]",
+        "[The Start of Assistant A's Answer]",
+        "[The End of Assistant A's Answer]",
+        "[The Start of Assistant B's Answer]",
+        "[The End of Assistant B's Answer]",
+    },
+    "llmbar_vanilla": {"# Instruction:", "# Output (a):", "# Output (b):", LLMBAR_WHICH},
+    "llmbar_vanilla_norules": {"# Instruction:", "# Output (a):", "# Output (b):", LLMBAR_WHICH},
+    "llmbar_swap_synthesize": {
+        "# Instruction:",
+        "# Output (a):",
+        "# Output (b):",
+        "# Debate between Assistant (a) and Assistant (b)",
+        "## Evaluation given by Assistant (a), who thinks Output (a) is better:",
+        "## Evaluation given by Assistant (b), who thinks Output (b) is better:",
+        LLMBAR_WHICH,
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_DELIMITERS))
+def test_shipped_template_delimiters(name: str) -> None:
+    assert load_template(PROMPTS, name).delimiters == EXPECTED_DELIMITERS[name]
+
+
+def test_cot_delimiters_end_with_its_decision_line() -> None:
+    delimiters = load_template(PROMPTS, "llmbar_cot").delimiters
+    decisions = [d for d in delimiters if d.startswith("# Decision (")]
+    assert delimiters - set(decisions) == {"# Instruction:", "# Output (a):", "# Output (b):"}
+    assert len(decisions) == 1

@@ -47,7 +47,7 @@ def judgment(
     if status is None:
         status = Status.SCORED if winner is not None else Status.UNSCORED
     return Judgment(
-        request=JudgeRequest(item_id, repeat, order, stage, ()),
+        request=JudgeRequest(item_id, repeat, order, stage, ""),
         response=response or JudgeResponse(text="..."),
         verdict=Verdict("A", None) if winner is not None else Verdict(None, reason),
         winner=winner,

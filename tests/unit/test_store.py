@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runner.store import Journal, judgment_record, write_json, write_results
+from runner.store import Journal, journal_answers, judgment_record, read_journal, write_json, write_results
 from runner.types import (
     JudgeRequest,
     JudgeResponse,
@@ -35,12 +35,15 @@ RECORD_FIELDS = {
     "latency_s",
     "error_type",
     "error",
+    "attempts",
+    "rate_limited",
+    "source",
 }
 MESSAGES = (Message("system", "judge well"), Message("user", "Which is better? «Output (a)» or b"))
 
 
 def scored(item_id: str = "i1", order: Order = Order.AB, winner: str = "ours") -> Judgment:
-    request = JudgeRequest(item_id=item_id, repeat=1, order=order, stage="judge", messages=MESSAGES)
+    request = JudgeRequest(item_id=item_id, repeat=1, order=order, stage="judge", messages_hash=hash_messages(MESSAGES))
     response = JudgeResponse(
         text="Output (a) — sûr", finish_reason="stop", prompt_tokens=120, completion_tokens=3,
         cost_usd=0.00042, latency_s=0.123456789,
@@ -49,12 +52,14 @@ def scored(item_id: str = "i1", order: Order = Order.AB, winner: str = "ours") -
 
 
 def unscored(item_id: str = "i2") -> Judgment:
-    request = JudgeRequest(item_id=item_id, repeat=0, order=Order.BA, stage="synthesis", messages=MESSAGES)
+    request = JudgeRequest(item_id=item_id, repeat=0, order=Order.BA, stage="synthesis",
+                           messages_hash=hash_messages(MESSAGES))
     return Judgment(request, JudgeResponse(text="both good"), Verdict(None, "no_match"), None, Status.UNSCORED)
 
 
 def errored(item_id: str = "i3") -> Judgment:
-    request = JudgeRequest(item_id=item_id, repeat=0, order=Order.AB, stage="judge", messages=MESSAGES)
+    request = JudgeRequest(item_id=item_id, repeat=0, order=Order.AB, stage="judge",
+                           messages_hash=hash_messages(MESSAGES))
     response = JudgeResponse(text=None, error_type="RateLimitError", error="429")
     return Judgment(request, response, Verdict(None, "call_failed: RateLimitError"), None, Status.ERROR)
 
@@ -159,5 +164,29 @@ def test_write_results_writes_rows_in_order_and_leaves_no_temp_file(tmp_path: Pa
     path = tmp_path / "results.jsonl"
     judgments = [errored("z"), scored("a"), unscored("m")]
     write_results(path, judgments)
-    assert read_lines(path) == [judgment_record(j) for j in judgments]
+    assert read_lines(path) == [judgment_record(j, operational=False) for j in judgments]
+    assert not {"latency_s", "attempts", "rate_limited", "source"} & set(read_lines(path)[0])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.jsonl"]
+
+
+def test_journal_cuts_a_torn_last_line_before_appending(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as journal:
+        journal.append(scored("a"))
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write('{"item_id": "torn", "rep')  # a crash mid-write
+    assert [row["item_id"] for row in read_journal(path)] == ["a"]  # the torn line is skipped
+    with Journal(path) as journal:
+        journal.append(scored("b"))
+    assert [row["item_id"] for row in read_lines(path)] == ["a", "b"]
+
+
+def test_journal_answers_skip_errors_and_key_like_requests(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as journal:
+        for j in (scored("a"), unscored("b"), errored("c")):
+            journal.append(j)
+    answers = journal_answers(read_journal(path))
+    assert set(answers) == {scored("a").request.key, unscored("b").request.key}
+    assert answers[scored("a").request.key].text == "Output (a) — sûr"
+    assert answers[scored("a").request.key].source == "journal"

@@ -1,0 +1,278 @@
+"""Unit tests for runner.pacing: rpm spacing, the tpm bucket, 429 penalties and the limiter pool.
+
+Everything runs on an injected fake clock; only the cross-event-loop test sleeps for real (a few ms).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from runner.pacing import LimiterPool, RateLimiter, estimate_tokens
+
+
+class FakeClock:
+    """A monotonic clock that only moves when told to."""
+
+    def __init__(self, t: float = 0.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
+def booked_starts(limiter: RateLimiter, clock: FakeClock, requests: list[tuple[float, int]]) -> list[float]:
+    """Start times of requests (gap since the previous arrival, tokens) booked on the fake clock."""
+    starts = []
+    for gap, tokens in requests:
+        clock.advance(gap)
+        starts.append(clock() + limiter.reserve(tokens))
+    return starts
+
+
+def random_arrivals(rng: random.Random, n: int, mean_gap: float, max_tokens: int) -> list[tuple[float, int]]:
+    """Bursts (many arrivals at the same instant) mixed with quiet stretches."""
+    out = []
+    for _ in range(n):
+        kind = rng.random()
+        gap = 0.0 if kind < 0.5 else rng.expovariate(1.0 / mean_gap) * (20.0 if kind > 0.95 else 1.0)
+        out.append((gap, rng.randint(1, max_tokens)))
+    return out
+
+
+# --- rpm ---------------------------------------------------------------------------------------------
+
+def test_rpm_spaces_requests_booked_at_once_evenly() -> None:
+    limiter = RateLimiter(rpm=600, tpm=None, clock=FakeClock())
+    waits = [limiter.reserve(100) for _ in range(10)]
+    assert waits == pytest.approx([i * 0.1 for i in range(10)])
+    assert limiter.waits == 9
+    assert limiter.waited_s == pytest.approx(sum(waits))
+
+
+def test_rpm_300_requests_at_600_rpm_start_over_29_9_seconds() -> None:
+    limiter = RateLimiter(rpm=600, tpm=None, clock=FakeClock())
+    waits = [limiter.reserve(1) for _ in range(300)]
+    assert waits[-1] == pytest.approx(29.9)
+
+
+def test_idle_time_does_not_bank_a_burst() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(rpm=60, tpm=None, clock=clock)
+    limiter.reserve(1)
+    clock.advance(3600.0)
+    assert [limiter.reserve(1) for _ in range(3)] == pytest.approx([0.0, 1.0, 2.0])
+
+
+@pytest.mark.parametrize("rpm", [7, 60, 600])
+def test_no_60_second_window_holds_more_than_rpm_starts(rpm: int) -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(rpm=rpm, tpm=None, clock=clock)
+    starts = booked_starts(limiter, clock, random_arrivals(random.Random(rpm), 2000, 30.0 / rpm, 10))
+    assert starts == sorted(starts)  # booked in call order
+    for i in range(len(starts) - rpm):  # any rpm + 1 consecutive starts span >= 60 s
+        assert starts[i + rpm] - starts[i] >= 60.0 - 1e-6
+    # a provider metering rpm as a bucket of rpm requests, refilled continuously, never runs dry
+    level, previous = float(rpm), starts[0]
+    for start in starts:
+        level = min(float(rpm), level + (start - previous) * rpm / 60.0) - 1.0
+        previous = start
+        assert level >= -1e-6
+
+
+# --- tpm ---------------------------------------------------------------------------------------------
+
+def test_tpm_bucket_waits_for_refill_in_call_order() -> None:
+    limiter = RateLimiter(rpm=None, tpm=600, clock=FakeClock())  # 10 tokens/s, bucket of 100
+    assert limiter.reserve(60) == 0.0
+    assert limiter.reserve(60) == pytest.approx(2.0)  # 40 left, 20 more take 2 s
+    assert limiter.reserve(50) == pytest.approx(7.0)  # empty at 2 s, 50 more take 5 s
+
+
+def test_tpm_bucket_refills_only_up_to_ten_seconds_worth() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(rpm=None, tpm=600, clock=clock)
+    limiter.reserve(100)
+    clock.advance(1000.0)
+    assert limiter.reserve(100) == 0.0
+    assert limiter.reserve(10) == pytest.approx(1.0)
+
+
+def test_settle_refunds_overestimates_and_charges_underestimates() -> None:
+    refunded = RateLimiter(rpm=None, tpm=600, clock=FakeClock())
+    refunded.reserve(100)
+    refunded.settle(estimated=100, actual=30)
+    assert refunded.reserve(70) == 0.0  # without the refund this would wait 7 s
+
+    charged = RateLimiter(rpm=None, tpm=600, clock=FakeClock())
+    charged.reserve(50)
+    charged.settle(estimated=50, actual=100)
+    assert charged.reserve(10) == pytest.approx(1.0)
+
+
+def test_oversized_request_goes_once_the_bucket_is_full() -> None:
+    full = RateLimiter(rpm=None, tpm=600, clock=FakeClock())
+    assert full.reserve(500) == 0.0  # bigger than the bucket (100), which is full
+    assert full.reserve(10) == pytest.approx(41.0)  # the 400-token debt is paid back first
+
+    partly = RateLimiter(rpm=None, tpm=600, clock=FakeClock())
+    partly.reserve(50)
+    assert partly.reserve(500) == pytest.approx(5.0)  # waits until the bucket is full again
+
+
+def test_both_limits_apply_and_the_wait_is_the_larger() -> None:
+    limiter = RateLimiter(rpm=60, tpm=600, clock=FakeClock())
+    assert limiter.reserve(100) == 0.0
+    assert limiter.reserve(30) == pytest.approx(3.0)  # tpm-bound: rpm alone would allow 1 s
+    assert limiter.reserve(1) == pytest.approx(4.0)  # rpm-bound: tpm alone would allow 3.1 s
+
+
+def test_tpm_pacing_never_overdraws_a_provider_bucket() -> None:
+    tpm = 6000
+    clock = FakeClock()
+    limiter = RateLimiter(rpm=None, tpm=tpm, clock=clock)
+    requests = random_arrivals(random.Random(7), 2000, 0.5, tpm // 6)
+    starts = booked_starts(limiter, clock, requests)
+    assert starts == sorted(starts)
+    level, previous = float(tpm), starts[0]  # a provider bucket of one minute, refilled continuously
+    for start, (_, tokens) in zip(starts, requests, strict=True):
+        level = min(float(tpm), level + (start - previous) * tpm / 60.0) - tokens
+        previous = start
+        assert level >= -1e-6
+    j, window = 0, 0
+    for i, (start, (_, tokens)) in enumerate(zip(starts, requests, strict=True)):  # the documented worst case: 7/6 tpm
+        window += tokens
+        while starts[j] <= start - 60.0:
+            window -= requests[j][1]
+            j += 1
+        assert window <= tpm * 7 / 6 + 1e-6, i
+
+
+# --- penalties ---------------------------------------------------------------------------------------
+
+def test_penalize_pauses_new_starts_and_slows_the_rate() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(rpm=60, tpm=None, clock=clock)
+    limiter.reserve(1)
+    clock.advance(0.5)
+    limiter.penalize(5.0)
+    assert limiter.penalties == 1
+    assert limiter.rate_factor == pytest.approx(0.8)
+    assert limiter.reserve(1) == pytest.approx(5.0)
+    assert limiter.reserve(1) == pytest.approx(5.0 + 1.25)  # spacing 60 / (60 * 0.8)
+
+
+def test_penalize_defaults_to_one_interval_or_one_second() -> None:
+    paced = RateLimiter(rpm=30, tpm=None, clock=FakeClock())
+    paced.penalize(None)
+    assert paced.reserve(1) == pytest.approx(2.0)
+
+    clock = FakeClock()
+    unlimited = RateLimiter(rpm=None, tpm=None, clock=clock)
+    unlimited.penalize(None)
+    assert unlimited.reserve(1) == pytest.approx(1.0)
+    clock.advance(2.0)
+    assert unlimited.reserve(1) == 0.0
+
+
+def test_concurrent_429s_are_one_episode_and_the_rate_has_a_floor() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(rpm=60, tpm=600, clock=clock)
+    limiter.penalize(2.0)
+    limiter.penalize(2.0)
+    assert (limiter.penalties, limiter.rate_factor) == (2, pytest.approx(0.8))
+    for _ in range(20):
+        clock.advance(10.0)
+        limiter.penalize(1.0)
+    assert limiter.rate_factor == pytest.approx(0.25)
+
+
+def test_record_success_restores_the_configured_rate_gradually() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(rpm=60, tpm=None, clock=clock)
+    limiter.penalize(0.0)
+    limiter.record_success()
+    assert limiter.rate_factor == pytest.approx(0.82)
+    for _ in range(20):
+        limiter.record_success()
+    assert limiter.rate_factor == 1.0
+    clock.advance(100.0)
+    assert [limiter.reserve(1) for _ in range(3)] == pytest.approx([0.0, 1.0, 2.0])
+
+
+def test_a_429_during_a_wait_pushes_back_the_waiting_acquire() -> None:
+    clock = FakeClock()
+    slept: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 1:
+            limiter.penalize(5.0)  # another call reports a 429 while this one waits
+        clock.advance(seconds)
+
+    limiter = RateLimiter(rpm=60, tpm=None, clock=clock, sleep=fake_sleep)
+    limiter.reserve(1)
+    assert asyncio.run(limiter.acquire(1)) == pytest.approx(6.0)
+    assert slept == pytest.approx([1.0, 5.0])
+    assert limiter.waited_s == pytest.approx(6.0)
+
+
+def test_acquire_without_a_wait_does_not_sleep() -> None:
+    async def no_sleep(seconds: float) -> None:
+        raise AssertionError("must not sleep")
+
+    limiter = RateLimiter(rpm=60, tpm=None, clock=FakeClock(), sleep=no_sleep)
+    assert asyncio.run(limiter.acquire(1)) == 0.0
+
+
+def test_one_limiter_serves_several_event_loops() -> None:
+    limiter = RateLimiter(rpm=6000, tpm=None)  # real clock and sleep; 10 ms spacing
+
+    async def job() -> list[float]:
+        return await asyncio.gather(*(limiter.acquire(1) for _ in range(3)))
+
+    first, second = asyncio.run(job()), asyncio.run(job())
+    assert first[0] == 0.0 and 0.0 < first[1] < first[2] <= 0.05
+    assert 0.0 < second[2] <= 0.05
+    assert limiter.waits >= 4
+
+
+# --- unlimited, validation, pool, estimates ----------------------------------------------------------
+
+def test_unlimited_limiter_never_waits() -> None:
+    limiter = RateLimiter(rpm=None, tpm=None, clock=FakeClock())
+    assert all(limiter.reserve(10**6) == 0.0 for _ in range(10_000))
+    assert (limiter.waits, limiter.waited_s, limiter.penalties) == (0, 0.0, 0)
+
+
+@pytest.mark.parametrize(("rpm", "tpm"), [(0, None), (None, 0), (-5, 100)])
+def test_non_positive_limits_are_rejected(rpm: int | None, tpm: int | None) -> None:
+    with pytest.raises(ValueError):
+        RateLimiter(rpm=rpm, tpm=tpm)
+
+
+def test_pool_returns_one_limiter_per_key_and_replaces_it_when_limits_change() -> None:
+    pool = LimiterPool(clock=FakeClock())
+    judge = pool.get("gpt/openai/gpt-4o-mini", rpm=60, tpm=None)
+    assert pool.get("gpt/openai/gpt-4o-mini", rpm=60, tpm=None) is judge
+    assert pool.get("other/openai/gpt-4o", rpm=60, tpm=None) is not judge
+    changed = pool.get("gpt/openai/gpt-4o-mini", rpm=120, tpm=None)
+    assert changed is not judge and changed.rpm == 120
+    assert pool.get("gpt/openai/gpt-4o-mini", rpm=120, tpm=None) is changed
+    assert [key for key, _ in pool.items()] == ["gpt/openai/gpt-4o-mini", "other/openai/gpt-4o"]
+    assert [changed.reserve(1) for _ in range(2)] == pytest.approx([0.0, 0.5])  # the pool's fake clock
+
+
+@pytest.mark.parametrize(("chars", "max_tokens", "expected"), [(0, 512, 512), (1, 0, 1), (8, 10, 12), (9, 10, 13)])
+def test_estimate_tokens_rounds_prompt_up_and_adds_max_tokens(chars: int, max_tokens: int, expected: int) -> None:
+    assert estimate_tokens(chars, max_tokens) == expected
+
+
+def test_estimate_tokens_rejects_negative_counts() -> None:
+    with pytest.raises(ValueError):
+        estimate_tokens(-1, 10)
