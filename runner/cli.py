@@ -19,6 +19,7 @@ from typing import Any
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigKeyError
 
 from runner import client, pipeline
 from runner.config import RunConfig, register_configs
@@ -58,6 +59,40 @@ def _api_key(cfg: RunConfig) -> Secret | None:
         raise MissingApiKey(f"judge {cfg.judge.name}: environment variable {name} is not set "
                             f"(judge.api_key_env={name}); set it or choose another judge")
     return Secret(value)
+
+
+INSTANTIATE_KEYS = frozenset({"_target_", "_partial_", "_args_", "_recursive_", "_convert_"})
+
+
+class ForbiddenKey(pipeline.ConfigurationError):
+    """The config holds a key the schema does not know, or a Hydra instantiate key."""
+
+
+def _instantiate_keys(node: Any, path: str = "") -> list[str]:
+    found = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key in INSTANTIATE_KEYS:
+                found.append(where)
+            found += _instantiate_keys(value, where)
+    return found
+
+
+def _check_keys(dcfg: DictConfig) -> None:
+    """Refuse keys appended with ``+`` that the schema does not know, and any instantiate key.
+
+    Hydra lets ``+group.key=value`` add keys even to a structured config; judgesweep never calls
+    ``hydra.utils.instantiate``, and a ``_target_`` anywhere in user config is refused outright.
+    """
+    container = OmegaConf.to_container(dcfg, resolve=False)
+    forbidden = _instantiate_keys(container)
+    if forbidden:
+        raise ForbiddenKey(f"instantiate keys are not allowed in judgesweep configs: {forbidden}")
+    try:
+        OmegaConf.merge(OmegaConf.structured(RunConfig), container)
+    except ConfigKeyError as exc:
+        raise ForbiddenKey(f"unknown config key {exc.full_key!r}: {exc.msg}") from None
 
 
 def _git(root: Path, *args: str) -> str:
@@ -114,6 +149,7 @@ def _context(dcfg: DictConfig, cfg: RunConfig) -> pipeline.RunContext:
 def _job(dcfg: DictConfig) -> None:
     job = HydraConfig.get().runtime.output_dir
     try:
+        _check_keys(dcfg)
         cfg: RunConfig = OmegaConf.to_object(dcfg)  # type: ignore[assignment]
         outcome = pipeline.run(_context(dcfg, cfg))
     except EXPECTED_ERRORS as exc:

@@ -2,6 +2,7 @@
 
 Stdlib only; binds 127.0.0.1; serves ``POST /v1/chat/completions`` (non-streaming) and ``GET /v1/models``
 from a FIFO of scripted replies, then a reply policy; simulates latency, error statuses and an rpm limit.
+For benchmarks it also serves ``GET /v1/_stats`` (request counts and wall-clock stamps) and ``POST /v1/_reset``.
 Standalone: ``python -m tests.fakes.openai_server --port 8765 [--latency-ms 200] [--rpm 600] [--reply X]``.
 """
 
@@ -141,16 +142,25 @@ class _Handler(BaseHTTPRequestHandler):
         """Stays quiet: the stdlib default writes every request to stderr."""
 
     def do_GET(self) -> None:
-        """Serves ``/v1/models``; everything else is 404."""
-        if urlsplit(self.path).path.rstrip("/") == "/v1/models":
+        """Serves ``/v1/models`` and ``/v1/_stats``; everything else is 404."""
+        path = urlsplit(self.path).path.rstrip("/")
+        if path == "/v1/models":
             self._send_json(200, self.server.fake._models_body())
+        elif path == "/v1/_stats":
+            self._send_json(200, self.server.fake.stats())
         else:
             self._send_json(404, _error_body(404, f"unknown path {self.path}"))
 
     def do_POST(self) -> None:
-        """Serves ``/v1/chat/completions``; everything else is 404."""
+        """Serves ``/v1/chat/completions`` and ``/v1/_reset``; everything else is 404."""
+        arrived = time.time()
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if urlsplit(self.path).path.rstrip("/") != "/v1/chat/completions":
+        path = urlsplit(self.path).path.rstrip("/")
+        if path == "/v1/_reset":
+            self.server.fake.reset()
+            self._send_json(200, {"reset": True})
+            return
+        if path != "/v1/chat/completions":
             self._send_json(404, _error_body(404, f"unknown path {self.path}"))
             return
         try:
@@ -163,6 +173,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         status, payload, headers = self.server.fake._answer(body, dict(self.headers))
         self._send_json(status, payload, headers)
+        self.server.fake._stamp(arrived, status)
 
     def _send_json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
@@ -290,7 +301,37 @@ class FakeOpenAIServer:
             self._headers: list[dict[str, str]] = []
             self._admitted: collections.deque[float] = collections.deque()
             self._count_429 = 0
+            self._accepted = 0
+            self._first_request_ts: float | None = None
+            self._last_response_ts: float | None = None
             self._models: dict[str, None] = {DEFAULT_MODEL: None}
+
+    def stats(self) -> dict:
+        """Counters for benchmarks, as ``GET /v1/_stats`` serves them.
+
+        ``requests``: chat-completion requests received (rate-limited ones included); ``accepted``: those
+        answered 200; ``count_429``: those the rpm limit rejected; ``first_request_ts``: ``time.time()`` when
+        the earliest answered request arrived; ``last_response_ts``: when the latest answer was written
+        (both None before the first answer). Cleared by :meth:`reset`.
+        """
+        with self._lock:
+            return {
+                "requests": len(self._requests),
+                "accepted": self._accepted,
+                "count_429": self._count_429,
+                "first_request_ts": self._first_request_ts,
+                "last_response_ts": self._last_response_ts,
+            }
+
+    def _stamp(self, arrived: float, status: int) -> None:
+        """Records one answered chat request: its arrival time and the time its answer was written."""
+        done = time.time()
+        with self._lock:
+            self._accepted += status == 200
+            if self._first_request_ts is None or arrived < self._first_request_ts:
+                self._first_request_ts = arrived
+            if self._last_response_ts is None or done > self._last_response_ts:
+                self._last_response_ts = done
 
     def _models_body(self) -> dict:
         """The ``GET /v1/models`` list: "fake-judge" plus every model name seen in a request."""

@@ -54,22 +54,36 @@ class CliRun:
         return [json.loads(line) for line in (self.run_dir / "journal.jsonl").read_text().splitlines()]
 
 
+def cli_args(tmp_path: Path, run_dir: Path, overrides: tuple[str, ...], multirun: bool = False) -> list[str]:
+    """The command line of one CLI run with every output under tmp_path."""
+    args = [sys.executable, "-m", "runner"]
+    args += ["-m", f"hydra.sweep.dir={run_dir}"] if multirun else [f"hydra.run.dir={run_dir}"]
+    return args + [f"tracking.uri={mlflow_uri(tmp_path)}", f"tracking.artifact_location={tmp_path / 'mlartifacts'}",
+                   f"cache.path={tmp_path / 'cache.sqlite'}", *overrides]
+
+
+def mlflow_uri(tmp_path: Path) -> str:
+    """The test's MLflow store."""
+    return f"sqlite:///{tmp_path / 'mlflow.db'}"
+
+
 @pytest.fixture
 def run_cli(tmp_path):
-    """Run ``python -m runner`` from the repo root with run dirs and the MLflow store under tmp_path."""
+    """Run ``python -m runner`` from the repo root with run dirs, cache and MLflow store under tmp_path.
 
+    Each invocation gets its own run directory unless ``run_dir`` is given; the cache and the MLflow
+    store are shared by the invocations of one test.
+    """
     runs = []
 
-    def run(*overrides: str, env: dict[str, str] | None = None, multirun: bool = False) -> CliRun:
-        runs.append(1)  # each invocation gets its own run directory; cache and MLflow store are shared
-        run_dir = tmp_path / (f"{'multirun' if multirun else 'run'}{len(runs) if len(runs) > 1 else ''}")
-        uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-        args = [sys.executable, "-m", "runner"]
-        args += ["-m", f"hydra.sweep.dir={run_dir}"] if multirun else [f"hydra.run.dir={run_dir}"]
-        args += [f"tracking.uri={uri}", f"tracking.artifact_location={tmp_path / 'mlartifacts'}",
-                 f"cache.path={tmp_path / 'cache.sqlite'}", *overrides]
-        proc = subprocess.run(args, cwd=REPO, env=offline_env(env), capture_output=True, text=True, timeout=600)
-        return CliRun(proc=proc, run_dir=run_dir, mlflow_uri=uri)
+    def run(*overrides: str, env: dict[str, str] | None = None, multirun: bool = False,
+            run_dir: Path | None = None) -> CliRun:
+        runs.append(1)
+        if run_dir is None:
+            run_dir = tmp_path / (f"{'multirun' if multirun else 'run'}{len(runs) if len(runs) > 1 else ''}")
+        proc = subprocess.run(cli_args(tmp_path, run_dir, overrides, multirun), cwd=REPO, env=offline_env(env),
+                              capture_output=True, text=True, timeout=600)
+        return CliRun(proc=proc, run_dir=run_dir, mlflow_uri=mlflow_uri(tmp_path))
 
     return run
 
