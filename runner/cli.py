@@ -24,6 +24,7 @@ from omegaconf.errors import ConfigKeyError
 from runner import client, pipeline
 from runner.config import RunConfig, register_configs
 from runner.datasets import DatasetError
+from runner.judge import RunAborted
 from runner.pacing import LimiterPool
 from runner.prompts import TemplateError
 from runner.registry import UnknownNameError
@@ -32,7 +33,8 @@ from runner.types import Secret
 log = logging.getLogger("judgesweep")
 
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "conf")
-EXPECTED_ERRORS = (pipeline.ConfigurationError, DatasetError, TemplateError, UnknownNameError, TypeError)
+EXPECTED_ERRORS = (pipeline.ConfigurationError, DatasetError, TemplateError, UnknownNameError, TypeError,
+                   RunAborted)
 
 # Process-wide state lives here, the one module allowed it. Jobs of this process that failed (bad
 # input, too many failed calls): a multirun goes on after a failed job and the process exits non-zero

@@ -176,7 +176,7 @@ class RunConfig:
     repeats: int = 1
     order: OrderPolicy = OrderPolicy.both
     max_items: int | None = None
-    max_error_rate: float = 0.0  # the process exits non-zero when more calls than this fail
+    max_error_rate: float = 0.05  # more failed calls than this: abort (after 20 calls) and exit non-zero
     prompts_dir: str = "prompts"
     on_bad_row: OnBadRow = OnBadRow.error
     cache: CacheConfig = field(default_factory=CacheConfig)

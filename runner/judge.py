@@ -36,6 +36,11 @@ STAGE_SYNTHESIS = "synthesis"
 PAIRWISE_VARIABLES = frozenset({"output_a", "output_b"})
 SYNTHESIS_VARIABLES = PAIRWISE_VARIABLES | {"explanation_a", "explanation_b"}
 TRUNCATED = "truncated"
+ABORT_MIN_CALLS = 20  # judge this many calls before an error rate can abort the run
+
+
+class RunAborted(RuntimeError):
+    """Too many judge calls failed: the run stops instead of paying for more failures."""
 
 
 class CallClient(Protocol):
@@ -77,6 +82,7 @@ class JudgePlan:
     seed: int
     concurrency: int
     neutralize: bool = True
+    max_error_rate: float = 1.0  # abort once more than this share of calls failed (after ABORT_MIN_CALLS)
 
 
 def plan_orders(policy: OrderPolicy, seed: int, item_id: str, repeat: int) -> tuple[Order, ...]:
@@ -139,6 +145,18 @@ class Executor:
         self.sink = sink
         self.sources = sources
         self._slots = asyncio.Semaphore(plan.concurrency)
+        self._done = 0
+        self._errors: list[Judgment] = []
+
+    def _count(self, judgment: Judgment) -> None:
+        self._done += 1
+        if judgment.status is Status.ERROR:
+            self._errors.append(judgment)
+        rate = len(self._errors) / self._done
+        if self._done >= ABORT_MIN_CALLS and rate > self.plan.max_error_rate:
+            first = self._errors[0].response
+            raise RunAborted(f"{len(self._errors)} of {self._done} judge calls failed ({rate:.0%} > max_error_rate "
+                             f"{self.plan.max_error_rate:.0%}); first: {first.error_type}: {first.error}")
 
     async def _answer(self, request: JudgeRequest, messages: tuple[Message, ...]) -> JudgeResponse:
         known = self.sources.get(request, messages) if self.sources is not None else None
@@ -162,6 +180,7 @@ class Executor:
             status = Status.SCORED if verdict.ok else Status.UNSCORED
         judgment = Judgment(request, response, verdict, _winner(verdict.label, item, order), status)
         self.sink.append(judgment)
+        self._count(judgment)
         return judgment
 
     def _render(self, template: Template, variables: dict[str, Any]) -> tuple[Message, ...]:
@@ -208,12 +227,17 @@ class Executor:
         done_units: dict[int, list[Judgment]] = {}
         pending: dict[asyncio.Task[list[Judgment]], int] = {}
         window = 2 * self.plan.concurrency
-        for index, (item, repeat) in enumerate(self._units(items)):
-            if len(pending) >= window:
-                finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for task in finished:
-                    done_units[pending.pop(task)] = task.result()
-            pending[asyncio.ensure_future(self._judge_unit(item, repeat))] = index
-        for task, index in pending.items():
-            done_units[index] = await task
+        try:
+            for index, (item, repeat) in enumerate(self._units(items)):
+                if len(pending) >= window:
+                    finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                    for task in finished:
+                        done_units[pending.pop(task)] = task.result()
+                pending[asyncio.ensure_future(self._judge_unit(item, repeat))] = index
+            for task in list(pending):
+                done_units[pending.pop(task)] = await task
+        finally:  # on abort: stop paying; what completed is already in the journal
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
         return [j for index in sorted(done_units) for j in done_units[index]]

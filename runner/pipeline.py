@@ -20,7 +20,9 @@ from runner.client import JudgeClient, litellm_version, supports_json_schema
 from runner.config import CacheMode, OrderPolicy, PromptMode, RunConfig, Strategy, StructuredOutput
 from runner.datasets import load_items, resolve_path
 from runner.estimate import estimate_run
-from runner.judge import PAIRWISE_VARIABLES, SYNTHESIS_VARIABLES, Executor, JudgePlan, planned_calls
+from runner.judge import (
+    PAIRWISE_VARIABLES, SYNTHESIS_VARIABLES, Executor, JudgePlan, RunAborted, planned_calls,
+)
 from runner.pacing import RateLimiter
 from runner.parsing import PARSERS, response_schema
 from runner.progress import ProgressBar, Sinks
@@ -141,7 +143,7 @@ def prepare(ctx: RunContext) -> Prepared:
         labels=tuple(cfg.rubric.labels), parser=cfg.rubric.parser,
         synthesis_parser=cfg.rubric.synthesis_parser or cfg.rubric.parser, order_policy=cfg.order,
         repeats=cfg.repeats, seed=cfg.seed, concurrency=cfg.concurrency,
-        neutralize=cfg.prompt.neutralize_delimiters,
+        neutralize=cfg.prompt.neutralize_delimiters, max_error_rate=cfg.max_error_rate,
     )
     return Prepared(items=loaded.items, skipped=loaded.skipped, plan=plan, response_format=_response_format(cfg))
 
@@ -221,7 +223,13 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
         mlflow_run_id = tracking.start_run(cfg.tracking, ctx.run_name, _run_params(ctx, prepared), ctx.tags,
                                            run_id=mlflow_run_id)
     store.write_manifest(ctx.run_dir, store.Manifest(ctx.identity_sha256, dict(ctx.identity), mlflow_run_id))
-    judgments = _judge_all(ctx, prepared, prior)
+    try:
+        judgments = _judge_all(ctx, prepared, prior)
+    except RunAborted as exc:
+        if mlflow_run_id is not None:
+            tracking.fail_run(cfg.tracking, mlflow_run_id, str(exc))
+        raise RunAborted(f"{exc}. The journal keeps every answer so far: fix the cause and continue with "
+                         f"resume={ctx.run_dir}") from None
     item_results = aggregation.aggregate_items(judgments, [i.id for i in prepared.items],
                                                cfg.aggregation.name, cfg.aggregation.params)
     summary = report.build_summary(item_results, judgments, cfg.dataset.ours.name, cfg.dataset.baseline.name,

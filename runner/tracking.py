@@ -104,3 +104,10 @@ def finish_run(cfg: TrackingConfig, run_id: str, record: RunRecord) -> None:
         client.log_table(run_id, data=pd.DataFrame(record.rows), artifact_file="results_table.json")
     status = RunStatus.FAILED if record.failed else RunStatus.FINISHED
     client.set_terminated(run_id, status=RunStatus.to_string(status))
+
+
+def fail_run(cfg: TrackingConfig, run_id: str, reason: str) -> None:
+    """Mark the run FAILED with the reason as a tag (an aborted run; resume continues it)."""
+    client = _client(cfg)
+    client.set_tag(run_id, "judgesweep.abort_reason", reason[:5000])
+    client.set_terminated(run_id, status=RunStatus.to_string(RunStatus.FAILED))

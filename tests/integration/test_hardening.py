@@ -92,3 +92,21 @@ def test_progress_bar_is_silent_when_output_is_not_a_terminal(run_cli):
     result = run_cli("max_items=3", "tracking=off")
     assert result.proc.returncode == 0, result.output
     assert "calls/s" not in result.output and "judging" not in result.proc.stderr.replace("judging 3 items", "")
+
+
+def test_a_run_whose_calls_keep_failing_aborts_instead_of_paying_for_more(run_cli, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    rows = [{"id": f"q{i}", "prompt": f"q{i}", "chat": "a", "simple_chat": "b"} for i in range(60)]
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with FakeOpenAIServer(lambda body: Reply(status=401, error_message="invalid key")) as server:
+        result = run_cli(*live_judge(server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "cache.mode=off",
+                         "dataset=chat_vs_simple", f"dataset.path={dataset}", "order=fixed", "concurrency=2")
+        assert result.proc.returncode == 1
+        assert "judge calls failed (100% > max_error_rate 5%)" in result.output
+        assert f"continue with resume={result.run_dir}" in result.output
+        assert 20 <= len(server.requests) < 30  # stopped soon after the 20th failure
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=result.mlflow_uri)
+    run = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id])[0]
+    assert run.info.status == "FAILED" and "judge calls failed" in run.data.tags["judgesweep.abort_reason"]
