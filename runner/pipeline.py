@@ -21,7 +21,12 @@ from runner.config import CacheMode, OrderPolicy, PromptMode, RunConfig, Strateg
 from runner.datasets import load_items, resolve_path
 from runner.estimate import estimate_run
 from runner.judge import (
-    PAIRWISE_VARIABLES, SYNTHESIS_VARIABLES, Executor, JudgePlan, RunAborted, planned_calls,
+    PAIRWISE_VARIABLES,
+    SYNTHESIS_VARIABLES,
+    Executor,
+    JudgePlan,
+    RunAborted,
+    planned_calls,
 )
 from runner.pacing import RateLimiter
 from runner.parsing import PARSERS, response_schema
