@@ -43,16 +43,43 @@ class SkippedRow:
 
 
 @dataclass(frozen=True)
+class ItemRef:
+    """What a run keeps of every item while it streams the texts: id, gold label and location."""
+
+    id: str
+    gold: str | None
+    source: str
+
+
+@dataclass(frozen=True)
 class LoadedDataset:
-    """What load_items returns.
+    """A validated dataset. Texts are not kept: :meth:`iter_items` reads them again, one row at a time,
+    so a dataset of any size costs memory only for its ids.
 
     Attributes:
-        items: The rows that loaded, in file order (at most max_items).
+        refs: The rows that loaded, in file order (at most max_items).
         skipped: Bad rows left out (always empty with ``on_bad_row: error``), in file order.
     """
 
-    items: list[Item]
-    skipped: tuple[SkippedRow, ...] = ()
+    refs: tuple[ItemRef, ...]
+    skipped: tuple[SkippedRow, ...]
+    cfg: DatasetConfig
+    path: Path
+    _ordinals: frozenset[int]
+
+    def iter_items(self) -> Iterator[Item]:
+        """Yield the loaded items in file order, reading the file again."""
+        last = max(self._ordinals)
+        for ordinal, (where, row) in enumerate(_read_rows(self.path), start=1):
+            if ordinal in self._ordinals:
+                yield _to_item(row, self.cfg, where, ordinal)
+            if ordinal >= last:
+                return
+
+    @property
+    def items(self) -> list[Item]:
+        """Every loaded item in memory (convenient for small datasets and tests)."""
+        return list(self.iter_items())
 
 
 def resolve_path(path: str, root: Path) -> Path:
@@ -181,7 +208,8 @@ def load_items(
         raise DatasetError(f"dataset {cfg.name}: system names must differ and not be {TIE!r}")
     if max_items is not None and max_items < 1:
         raise DatasetError(f"max_items must be >= 1 (got {max_items})")
-    items: list[Item] = []
+    refs: list[ItemRef] = []
+    ordinals: set[int] = set()
     skipped: list[SkippedRow] = []
     seen: dict[str, str] = {}
     for ordinal, (where, row) in enumerate(_read_rows(path), start=1):
@@ -195,14 +223,15 @@ def load_items(
             skipped.append(SkippedRow(where=where, reason=str(exc)))
             continue
         seen[item.id] = where
-        items.append(item)
-        if max_items is not None and len(items) >= max_items:
+        refs.append(ItemRef(id=item.id, gold=item.gold, source=where))
+        ordinals.add(ordinal)
+        if max_items is not None and len(refs) >= max_items:
             break
-    if not items:
+    if not refs:
         if skipped:
             first = skipped[0]
             raise DatasetError(
                 f"dataset file {path}: every row is bad ({len(skipped)} skipped; first {first.where}: {first.reason})"
             )
         raise DatasetError(f"dataset file {path} holds no rows")
-    return LoadedDataset(items=items, skipped=tuple(skipped))
+    return LoadedDataset(refs=tuple(refs), skipped=tuple(skipped), cfg=cfg, path=path, _ordinals=frozenset(ordinals))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from runner.client import count_tokens, price
@@ -35,7 +36,7 @@ class Estimate:
     usd_max: float | None
 
 
-def estimate_run(judge: JudgeConfig, plan: JudgePlan, items: list[Item]) -> Estimate:
+def estimate_run(judge: JudgeConfig, plan: JudgePlan, items: Iterable[Item]) -> Estimate:
     """Render every first-round request of the plan and price it with litellm's local cost map."""
     calls = prompt_tokens = 0
     for item in items:

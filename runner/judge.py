@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -215,10 +215,10 @@ class Executor:
             return first + await self._synthesize(item, repeat, first, texts)
         return first
 
-    def _units(self, items: list[Item]) -> Iterator[tuple[Item, int]]:
+    def _units(self, items: Iterable[Item]) -> Iterator[tuple[Item, int]]:
         return ((item, r) for item in items for r in range(self.plan.repeats))
 
-    async def run(self, items: list[Item]) -> list[Judgment]:
+    async def run(self, items: Iterable[Item]) -> list[Judgment]:
         """Judge every item ``repeats`` times; judgments come back in plan order (item, repeat).
 
         Only a bounded number of (item, repeat) units is in flight at once, so prompts are rendered

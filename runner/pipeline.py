@@ -18,7 +18,7 @@ from runner import aggregation, report, store, tracking
 from runner.cache import ResponseCache
 from runner.client import JudgeClient, litellm_version, supports_json_schema
 from runner.config import CacheMode, OrderPolicy, PromptMode, RunConfig, Strategy, StructuredOutput
-from runner.datasets import load_items, resolve_path
+from runner.datasets import ItemRef, LoadedDataset, load_items, resolve_path
 from runner.estimate import estimate_run
 from runner.judge import (
     PAIRWISE_VARIABLES,
@@ -33,7 +33,7 @@ from runner.parsing import PARSERS, response_schema
 from runner.progress import ProgressBar, Sinks
 from runner.prompts import Template, check_variables, load_template
 from runner.sources import AnswerSources
-from runner.types import TIE, Item, Judgment, Secret, Status
+from runner.types import TIE, Judgment, Secret, Status
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +65,14 @@ class RunContext:
 class Prepared:
     """A validated run, ready to judge."""
 
-    items: list[Item]
-    skipped: tuple[Any, ...]
+    dataset: LoadedDataset
     plan: JudgePlan
     response_format: dict[str, Any] | None
+
+    @property
+    def refs(self) -> tuple[ItemRef, ...]:
+        """Id, gold and location of every item, in dataset order."""
+        return self.dataset.refs
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,7 @@ def prepare(ctx: RunContext) -> Prepared:
         repeats=cfg.repeats, seed=cfg.seed, concurrency=cfg.concurrency,
         neutralize=cfg.prompt.neutralize_delimiters, max_error_rate=cfg.max_error_rate,
     )
-    return Prepared(items=loaded.items, skipped=loaded.skipped, plan=plan, response_format=_response_format(cfg))
+    return Prepared(dataset=loaded, plan=plan, response_format=_response_format(cfg))
 
 
 def _resume_state(ctx: RunContext) -> tuple[dict, str | None]:
@@ -182,7 +186,7 @@ def _run_params(ctx: RunContext, prepared: Prepared) -> dict[str, Any]:
             "litellm_version": litellm_version(),
             "judge_version": ctx.cfg.judge.version,
             "response_format": "json_schema" if prepared.response_format else "none",
-            "n_items": len(prepared.items)}
+            "n_items": len(prepared.refs)}
 
 
 def _judge_all(ctx: RunContext, prepared: Prepared, prior: dict) -> list[Judgment]:
@@ -192,16 +196,16 @@ def _judge_all(ctx: RunContext, prepared: Prepared, prior: dict) -> list[Judgmen
     if cfg.cache.mode is not CacheMode.off:
         cache = ResponseCache(resolve_path(cfg.cache.path, ctx.project_root), cfg.cache.mode)
     sources = AnswerSources(prior, cache, cfg.judge.model, cfg.judge.api_base, client.decoding_params)
-    total = planned_calls(cfg.order, cfg.repeats, len(prepared.items))
+    total = planned_calls(cfg.order, cfg.repeats, len(prepared.refs))
     try:
         with store.Journal(ctx.run_dir / store.JOURNAL_NAME) as journal, \
                 ProgressBar(total, enabled=cfg.progress) as bar:
             executor = Executor(prepared.plan, client, Sinks(journal, bar), sources)
-            judgments = asyncio.run(executor.run(prepared.items))
+            judgments = asyncio.run(executor.run(prepared.dataset.iter_items()))
     finally:
         if cache is not None:
             cache.close()
-    index = {item.id: n for n, item in enumerate(prepared.items)}
+    index = {ref.id: n for n, ref in enumerate(prepared.refs)}
     judgments.sort(key=lambda j: (index[j.item_id], j.request.repeat, j.request.order.value,
                                   j.request.stage != "judge"))
     return judgments
@@ -235,12 +239,12 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
             tracking.fail_run(cfg.tracking, mlflow_run_id, str(exc))
         raise RunAborted(f"{exc}. The journal keeps every answer so far: fix the cause and continue with "
                          f"resume={ctx.run_dir}") from None
-    item_results = aggregation.aggregate_items(judgments, [i.id for i in prepared.items],
+    item_results = aggregation.aggregate_items(judgments, [r.id for r in prepared.refs],
                                                cfg.aggregation.name, cfg.aggregation.params)
     summary = report.build_summary(item_results, judgments, cfg.dataset.ours.name, cfg.dataset.baseline.name,
                                    cfg.repeats)
-    summary["summary"]["skipped_rows"] = [f"{s.where}: {s.reason}" for s in prepared.skipped]
-    gold = report.gold_metrics(prepared.items, judgments)
+    summary["summary"]["skipped_rows"] = [f"{s.where}: {s.reason}" for s in prepared.dataset.skipped]
+    gold = report.gold_metrics(prepared.refs, judgments)
     judge_stats = report.judge_metrics(judgments)
     if gold is not None:
         summary["gold"] = gold
@@ -248,7 +252,8 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     store.write_json(ctx.run_dir / store.SUMMARY_NAME, summary)
     failed, reason = _judge_failure(cfg, judgments)
     if mlflow_run_id is not None:
-        metrics = {**report.flat_metrics(summary, gold, judge_stats), "items/skipped_rows": len(prepared.skipped)}
+        metrics = {**report.flat_metrics(summary, gold, judge_stats),
+                   "items/skipped_rows": len(prepared.dataset.skipped)}
         tracking.finish_run(cfg.tracking, mlflow_run_id, tracking.RunRecord(
             metrics=metrics, run_dir=ctx.run_dir, resolved_config_yaml=ctx.resolved_config_yaml,
             rows=[store.judgment_record(j) for j in judgments], failed=failed))
@@ -260,8 +265,8 @@ def run(ctx: RunContext) -> RunOutcome | None:
     """Prepare (validate) then execute one run; with dry_run, print the estimate and call nothing."""
     prepared = prepare(ctx)
     if ctx.cfg.dry_run:
-        report.render_estimate(estimate_run(ctx.cfg.judge, prepared.plan, prepared.items))
+        report.render_estimate(estimate_run(ctx.cfg.judge, prepared.plan, prepared.dataset.iter_items()))
         return None
-    log.info("judging %d items x %d repeat(s), order=%s, with %s", len(prepared.items), ctx.cfg.repeats,
+    log.info("judging %d items x %d repeat(s), order=%s, with %s", len(prepared.refs), ctx.cfg.repeats,
              ctx.cfg.order.value, ctx.cfg.judge.model)
     return execute(ctx, prepared)

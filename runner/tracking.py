@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-from mlflow.entities import Metric, Param, RunStatus
-from mlflow.tracking import MlflowClient
-
 from runner.config import TrackingConfig
+
+# mlflow and pandas are imported inside the functions that use them: together they cost ~120 MB of
+# memory and a second of start-up, which a run with tracking=off should not pay.
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +51,13 @@ def safe_params(params: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _client(cfg: TrackingConfig) -> MlflowClient:
+def _client(cfg: TrackingConfig) -> Any:
+    from mlflow.tracking import MlflowClient
+
     return MlflowClient(tracking_uri=cfg.uri) if cfg.uri else MlflowClient()
 
 
-def _experiment_id(client: MlflowClient, cfg: TrackingConfig) -> str:
+def _experiment_id(client: Any, cfg: TrackingConfig) -> str:
     exp = client.get_experiment_by_name(cfg.experiment)
     if exp is not None:
         return exp.experiment_id
@@ -70,6 +71,8 @@ def start_run(cfg: TrackingConfig, run_name: str, params: Mapping[str, Any], tag
     Returns:
         The MLflow run id.
     """
+    from mlflow.entities import Param, RunStatus
+
     client = _client(cfg)
     if run_id is None:
         run_id = client.create_run(_experiment_id(client, cfg), run_name=run_name, tags=dict(tags)).info.run_id
@@ -87,6 +90,9 @@ def start_run(cfg: TrackingConfig, run_name: str, params: Mapping[str, Any], tag
 
 def finish_run(cfg: TrackingConfig, run_id: str, record: RunRecord) -> None:
     """Log metrics, the resolved config, the run's files and the results table; close the run."""
+    import pandas as pd
+    from mlflow.entities import Metric, RunStatus
+
     client = _client(cfg)
     stamp = int(pd.Timestamp.now().timestamp() * 1000)
     metrics = [Metric(k, float(v), stamp, 0) for k, v in record.metrics.items()]
@@ -108,6 +114,8 @@ def finish_run(cfg: TrackingConfig, run_id: str, record: RunRecord) -> None:
 
 def fail_run(cfg: TrackingConfig, run_id: str, reason: str) -> None:
     """Mark the run FAILED with the reason as a tag (an aborted run; resume continues it)."""
+    from mlflow.entities import RunStatus
+
     client = _client(cfg)
     client.set_tag(run_id, "judgesweep.abort_reason", reason[:5000])
     client.set_terminated(run_id, status=RunStatus.to_string(RunStatus.FAILED))

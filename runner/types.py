@@ -31,7 +31,7 @@ class Status(str, Enum):
     ERROR = "error"  # no usable answer: the call itself failed
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Message:
     """One chat message sent to a judge."""
 
@@ -50,7 +50,7 @@ def hash_messages(messages: tuple[Message, ...] | list[Message]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Candidate:
     """One system's output for an item."""
 
@@ -77,7 +77,7 @@ class Item:
     source: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JudgeRequest:
     """One planned judge call. The rendered messages travel beside it and are not stored here, so a
     run of 100,000 judgments does not keep 100,000 prompts in memory."""
@@ -94,7 +94,7 @@ class JudgeRequest:
         return (self.item_id, self.repeat, self.order.value, self.stage, self.messages_hash)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JudgeResponse:
     """What came back from one judge call (or why nothing usable did)."""
 
@@ -111,7 +111,7 @@ class JudgeResponse:
     source: str = "call"  # call | cache | journal (an interrupted run's answer, on resume)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Verdict:
     """A parsed judge verdict.
 
@@ -129,7 +129,7 @@ class Verdict:
         return self.label is not None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Judgment:
     """One judge call with its parsed outcome, mapped back to system names."""
 

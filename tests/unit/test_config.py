@@ -85,7 +85,7 @@ def test_default_config_becomes_a_typed_run_config(hydra_conf: None) -> None:
     assert cfg.dataset.gold_map == {"1": "output_1", "2": "output_2"}
     assert cfg.tracking.enabled is True
     assert cfg.tracking.uri == f"sqlite:///{Path.cwd()}/outputs/mlflow.db"
-    assert (cfg.seed, cfg.concurrency, cfg.repeats, cfg.max_items, cfg.max_error_rate) == (0, 16, 1, None, 0.0)
+    assert (cfg.seed, cfg.concurrency, cfg.repeats, cfg.max_items, cfg.max_error_rate) == (0, 16, 1, None, 0.05)
     assert cfg.order is OrderPolicy.both
     assert cfg.prompts_dir == "prompts"
 

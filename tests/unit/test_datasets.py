@@ -355,3 +355,12 @@ def test_crlf_line_endings_load(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     path.write_bytes(b"\r\n".join(json.dumps(row(i)).encode() for i in (1, 2)) + b"\r\n")
     assert [it.source for it in load_items(dataset_cfg(), path).items] == [f"{path}:1", f"{path}:2"]
+
+
+def test_loaded_dataset_keeps_only_refs_and_streams_items_again(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [row(1), "{bad", row(3), row(4)])
+    loaded = load_items(dataset_cfg(), path, max_items=2, on_bad_row=OnBadRow.skip)
+    assert [r.id for r in loaded.refs] == [i.id for i in loaded.iter_items()]
+    assert [r.source for r in loaded.refs] == [f"{path}:1", f"{path}:3"]
+    assert not any(hasattr(r, "candidates") for r in loaded.refs)  # no texts are held
+    assert list(loaded.iter_items()) == list(loaded.iter_items())  # each pass re-reads the file
