@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: run test lint install clean
+.PHONY: run test lint install clean bench
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,9 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check runner tests
+
+bench: $(STAMP)  ## benchmarks against a fake server (separate process); table + benchmarks/results.json (~20 min)
+	$(BIN)/python -m benchmarks.bench $(ARGS)
 
 clean:
 	rm -rf $(VENV) outputs/runs outputs/multirun

@@ -1,7 +1,8 @@
 """``make bench``: judgesweep against a fake OpenAI-compatible server, five scenarios, one table.
 
 1. throughput: 200 ms latency, concurrency 32, 1000 judgments; judgesweep's calls/s over a bare
-   litellm loop's, both measured in this run from the server's stamps (target ratio >= 1.0).
+   litellm loop's, both measured in this run from the server's stamps (target ratio >= 1.0). Then,
+   as a diagnostic, the same against the server with TCP_NODELAY, with plain aiohttp as the floor.
 2. rpm: server limited to 600 rpm, judge.rpm=600, 300 judgments; wall / 30 s ideal (target <= 1.05)
    with no 429 and every row scored.
 3. cache: 10,000 judgments at 0 ms with cache.mode=read_write, then the same command again: the rerun
@@ -42,6 +43,7 @@ from benchmarks.harness import (
     journal_summary,
     judgesweep_cmd,
     loadavg,
+    raw_http_cmd,
     run_measured,
 )
 
@@ -92,13 +94,28 @@ def scenario_throughput(cfg: dict, data: Path, work: Path) -> dict[str, Any]:
             m, stats = _server_run(srv, judgesweep_cmd(srv.base_url, data, n, run_dir, work / "s1_cache.sqlite"),
                                    work, f"s1_js_{rep}")
             runs["judgesweep"].append({**_run_facts(m, stats), "journal": journal_summary(run_dir)})
+    # Diagnostic, not the target: the same runs against the server with TCP_NODELAY (see
+    # benchmarks/nodelay_server.py), plus plain aiohttp without litellm as the floor.
+    diag: dict[str, list] = {"raw_aiohttp": [], "bare": [], "judgesweep": []}
+    with FakeServer(latency_ms=200, nodelay=True) as srv:
+        for rep in range(cfg["s1_reps"]):
+            m, stats = _server_run(srv, raw_http_cmd(srv.base_url, data, n), work, f"s1n_raw_{rep}")
+            diag["raw_aiohttp"].append(_run_facts(m, stats))
+            m, stats = _server_run(srv, bare_loop_cmd(srv.base_url, data, n), work, f"s1n_bare_{rep}")
+            diag["bare"].append(_run_facts(m, stats))
+            m, stats = _server_run(srv, judgesweep_cmd(srv.base_url, data, n, work / f"s1n_js_{rep}",
+                                                       work / "s1_cache.sqlite"), work, f"s1n_js_{rep}")
+            diag["judgesweep"].append(_run_facts(m, stats))
     bare = statistics.median(r["calls_per_s"] for r in runs["bare"])
     ours = statistics.median(r["calls_per_s"] for r in runs["judgesweep"])
+    nodelay = {k: round(statistics.median(r["calls_per_s"] for r in v), 2) for k, v in diag.items()}
     ceiling = 32 / 0.200
     ratio = ours / bare
     return {"judgments": n, "latency_ms": 200, "concurrency": 32, "ceiling_calls_per_s": ceiling,
             "bare_calls_per_s": round(bare, 2), "judgesweep_calls_per_s": round(ours, 2), "ratio": round(ratio, 3),
-            "target": "ratio >= 1.0", "pass": ratio >= 1.0, "runs": runs}
+            "target": "ratio >= 1.0", "pass": ratio >= 1.0, "runs": runs,
+            "nodelay_server": {"calls_per_s": nodelay, "ratio": round(nodelay["judgesweep"] / nodelay["bare"], 3),
+                               "runs": diag}}
 
 
 def scenario_rpm(cfg: dict, data: Path, work: Path) -> dict[str, Any]:
@@ -226,9 +243,17 @@ def table_rows(s: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
 
     if "throughput" in s:
         t = s["throughput"]
-        rows += [("1 throughput", "bare litellm loop calls/s", _fmt(t["bare_calls_per_s"]), f"ceiling {t['ceiling_calls_per_s']:.0f}", ""),
+        ceiling = f"ceiling {t['ceiling_calls_per_s']:.0f}"
+        rows += [("1 throughput", "bare litellm loop calls/s", _fmt(t["bare_calls_per_s"]), ceiling, ""),
                  ("", "judgesweep calls/s", _fmt(t["judgesweep_calls_per_s"]), "", ""),
                  ("", "ratio judgesweep / bare", _fmt(t["ratio"]), ">= 1.0", verdict(t["pass"]))]
+        if "nodelay_server" in t:
+            d = t["nodelay_server"]
+            rows += [("  diagnostic", "TCP_NODELAY server: raw aiohttp calls/s", _fmt(d["calls_per_s"]["raw_aiohttp"]),
+                      "", ""),
+                     ("", "TCP_NODELAY server: bare / judgesweep",
+                      f"{d['calls_per_s']['bare']:.1f} / {d['calls_per_s']['judgesweep']:.1f}", "", ""),
+                     ("", "TCP_NODELAY server: ratio", _fmt(d["ratio"]), "(>= 1.0)", "")]
     if "rpm" in s:
         r = s["rpm"]
         rows += [("2 rpm 600", "wall first req -> last resp (s)", _fmt(r["wall_s"]), f"ideal {r['ideal_s']:.0f}", ""),
@@ -264,7 +289,7 @@ def print_table(rows: list[tuple[str, ...]]) -> None:
     line = "  ".join("-" * w for w in widths)
     print(line)
     for row in [header, None, *rows]:
-        print(line if row is None else "  ".join(c.ljust(w) for c, w in zip(row, widths)))
+        print(line if row is None else "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
     print(line)
 
 
@@ -311,7 +336,7 @@ def main() -> None:
                if k in results["scenarios"]}
     results["scenarios"] = ordered
     rows = table_rows(ordered)
-    results["table"] = [dict(zip(("scenario", "metric", "value", "target", "result"), r)) for r in rows]
+    results["table"] = [dict(zip(("scenario", "metric", "value", "target", "result"), r, strict=True)) for r in rows]
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print_table(rows)
     print(f"wrote {args.out}")

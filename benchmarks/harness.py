@@ -43,16 +43,19 @@ class FakeServer:
     Args:
         latency_ms: Delay before every reply.
         rpm: The server's requests-per-minute limit (429 beyond it), or None.
+        nodelay: Run it through benchmarks/nodelay_server.py (TCP_NODELAY on), a diagnostic variant.
     """
 
-    def __init__(self, latency_ms: float = 0.0, rpm: int | None = None) -> None:
+    def __init__(self, latency_ms: float = 0.0, rpm: int | None = None, nodelay: bool = False) -> None:
         self.latency_ms = latency_ms
         self.rpm = rpm
+        self.nodelay = nodelay
         self.proc: subprocess.Popen | None = None
         self.base_url = ""
 
     def __enter__(self) -> FakeServer:
-        cmd = [PYTHON, "-m", "tests.fakes.openai_server", "--port", "0", "--latency-ms", str(self.latency_ms)]
+        module = "benchmarks.nodelay_server" if self.nodelay else "tests.fakes.openai_server"
+        cmd = [PYTHON, "-m", module, "--port", "0", "--latency-ms", str(self.latency_ms)]
         if self.rpm is not None:
             cmd += ["--rpm", str(self.rpm)]
         self.proc = subprocess.Popen(cmd, cwd=REPO, env=bench_env(), stdout=subprocess.PIPE, text=True)
@@ -129,6 +132,12 @@ def bare_loop_cmd(api_base: str, dataset: Path, n: int, concurrency: int = 32,
     for setting in settings:
         cmd += ["--set", setting]
     return cmd + (["--judge-params"] if judge_params else [])
+
+
+def raw_http_cmd(api_base: str, dataset: Path, n: int, concurrency: int = 32) -> list[str]:
+    """The command line of benchmarks/raw_http_loop.py (plain aiohttp, no litellm)."""
+    return [PYTHON, "-m", "benchmarks.raw_http_loop", "--api-base", api_base, "--dataset", str(dataset), "--n", str(n),
+            "--concurrency", str(concurrency)]
 
 
 def journal_summary(run_dir: Path) -> dict[str, Any]:

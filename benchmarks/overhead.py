@@ -8,9 +8,11 @@ bottleneck:
    prefix, repeated; client CPU ms per call (process CPU of all threads during the calls / calls) and
    server-side calls/s. judgesweep itself at the same size, for reference (its CPU per call is the
    CLI's total CPU minus a 32-call run's, over the difference in calls).
-2. sampled profile: one judgesweep run under benchmarks/sampler.py, which sees every thread; busy
-   samples are attributed to the innermost non-stdlib, non-pydantic frame's layer (openai SDK request
-   transform, litellm cost calculation, ...), and CPU per thread is read from /proc.
+2. threads: one judgesweep run under benchmarks/threadcpu.py: CPU seconds of the event-loop thread
+   and of litellm's executor threads, from /proc.
+4. what-if: the judgesweep CLI with one cost patched away at a time (benchmarks/whatif.py: no journal
+   fsync, gc.freeze() after imports, the model priced at $0, mlflow/pandas not imported) and with the
+   model prefix hosted_vllm/ (config only); calls/s, CPU and garbage-collection time per variant.
 3. cProfile of the CLI (``python -m cProfile -o``): the event-loop thread only; the top functions
    under litellm/ and openai/ by own time, and the cumulative time of named litellm stages.
 """
@@ -22,19 +24,25 @@ import json
 import pstats
 import statistics
 import tempfile
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from benchmarks.data import write_dataset
-from benchmarks.harness import PYTHON, REPO, FakeServer, bare_loop_cmd, calls_per_s, judgesweep_cmd, loadavg, \
-    run_measured
+from benchmarks.harness import (
+    PYTHON,
+    REPO,
+    FakeServer,
+    bare_loop_cmd,
+    calls_per_s,
+    judgesweep_cmd,
+    loadavg,
+    run_measured,
+)
 
 OUT = REPO / "benchmarks" / "overhead.json"
 DATA_DIR = Path(tempfile.gettempdir()) / "judgesweep-bench-data"
 JUDGESWEEP_CONFIGURE = ("telemetry=False", "suppress_debug_info=True", "drop_params=True")
-FLAGS = ("turn_off_message_logging=True", "disable_token_counter=True", "logging=False",
-         "disable_end_user_cost_tracking=True")
+FLAGS = ("turn_off_message_logging=True", "disable_token_counter=True", "disable_end_user_cost_tracking=True")
 # (label, litellm attribute assignments, extra bare_loop arguments)
 VARIANTS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("baseline (the brief's call)", (), ()),
@@ -42,9 +50,9 @@ VARIANTS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("+ judgesweep's configure() (telemetry off, suppress_debug_info, drop_params)", JUDGESWEEP_CONFIGURE, ()),
     ("turn_off_message_logging=True", ("turn_off_message_logging=True",), ()),
     ("disable_token_counter=True", ("disable_token_counter=True",), ()),
-    ("logging=False", ("logging=False",), ()),
+    ("logging=False (a control: litellm 1.100.5 never reads this flag)", ("logging=False",), ()),
     ("disable_end_user_cost_tracking=True", ("disable_end_user_cost_tracking=True",), ()),
-    ("all of the flags above", (*JUDGESWEEP_CONFIGURE, *FLAGS), ()),
+    ("all of the flags above (configure() + the three disable/turn_off flags)", (*JUDGESWEEP_CONFIGURE, *FLAGS), ()),
     ("model registered at $0 (register_model)", (), ("--zero-price",)),
     ("disable_aiohttp_transport=True (httpx)", ("disable_aiohttp_transport=True",), ()),
     ("model hosted_vllm/fake-judge (no openai SDK)", (), ("--model", "hosted_vllm/fake-judge")),
@@ -98,87 +106,66 @@ def judgesweep_cpu(srv: FakeServer, data: Path, work: Path, n: int, reps: int) -
             "cpu_s_runs": [round(x, 2) for x in big], "cpu_s_32_call_runs": [round(x, 2) for x in small]}
 
 
-TRANSPARENT = ("/lib/python3.", "/pydantic/", "/pydantic_core/", "typing_extensions", "<frozen")
-
-
-def _layer(filename: str, func: str) -> str | None:
-    """The layer a frame belongs to, or None for frames charged to their caller (stdlib, pydantic)."""
-    f = filename.replace("\\", "/")
-    if "site-packages/" in f:
-        f = f.split("site-packages/", 1)[1]
-    elif any(t in f for t in TRANSPARENT):
-        return None
-    rules = [
-        ("/runner/", f"judgesweep runner/{f.rsplit('/', 1)[-1]}"),
-        ("benchmarks/", "benchmark script"),
-        ("openai/_utils/_transform.py", "openai SDK: request body transform (async_maybe_transform)"),
-        ("openai/_legacy_response.py", "openai SDK: response parsing"),
-        ("openai/_models.py", "openai SDK: response parsing"),
-        ("openai/_response.py", "openai SDK: response parsing"),
-        ("openai/", "openai SDK: client plumbing (_base_client, resources)"),
-        ("httpx/", "httpx"),
-        ("aiohttp/", "aiohttp"),
-        ("litellm/llms/custom_httpx/", "litellm: http transport glue (custom_httpx)"),
-        ("litellm/cost_calculator.py", "litellm: cost calculation"),
-        ("litellm/litellm_core_utils/llm_cost_calc/", "litellm: cost calculation"),
-        ("litellm/litellm_core_utils/litellm_logging.py", "litellm: Logging object (pre/post call, success, payload)"),
-        ("litellm/litellm_core_utils/logging_worker.py", "litellm: async logging worker"),
-        ("litellm/litellm_core_utils/llm_response_utils/", "litellm: response conversion / metadata"),
-        ("litellm/litellm_core_utils/get_llm_provider_logic.py", "litellm: get_llm_provider"),
-        ("litellm/litellm_core_utils/token_counter.py", "litellm: token counting"),
-        ("tiktoken", "litellm: token counting"),
-        ("litellm/llms/openai/", "litellm: openai provider handler"),
-        ("litellm/llms/hosted_vllm/", "litellm: hosted_vllm provider config"),
-        ("litellm/llms/custom_llm/", "litellm: base http handler"),
-        ("litellm/llms/base_llm/", "litellm: base http handler"),
-        ("litellm/main.py", "litellm: main.py (acompletion / completion dispatch)"),
-    ]
-    for needle, layer in rules:
-        if needle in f:
-            return layer
-    if f.startswith("litellm/utils.py"):
-        if "optional_params" in func:
-            return "litellm: get_optional_params"
-        if "model_info" in func:
-            return "litellm: model info lookup"
-        if func in ("function_setup", "wrapper_async", "client", "post_call_processing"):
-            return f"litellm: utils.{func}"
-        return "litellm: utils.py (other)"
-    if f.startswith("litellm/"):
-        return f"litellm: {f.split('/', 1)[1].rsplit('.', 1)[0]}"
-    return f.split("/", 1)[0]
-
-
-def sampled_profile(srv: FakeServer, data: Path, work: Path, n: int) -> dict[str, Any]:
-    """One judgesweep run under the sampler; busy samples by layer, per thread group; CPU per thread."""
-    out = work / "samples.json"
+def thread_split(srv: FakeServer, data: Path, work: Path, n: int) -> dict[str, Any]:
+    """CPU per thread of one judgesweep run (benchmarks/threadcpu.py): event loop vs executor threads."""
+    out = work / "threadcpu_out.json"  # not threads.json: run_measured writes <tag>.json
     srv.reset()
-    cmd = judgesweep_cmd(srv.base_url, data, n, work / "sampled", work / "c.sqlite")
-    m = run_measured([PYTHON, "-m", "benchmarks.sampler", str(out), "--interval-ms", "4", "--", *cmd[1:]], work,
-                     "sampled")
+    cmd = judgesweep_cmd(srv.base_url, data, n, work / "threads", work / "c.sqlite")
+    m = run_measured([PYTHON, "-m", "benchmarks.threadcpu", str(out), "--", *cmd[1:]], work, "threads")
     if m.rc != 0:
         raise RuntimeError(m.stderr[-2000:])
     raw = json.loads(out.read_text())
-    by_thread: dict[str, Counter[str]] = {}
-    inclusive: dict[str, Counter[str]] = {}
-    for entry in raw["stacks"]:
-        layers = [_layer(fn, func) for fn, _line, func in entry["stack"]]
-        own = next((x for x in layers if x is not None), "stdlib (asyncio loop, etc.)")
-        by_thread.setdefault(entry["thread"], Counter())[own] += entry["n"]
-        for layer in set(x for x in layers if x is not None):
-            inclusive.setdefault(entry["thread"], Counter())[layer] += entry["n"]
-    report = {"calls": n, "cpu_s_by_thread": raw["cpu_s_by_thread"], "threads": {}}
-    for thread, counts in by_thread.items():
-        total = sum(counts.values())
-        cpu = next((v for k, v in raw["cpu_s_by_thread"].items() if k == thread), None)
-        rows = []
-        for layer, k in counts.most_common():
-            share = k / total
-            rows.append({"layer": layer, "share_pct": round(share * 100, 1),
-                         "est_cpu_ms_per_call": round(share * cpu / n * 1000, 3) if cpu else None,
-                         "inclusive_pct": round(inclusive[thread][layer] / total * 100, 1)})
-        report["threads"][thread] = {"busy_samples": total, "cpu_s": cpu, "layers": rows}
-    return report
+    return {"calls": n, "calls_per_s": _round1(calls_per_s(srv.stats())), "cpu_s_by_thread": raw["cpu_s_by_thread"],
+            "note": "main includes start-up (~4 s of imports and config) and the end-of-run report"}
+
+
+def _round1(value: float | None) -> float | None:
+    return round(value, 1) if value is not None else None
+
+
+# (label, benchmarks.whatif patches, extra CLI overrides)
+WHATIFS: list[tuple[str, str, tuple[str, ...]]] = [
+    ("judgesweep as is", "gc_stats", ()),
+    ("journal without fsync (runner/store.py Journal.append)", "gc_stats,no_fsync", ()),
+    ("gc.freeze() after imports", "gc_stats,gc_freeze", ()),
+    ("judge model priced at $0 (litellm.register_model)", "gc_stats,zero_price", ()),
+    ("mlflow/pandas not imported (lazy import in runner/tracking.py)", "gc_stats,stub_tracking", ()),
+    ("judge.model=hosted_vllm/fake-judge (config only)", "gc_stats", ("judge.model=hosted_vllm/fake-judge",)),
+    ("runner-side together: no fsync + gc.freeze() + no mlflow/pandas", "gc_stats,no_fsync,gc_freeze,stub_tracking",
+     ()),
+    ("all of the above (+ $0 price + hosted_vllm/)", "gc_stats,no_fsync,gc_freeze,zero_price,stub_tracking",
+     ("judge.model=hosted_vllm/fake-judge",)),
+]
+
+
+def whatif_sweep(srv: FakeServer, data: Path, work: Path, n: int, reps: int) -> list[dict[str, Any]]:
+    """The judgesweep CLI with costs patched away (benchmarks/whatif.py), interleaved reps; medians."""
+    runs: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in WHATIFS}
+    for rep in range(reps):
+        for i, (label, patches, overrides) in enumerate(WHATIFS):
+            cmd = judgesweep_cmd(srv.base_url, data, n, work / f"whatif{i}_{rep}", work / "c.sqlite",
+                                 extra=overrides)
+            srv.reset()
+            m = run_measured([PYTHON, "-m", "benchmarks.whatif", patches, "--", *cmd[3:]], work, f"whatif{i}_{rep}")
+            if m.rc != 0:
+                raise RuntimeError(f"{label}: exit {m.rc}: {m.stderr[-2000:]}")
+            stats = srv.stats()
+            gc_line = next((ln for ln in m.stderr.splitlines() if ln.startswith("GC_STATS ")), "GC_STATS {}")
+            gcs = json.loads(gc_line.split(" ", 1)[1])
+            runs[label].append({"calls_per_s": calls_per_s(stats), "cpu_s": m.user_s + m.sys_s,
+                                "peak_rss_mb": m.maxrss_mb, "startup_s": stats["first_request_ts"] - m.launch_ts,
+                                "gc_s": sum(g["seconds"] for g in gcs.values()),
+                                "gc_full_s": gcs.get("gen2", {}).get("seconds", 0.0)})
+            print(f"  {label}: {runs[label][-1]['calls_per_s']:.1f} calls/s", flush=True)
+    rows = []
+    base = statistics.median(r["calls_per_s"] for r in runs[WHATIFS[0][0]])
+    for label, patches, overrides in WHATIFS:
+        med = {k: statistics.median(r[k] for r in runs[label]) for k in runs[label][0]}
+        rows.append({"variant": label, "patches": patches, "overrides": list(overrides),
+                     **{k: round(v, 3) for k, v in med.items()},
+                     "calls_per_s_runs": [round(r["calls_per_s"], 1) for r in runs[label]],
+                     "vs_as_is_pct": round((med["calls_per_s"] / base - 1) * 100, 1)})
+    return rows
 
 
 STAGES = {  # named stages of a litellm call (function name substrings), for cProfile's cumulative view
@@ -217,7 +204,7 @@ def cprofile_run(srv: FakeServer, data: Path, work: Path, n: int) -> dict[str, A
     top.sort(key=lambda r: -r["own_s"])
     stages = {}
     for label, needle in STAGES.items():
-        for (filename, line, func), (_cc, nc, tt, ct, _callers) in stats.items():
+        for (filename, line, func), (_cc, nc, _tt, ct, _callers) in stats.items():
             if needle in f"{filename}:{line}({func})" or needle == func:
                 stages[label] = {"calls": nc, "cum_s": round(ct, 3), "cum_us_per_judgment": round(ct / n * 1e6, 1)}
                 break
@@ -232,27 +219,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=3000, help="calls per run")
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--only", nargs="+", choices=["settings", "judgesweep", "sampled", "cprofile"])
+    parser.add_argument("--only", nargs="+", choices=["settings", "judgesweep", "whatif", "threads", "cprofile"])
+    parser.add_argument("--latency-ms", type=float, default=0.0,
+                        help="server latency (0: the client is the bottleneck; 200: scenario 1's setting)")
+    parser.add_argument("--nodelay", action="store_true", help="serve through benchmarks/nodelay_server.py")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    parts = args.only or ["settings", "judgesweep", "sampled", "cprofile"]
+    parts = args.only or ["settings", "judgesweep", "whatif", "threads", "cprofile"]
     data = write_dataset(DATA_DIR / f"chat_vs_simple_{args.n}.jsonl", args.n)
     result: dict[str, Any] = json.loads(args.out.read_text()) if args.out.is_file() and args.only else {}
     result["loadavg_before"] = loadavg()
-    with tempfile.TemporaryDirectory(prefix="judgesweep-overhead-") as tmp, FakeServer(latency_ms=0) as srv:
+    result.update(n=args.n, latency_ms=args.latency_ms, reps=args.reps, nodelay_server=args.nodelay)
+    with tempfile.TemporaryDirectory(prefix="judgesweep-overhead-") as tmp, \
+            FakeServer(latency_ms=args.latency_ms, nodelay=args.nodelay) as srv:
         work = Path(tmp)
-        if "settings" in parts:
-            print("settings sweep ...", flush=True)
-            result["settings"] = settings_sweep(srv, data, work, args.n, args.reps)
-        if "judgesweep" in parts:
-            print("judgesweep CPU per call ...", flush=True)
-            result["judgesweep"] = judgesweep_cpu(srv, data, work, args.n, args.reps)
-        if "sampled" in parts:
-            print("sampled profile ...", flush=True)
-            result["sampled"] = sampled_profile(srv, data, work, args.n)
-        if "cprofile" in parts:
-            print("cProfile ...", flush=True)
-            result["cprofile"] = cprofile_run(srv, data, work, args.n)
+        steps = {"settings": lambda: settings_sweep(srv, data, work, args.n, args.reps),
+                 "judgesweep": lambda: judgesweep_cpu(srv, data, work, args.n, args.reps),
+                 "whatif": lambda: whatif_sweep(srv, data, work, args.n, args.reps),
+                 "threads": lambda: thread_split(srv, data, work, args.n),
+                 "cprofile": lambda: cprofile_run(srv, data, work, args.n)}
+        for name in parts:
+            print(f"{name} ...", flush=True)
+            result[name] = steps[name]()
+            args.out.write_text(json.dumps(result, indent=2) + "\n")  # keep what is done if a later part fails
     result["loadavg_after"] = loadavg()
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     _print(result)
@@ -267,13 +256,15 @@ def _print(result: dict[str, Any]) -> None:
     if "judgesweep" in result:
         j = result["judgesweep"]
         print(f"{'judgesweep CLI (same calls)':<80} {j['cpu_ms_per_call']:>11.3f} {'':>8} {j['calls_per_s']:>8.1f}")
-    if "sampled" in result:
-        s = result["sampled"]
-        print(f"\nsampled judgesweep run, {s['calls']} calls; CPU s by thread: {s['cpu_s_by_thread']}")
-        for thread, t in s["threads"].items():
-            print(f"  {thread} ({t['busy_samples']} busy samples)")
-            for row in t["layers"][:14]:
-                print(f"    {row['layer']:<70} {row['share_pct']:>5.1f}%  ~{row['est_cpu_ms_per_call'] or 0:.3f} ms/call")
+    if "whatif" in result:
+        print(f"\n{'judgesweep what-if':<66} {'calls/s':>8} {'vs as-is':>8} {'CPU s':>6} {'GC s':>5} "
+              f"{'start s':>7} {'RSS MB':>6}")
+        for r in result["whatif"]:
+            print(f"{r['variant']:<66} {r['calls_per_s']:>8.1f} {r['vs_as_is_pct']:>+7.1f}% {r['cpu_s']:>6.1f} "
+                  f"{r['gc_s']:>5.2f} {r['startup_s']:>7.2f} {r['peak_rss_mb']:>6.0f}")
+    if "threads" in result:
+        t = result["threads"]
+        print(f"\nCPU s by thread, one judgesweep run of {t['calls']} calls: {t['cpu_s_by_thread']}")
     if "cprofile" in result:
         c = result["cprofile"]
         print(f"\ncProfile (event-loop thread only), {c['calls']} calls; cumulative per judgment:")

@@ -1,0 +1,77 @@
+"""Where a large run's memory goes: RSS after each stage, in one fresh process, without a server.
+
+Stages: interpreter; ``import runner.cli`` (litellm, mlflow, pandas, hydra); ``load_items`` of the
+dataset; a ``Judgment`` per item shaped like a real answer (kept in a list, as
+``runner.judge.Executor.run`` keeps them); the results file (``store.write_results``), the
+aggregation and the summary, as ``runner.pipeline.execute`` does after judging. RSS is read from
+/proc/self/statm after ``gc.collect()``; the peak from ``ru_maxrss``.
+
+Standalone: ``python -m benchmarks.memory_probe DATASET.jsonl N``.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_mb() -> float:
+    """Current resident set size in MB."""
+    gc.collect()
+    return int(Path("/proc/self/statm").read_text().split()[1]) * PAGE / 2**20
+
+
+def main() -> None:
+    """Command-line entry point; prints one JSON object."""
+    dataset, n = Path(sys.argv[1]), int(sys.argv[2])
+    stages: list[tuple[str, float]] = [("interpreter", rss_mb())]
+    started = time.perf_counter()
+    import runner.cli  # noqa: F401
+    import runner.tracking  # noqa: F401  (imported by runner.pipeline anyway)
+
+    stages.append(("import runner.cli (litellm, mlflow, pandas, hydra)", rss_mb()))
+    import_s = time.perf_counter() - started
+
+    from runner import aggregation, report, store
+    from runner.config import DatasetConfig, OnBadRow, SystemConfig
+    from runner.datasets import load_items
+    from runner.types import JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+
+    cfg = DatasetConfig(name="chat_vs_simple", path=str(dataset), id_field="id", variables={"instruction": "prompt"},
+                        ours=SystemConfig(name="chat", field="chat"),
+                        baseline=SystemConfig(name="simple-chat", field="simple_chat"))
+    items = load_items(cfg, dataset, n, on_bad_row=OnBadRow.error).items
+    stages.append((f"load_items: {len(items):,} items held", rss_mb()))
+    judgments = []
+    for i, item in enumerate(items):
+        request = JudgeRequest(item.id, 0, Order.AB, "judge", f"{i:064x}")
+        response = JudgeResponse(text="[[A]]", finish_reason="stop", prompt_tokens=1090 + i % 7, completion_tokens=2,
+                                 latency_s=0.01 + i * 1e-9)
+        judgments.append(Judgment(request, response, Verdict(label="A"), "chat", Status.SCORED))
+    stages.append((f"{len(judgments):,} judgments held (one per item)", rss_mb()))
+    with tempfile.TemporaryDirectory() as tmp:
+        store.write_results(Path(tmp) / "results.jsonl", judgments)
+        stages.append(("write_results", rss_mb()))
+        results = aggregation.aggregate_items(judgments, [i.id for i in items], "majority_vote", {})
+        summary = report.build_summary(results, judgments, "chat", "simple-chat", 1)
+        stages.append(("aggregate_items + build_summary", rss_mb()))
+        del summary
+    out = {"n": len(items), "import_s": round(import_s, 2), "peak_rss_mb": resource.getrusage(
+        resource.RUSAGE_SELF).ru_maxrss / 1024, "stages": []}
+    previous = 0.0
+    for label, value in stages:
+        out["stages"].append({"stage": label, "rss_mb": round(value, 1), "delta_mb": round(value - previous, 1)})
+        previous = value
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
