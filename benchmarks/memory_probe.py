@@ -1,10 +1,11 @@
 """Where a large run's memory goes: RSS after each stage, in one fresh process, without a server.
 
-Stages: interpreter; ``import runner.cli`` (litellm, mlflow, pandas, hydra); ``load_items`` of the
-dataset; a ``Judgment`` per item shaped like a real answer (kept in a list, as
-``runner.judge.Executor.run`` keeps them); the results file (``store.write_results``), the
-aggregation and the summary, as ``runner.pipeline.execute`` does after judging. RSS is read from
-/proc/self/statm after ``gc.collect()``; the peak from ``ru_maxrss``.
+Stages, in the order ``runner.pipeline`` goes through them: interpreter; ``import runner.cli``;
+``load_items`` (what the run keeps of the dataset); a ``Judgment`` per item shaped like a real answer
+(kept in a list, as ``runner.judge.Executor.run`` keeps them); the results file
+(``store.write_results``), the aggregation and the summary. Last, for comparison, every ``Item`` held
+in memory at once (``LoadedDataset.items``). RSS is read from /proc/self/statm after ``gc.collect()``;
+the peak from ``ru_maxrss``.
 
 Standalone: ``python -m benchmarks.memory_probe DATASET.jsonl N``.
 """
@@ -35,9 +36,8 @@ def main() -> None:
     stages: list[tuple[str, float]] = [("interpreter", rss_mb())]
     started = time.perf_counter()
     import runner.cli  # noqa: F401
-    import runner.tracking  # noqa: F401  (imported by runner.pipeline anyway)
 
-    stages.append(("import runner.cli (litellm, mlflow, pandas, hydra)", rss_mb()))
+    stages.append((f"import runner.cli (mlflow imported: {'mlflow' in sys.modules})", rss_mb()))
     import_s = time.perf_counter() - started
 
     from runner import aggregation, report, store
@@ -48,10 +48,11 @@ def main() -> None:
     cfg = DatasetConfig(name="chat_vs_simple", path=str(dataset), id_field="id", variables={"instruction": "prompt"},
                         ours=SystemConfig(name="chat", field="chat"),
                         baseline=SystemConfig(name="simple-chat", field="simple_chat"))
-    items = load_items(cfg, dataset, n, on_bad_row=OnBadRow.error).items
-    stages.append((f"load_items: {len(items):,} items held", rss_mb()))
+    loaded = load_items(cfg, dataset, n, on_bad_row=OnBadRow.error)
+    refs = getattr(loaded, "refs", None) or loaded.items  # older runner/: the items themselves
+    stages.append((f"load_items: what a run keeps of {len(refs):,} rows", rss_mb()))
     judgments = []
-    for i, item in enumerate(items):
+    for i, item in enumerate(refs):
         request = JudgeRequest(item.id, 0, Order.AB, "judge", f"{i:064x}")
         response = JudgeResponse(text="[[A]]", finish_reason="stop", prompt_tokens=1090 + i % 7, completion_tokens=2,
                                  latency_s=0.01 + i * 1e-9)
@@ -60,11 +61,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store.write_results(Path(tmp) / "results.jsonl", judgments)
         stages.append(("write_results", rss_mb()))
-        results = aggregation.aggregate_items(judgments, [i.id for i in items], "majority_vote", {})
+        results = aggregation.aggregate_items(judgments, [i.id for i in refs], "majority_vote", {})
         summary = report.build_summary(results, judgments, "chat", "simple-chat", 1)
         stages.append(("aggregate_items + build_summary", rss_mb()))
-        del summary
-    out = {"n": len(items), "import_s": round(import_s, 2), "peak_rss_mb": resource.getrusage(
+        del summary, results
+    items = loaded.items
+    stages.append((f"for comparison: all {len(items):,} Items held at once", rss_mb()))
+    del items
+    out = {"n": len(refs), "import_s": round(import_s, 2), "peak_rss_mb": resource.getrusage(
         resource.RUSAGE_SELF).ru_maxrss / 1024, "stages": []}
     previous = 0.0
     for label, value in stages:

@@ -7,7 +7,8 @@ runner/ would buy at most:
   every line; only the per-call fsync on the event-loop thread goes).
 - ``stub_tracking``: a stand-in ``runner.tracking`` module is installed before the CLI imports it, so
   mlflow and pandas are never imported (what a lazy import in runner/tracking.py would give a run
-  with ``tracking=off``). Only valid with tracking=off.
+  with ``tracking=off``; runner/tracking.py has imported them lazily since commit 50e0f41, so this
+  is now a no-op that shows the run-to-run noise). Only valid with tracking=off.
 - ``zero_price``: the judge model is registered in litellm's cost map at $0 before the run (an unpriced
   model makes litellm's per-call cost calculation try three names and raise on each).
 - ``switch_1ms``: ``sys.setswitchinterval(0.001)`` (default 5 ms): litellm runs part of every call in
