@@ -1,7 +1,7 @@
 """The baseline judgesweep is compared with: litellm.acompletion in a loop, nothing else.
 
-Sends one call per dataset row (cycling through the rows if ``--n`` is larger) under an
-``asyncio.Semaphore(concurrency)``, with messages of the same shape and size as judgesweep's
+Sends one call per dataset row (cycling through the rows if ``--n`` is larger, or ``--rows`` is set)
+under an ``asyncio.Semaphore(concurrency)``, with messages of the same shape and size as judgesweep's
 ``mtbench_pair`` prompt (the same system text; the user message built with an f-string instead of
 Jinja). No journal, no cache, no parsing. Throughput is read from the fake server's ``/v1/_stats`` by
 the caller, so interpreter start-up is excluded; this script prints one JSON line with its own counts.
@@ -66,20 +66,26 @@ async def run(api_base: str, model: str, rows: list[dict], n: int, concurrency: 
     threads of the process, so litellm's background logging work is included)."""
     slots = asyncio.Semaphore(concurrency)
     errors: dict[str, int] = {}
+    todo = iter(range(n))
+    ok = 0
 
-    async def one(i: int) -> bool:
-        messages = build_messages(rows[i % len(rows)])
-        async with slots:
-            try:
-                resp = await litellm.acompletion(model=model, api_base=api_base, api_key="x", messages=messages,
-                                                 num_retries=0, **extra)
-            except Exception as exc:  # a benchmark counts failures instead of stopping
-                errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
-                return False
-        return bool(resp.choices[0].message.content)
+    async def worker() -> None:
+        # concurrency workers take the next index each, so only the calls in flight exist at any time
+        # (no n pending tasks, no n rendered prompts): memory stays flat however large n is.
+        nonlocal ok
+        for i in todo:
+            async with slots:
+                messages = build_messages(rows[i % len(rows)])
+                try:
+                    resp = await litellm.acompletion(model=model, api_base=api_base, api_key="x",
+                                                     messages=messages, num_retries=0, **extra)
+                except Exception as exc:  # a benchmark counts failures instead of stopping
+                    errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
+                    continue
+            ok += bool(resp.choices[0].message.content)
 
     started, cpu = time.perf_counter(), time.process_time()
-    ok = sum(await asyncio.gather(*(one(i) for i in range(n))))
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
     return {"n": n, "ok": ok, "errors": errors, "client_wall_s": time.perf_counter() - started,
             "client_cpu_s": time.process_time() - cpu}
 
@@ -91,6 +97,7 @@ def main() -> None:
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--rows", type=int, default=None, help="load only this many rows and cycle (default n)")
     parser.add_argument("--model", default="openai/fake-judge")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="set a litellm module attribute (repeatable)")
@@ -109,7 +116,7 @@ def main() -> None:
         if not hasattr(litellm, name):
             raise SystemExit(f"litellm has no attribute {name!r}")
         setattr(litellm, name, ast.literal_eval(value))
-    rows = load_rows(args.dataset, args.n)
+    rows = load_rows(args.dataset, args.rows or args.n)
     extra = dict(JUDGE_PARAMS) if args.judge_params else {}
     result = asyncio.run(run(args.api_base, args.model, rows, args.n, args.concurrency, extra))
     result["settings"] = args.set + (["zero_price"] if args.zero_price else []) + \
