@@ -107,13 +107,49 @@ class ParserConfig(FunctionRef):
 
 
 @dataclass
-class RubricConfig:
-    """What the judge may answer and how it is read."""
+class CriterionConfig:
+    """One scored criterion of a pointwise rubric.
+
+    ``when`` names a template variable; the criterion applies only to items where that variable is
+    non-empty (e.g. tool_usage only for examples that list expected tool calls).
+    """
 
     name: str = MISSING
-    labels: list[str] = field(default_factory=lambda: ["A", "B", "tie"])  # positional labels offered
+    description: str = ""
+    min: float = 1.0
+    max: float = 5.0
+    weight: float = 1.0
+    when: str | None = None
+
+
+@dataclass
+class CheckConfig(FunctionRef):
+    """A deterministic check run on each candidate output beside the judge (runner.checks.CHECKS).
+
+    ``max_rate`` is the target share of items with a violation; ``enforce`` makes missing it fail the run.
+    """
+
+    max_rate: float | None = None
+    enforce: bool = False
+
+
+@dataclass
+class RubricConfig:
+    """What the judge may answer and how it is read.
+
+    Pairwise rubrics offer positional ``labels``; pointwise rubrics list ``criteria`` to be scored,
+    optional per-category weights, a pass threshold on the overall score, and deterministic checks.
+    """
+
+    name: str = MISSING
+    labels: list[str] = field(default_factory=lambda: ["A", "B", "tie"])  # pairwise: positional labels offered
     parser: ParserConfig = field(default_factory=ParserConfig)
     synthesis_parser: ParserConfig | None = None  # for the synthesis round; default: parser
+    criteria: list[CriterionConfig] = field(default_factory=list)  # pointwise: scored criteria
+    category_weights: dict[str, dict[str, float]] = field(default_factory=dict)  # category -> criterion -> weight
+    pass_threshold: float | None = None  # pointwise: an item passes when its overall score >= this
+    checks: list[CheckConfig] = field(default_factory=list)
+    consistency_threshold: float = 0.5  # pointwise, repeats > 1: an item whose score std dev exceeds this is flagged
 
 
 @dataclass
@@ -131,16 +167,55 @@ class SystemConfig:
 
 @dataclass
 class DatasetConfig:
-    """Where items come from and how their fields map onto template variables."""
+    """Where items come from and how their fields map onto template variables.
+
+    Pairwise datasets name ``ours`` and ``baseline``; pointwise datasets name the judged ``candidate``
+    (or leave it out when a generator makes the outputs).
+    """
 
     name: str = MISSING
     path: str = MISSING  # relative to the project root, or pkg://runner/data/... for shipped data
     id_field: str | None = None  # None: the 1-based line/row number
-    variables: dict[str, str] = field(default_factory=dict)  # template variable -> dataset field
-    ours: SystemConfig = field(default_factory=SystemConfig)
-    baseline: SystemConfig = field(default_factory=SystemConfig)
+    variables: dict[str, str] = field(default_factory=dict)  # template variable -> dataset field (required)
+    optional_variables: dict[str, str] = field(default_factory=dict)  # missing or null field -> ""
+    ours: SystemConfig | None = None
+    baseline: SystemConfig | None = None
+    candidate: SystemConfig | None = None  # pointwise: the output to judge
     gold_field: str | None = None
     gold_map: dict[str, str] = field(default_factory=dict)  # raw gold value -> system name or "tie"
+    tags_field: str | None = None  # a list of strings (or one string) per row: pass rate per tag
+    category_field: str | None = None  # one string per row: every metric per category, category weights
+    human_score_field: str | None = None  # a number per row on the rubric's scale: correlation with humans
+
+
+@dataclass
+class GeneratorConfig(JudgeConfig):
+    """A model that writes the candidate outputs before they are judged (pointwise runs).
+
+    It is called through litellm like a judge, with its own template (from the item's variables),
+    concurrency, rate limits, journal, cost and metrics.
+    """
+
+    template: str = MISSING  # file stem in prompts/
+    concurrency: int = 8
+    temperature: float = 0.0
+    max_tokens: int = 1024
+
+
+@dataclass
+class GateConfig:
+    """CI gates: a run that crosses one fails the process (exit 1) with a line saying why.
+
+    ``min_pass_rate`` applies only when the rubric has a pass threshold. ``baseline_run`` is an MLflow
+    run id or ``latest on <branch>`` (the latest finished run with the same run name on that branch);
+    ``metric`` may not fall by more than ``max_drop`` below it.
+    """
+
+    min_pass_rate: float | None = 0.8
+    min_mean_score: float | None = None
+    baseline_run: str | None = None
+    max_drop: float | None = None
+    metric: str = "score/mean"
 
 
 @dataclass
@@ -171,6 +246,8 @@ class RunConfig:
     aggregation: AggregationConfig = MISSING
     dataset: DatasetConfig = MISSING
     tracking: TrackingConfig = MISSING
+    generator: GeneratorConfig | None = None  # pointwise: make the candidate outputs first
+    gate: GateConfig = field(default_factory=GateConfig)
     seed: int = 0
     concurrency: int = 16
     repeats: int = 1

@@ -68,6 +68,9 @@ class Item:
         candidates: Pairwise: (ours, baseline). Pointwise: one candidate.
         gold: The gold winner as a system name or ``"tie"``, when the dataset has one.
         source: ``path:line`` the item came from, for error messages.
+        tags: Free labels for per-tag breakdowns (pointwise).
+        category: One category for per-category weights and breakdowns (pointwise).
+        human_score: A human rating on the rubric's overall scale, when the dataset has one.
     """
 
     id: str
@@ -75,6 +78,9 @@ class Item:
     candidates: tuple[Candidate, ...]
     gold: str | None = None
     source: str = ""
+    tags: tuple[str, ...] = ()
+    category: str | None = None
+    human_score: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,14 +90,15 @@ class JudgeRequest:
 
     item_id: str
     repeat: int
-    order: Order
-    stage: str  # "judge", or "synthesis" for the second round of swap-and-synthesize
+    order: Order | None  # None for pointwise judging and generation
+    stage: str  # "judge"; "synthesis" (swap-and-synthesize's second round); "generate" (generation stage)
     messages_hash: str  # sha256 of the rendered messages (see hash_messages); the text is not kept
 
     @property
-    def key(self) -> tuple[str, int, str, str, str]:
+    def key(self) -> tuple[str, int, str | None, str, str]:
         """Identity of this call within a run (used to find it again in the journal on resume)."""
-        return (self.item_id, self.repeat, self.order.value, self.stage, self.messages_hash)
+        return (self.item_id, self.repeat, self.order.value if self.order else None, self.stage,
+                self.messages_hash)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,18 +122,21 @@ class JudgeResponse:
 class Verdict:
     """A parsed judge verdict.
 
-    ``label`` is positional for pairwise judges (``"A"``, ``"B"`` or ``"tie"``) and ``None`` when the
-    output could not be read, in which case ``reason`` says why. An unreadable verdict is never a
-    score: it is counted as a parse failure and kept with its raw text.
+    Pairwise: ``label`` is positional (``"A"``, ``"B"`` or ``"tie"``). Pointwise: ``scores`` holds one
+    number per applicable criterion and ``extras`` what else the judge said (reasoning, suggestions,
+    its own pass flag). When the output could not be read, ``reason`` says why; an unreadable verdict
+    is never a score: it is counted as a parse failure and kept with its raw text.
     """
 
     label: str | None
     reason: str | None = None
+    scores: Mapping[str, float] = field(default_factory=dict)
+    extras: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        """True when a label was read."""
-        return self.label is not None
+        """True when the output was read (a label, or every applicable criterion's score)."""
+        return self.reason is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,13 +146,35 @@ class Judgment:
     request: JudgeRequest
     response: JudgeResponse
     verdict: Verdict
-    winner: str | None  # system name or "tie"; None unless status is SCORED
+    winner: str | None  # pairwise: system name or "tie"; None unless status is SCORED
     status: Status
+    score: float | None = None  # pointwise: the overall score (weighted mean of the criteria); None unless SCORED
 
     @property
     def item_id(self) -> str:
         """The judged item's id."""
         return self.request.item_id
+
+
+@dataclass(frozen=True, slots=True)
+class Criterion:
+    """One scored criterion of a pointwise rubric, as the parser and the scoring see it.
+
+    Attributes:
+        name: The key the judge's JSON uses (``accuracy``).
+        min: Lowest allowed score (inclusive).
+        max: Highest allowed score (inclusive).
+        weight: Weight in the overall score (already resolved for the item's category).
+        description: What the criterion means (shown to the judge by the template).
+        when: A template variable that must be non-empty for the criterion to apply, or None.
+    """
+
+    name: str
+    min: float
+    max: float
+    weight: float = 1.0
+    description: str = ""
+    when: str | None = None
 
 
 @dataclass(frozen=True)
