@@ -22,19 +22,20 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError
 
 from runner import client, pipeline
-from runner.config import RunConfig, register_configs
+from runner.config import JudgeConfig, RunConfig, register_configs
 from runner.datasets import DatasetError
 from runner.judge import RunAborted
 from runner.pacing import LimiterPool
 from runner.prompts import TemplateError
 from runner.registry import UnknownNameError
+from runner.scoring import RubricError
 from runner.types import Secret
 
 log = logging.getLogger("judgesweep")
 
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "conf")
-EXPECTED_ERRORS = (pipeline.ConfigurationError, DatasetError, TemplateError, UnknownNameError, TypeError,
-                   RunAborted)
+EXPECTED_ERRORS = (pipeline.ConfigurationError, DatasetError, TemplateError, UnknownNameError, RubricError,
+                   TypeError, RunAborted)
 
 # Process-wide state lives here, the one module allowed it. Jobs of this process that failed (bad
 # input, too many failed calls): a multirun goes on after a failed job and the process exits non-zero
@@ -45,21 +46,24 @@ _limiters = LimiterPool()
 # Settings that do not change what is asked or how answers are read; a resumed run may change them.
 OPERATIONAL_PREFIXES = ("resume", "dry_run", "progress", "concurrency", "max_error_rate", "tracking.", "cache.",
                         "choice.tracking", "judge.rpm", "judge.tpm", "judge.max_retries", "judge.retry_",
-                        "judge.timeout_s", "git_sha", "on_bad_row")
+                        "judge.timeout_s", "generator.rpm", "generator.tpm", "generator.max_retries",
+                        "generator.retry_", "generator.timeout_s", "generator.concurrency", "git_sha", "on_bad_row",
+                        "gate.")
 
 
 class MissingApiKey(pipeline.ConfigurationError):
     """The chosen judge names an API-key variable that is not set."""
 
 
-def _api_key(cfg: RunConfig) -> Secret | None:
-    name = cfg.judge.api_key_env
+def _api_key(cfg: RunConfig, model: JudgeConfig | None, role: str) -> Secret | None:
+    """The key of the judge (or generator) from the variable its config names; checked before any call."""
+    name = model.api_key_env if model is not None else None
     if not name or cfg.dry_run:  # a dry run calls nothing, so it needs no key
         return None
     value = os.environ.get(name, "")
     if not value:
-        raise MissingApiKey(f"judge {cfg.judge.name}: environment variable {name} is not set "
-                            f"(judge.api_key_env={name}); set it or choose another judge")
+        raise MissingApiKey(f"{role} {model.name}: environment variable {name} is not set "
+                            f"({role}.api_key_env={name}); set it or choose another {role}")
     return Secret(value)
 
 
@@ -130,14 +134,17 @@ def _context(dcfg: DictConfig, cfg: RunConfig) -> pipeline.RunContext:
         "hydra.run_dir": hc.runtime.output_dir,
         "hydra.overrides": ",".join(hc.overrides.task),
     }
-    name = ",".join(f"{k}={choices[k]}" for k in ("judge", "prompt", "rubric", "dataset") if k in choices)
+    name = ",".join(f"{k}={choices[k]}" for k in ("generator", "judge", "prompt", "rubric", "dataset") if k in choices)
     identity = {k: v for k, v in params.items() if not k.startswith(OPERATIONAL_PREFIXES)}
     identity_sha = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
     return pipeline.RunContext(
         cfg=cfg,
         run_dir=Path(hc.runtime.output_dir),
         project_root=root,
-        api_key=_api_key(cfg),
+        api_key=_api_key(cfg, cfg.judge, "judge"),
+        generator_api_key=_api_key(cfg, cfg.generator, "generator"),
+        generator_limiter=(_limiters.get(f"{cfg.generator.name}|{cfg.generator.model}", cfg.generator.rpm,
+                                         cfg.generator.tpm) if cfg.generator is not None else None),
         run_name=name,
         params=params,
         tags=tags,

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from runner.config import DatasetConfig, OnBadRow
+from runner.config import DatasetConfig, OnBadRow, PromptMode
 from runner.types import TIE, Candidate, Item
 
 PKG_PREFIX = "pkg://"
@@ -44,11 +44,27 @@ class SkippedRow:
 
 @dataclass(frozen=True)
 class ItemRef:
-    """What a run keeps of every item while it streams the texts: id, gold label and location."""
+    """What a run keeps of every item while it streams the texts: id, labels and location."""
 
     id: str
     gold: str | None
     source: str
+    tags: tuple[str, ...] = ()
+    category: str | None = None
+    human_score: float | None = None
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a row must provide besides the mapped variables.
+
+    Attributes:
+        mode: pairwise rows carry two candidates (ours, baseline); pointwise rows one.
+        with_candidate: False when a generator writes the pointwise candidate, so the row needs none.
+    """
+
+    mode: PromptMode = PromptMode.pairwise
+    with_candidate: bool = True
 
 
 @dataclass(frozen=True)
@@ -66,13 +82,14 @@ class LoadedDataset:
     cfg: DatasetConfig
     path: Path
     _ordinals: frozenset[int]
+    shape: Shape = Shape()
 
     def iter_items(self) -> Iterator[Item]:
         """Yield the loaded items in file order, reading the file again."""
         last = max(self._ordinals)
         for ordinal, (where, row) in enumerate(_read_rows(self.path), start=1):
             if ordinal in self._ordinals:
-                yield _to_item(row, self.cfg, where, ordinal)
+                yield _to_item(row, self.cfg, where, ordinal, self.shape)
             if ordinal >= last:
                 return
 
@@ -139,12 +156,22 @@ def _field(row: dict, name: str) -> Any:
     return row[name]
 
 
-def _text(row: dict, name: str) -> str:
+def _is_turn(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("role"), str) and isinstance(value.get("content"), str)
+
+
+def _text(row: dict, name: str, optional: bool = False) -> str:
+    if optional and row.get(name) is None:
+        return ""
     value = _field(row, name)
     if isinstance(value, str):
         return value
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return "\n".join(f"- {v}" for v in value)  # e.g. success criteria: one bullet per line
+    if isinstance(value, list) and value and all(_is_turn(v) for v in value):
+        return "\n".join(f"{v['role']}: {v['content']}" for v in value)  # a chat transcript, one turn per line
     if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False, indent=2)
+        return json.dumps(value, ensure_ascii=False, indent=2) if value or not optional else ""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     raise _RowError(f"field {name!r} must be text, got {type(value).__name__}")
@@ -160,27 +187,84 @@ def _gold(row: dict, cfg: DatasetConfig) -> str | None:
         gold = cfg.gold_map[raw]
     else:
         raise _RowError(f"gold value {raw!r} is not in dataset.gold_map {sorted(cfg.gold_map)}")
-    allowed = {cfg.ours.name, cfg.baseline.name, TIE}
+    allowed = {s.name for s in (cfg.ours, cfg.baseline) if s is not None} | {TIE}
     if gold not in allowed:
         raise _RowError(f"gold {gold!r} is none of {sorted(allowed)}")
     return gold
 
 
-def _to_item(row: Any, cfg: DatasetConfig, where: str, ordinal: int) -> Item:
+def _tags(row: dict, cfg: DatasetConfig) -> tuple[str, ...]:
+    if cfg.tags_field is None or row.get(cfg.tags_field) is None:
+        return ()
+    value = row[cfg.tags_field]
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(dict.fromkeys(value))
+    raise _RowError(f"field {cfg.tags_field!r} must be a string or a list of strings")
+
+
+def _category(row: dict, cfg: DatasetConfig) -> str | None:
+    if cfg.category_field is None or row.get(cfg.category_field) is None:
+        return None
+    value = row[cfg.category_field]
+    if not isinstance(value, str) or not value:
+        raise _RowError(f"field {cfg.category_field!r} must be a non-empty string")
+    return value
+
+
+def _human_score(row: dict, cfg: DatasetConfig) -> float | None:
+    if cfg.human_score_field is None or row.get(cfg.human_score_field) is None:
+        return None
+    value = row[cfg.human_score_field]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _RowError(f"field {cfg.human_score_field!r} must be a number, got {value!r}")
+    return float(value)
+
+
+def _candidates(row: dict, cfg: DatasetConfig, shape: Shape) -> tuple[Candidate, ...]:
+    if shape.mode is PromptMode.pairwise:
+        systems = (cfg.ours, cfg.baseline)
+    else:
+        systems = (cfg.candidate,) if shape.with_candidate else ()
+    return tuple(Candidate(system=s.name, text=_text(row, s.field)) for s in systems if s is not None)
+
+
+def _to_item(row: Any, cfg: DatasetConfig, where: str, ordinal: int, shape: Shape) -> Item:
     if isinstance(row, _RowError):
         raise row
     if not isinstance(row, dict):
         raise _RowError(f"expected a JSON object, got {type(row).__name__}")
     item_id = str(_field(row, cfg.id_field)) if cfg.id_field else str(ordinal)
     variables = {var: _text(row, fld) for var, fld in cfg.variables.items()}
-    candidates = tuple(Candidate(system=s.name, text=_text(row, s.field)) for s in (cfg.ours, cfg.baseline))
+    variables.update({var: _text(row, fld, optional=True) for var, fld in cfg.optional_variables.items()})
     return Item(
         id=item_id,
         variables=MappingProxyType(variables),
-        candidates=candidates,
+        candidates=_candidates(row, cfg, shape),
         gold=_gold(row, cfg),
         source=where,
+        tags=_tags(row, cfg),
+        category=_category(row, cfg),
+        human_score=_human_score(row, cfg),
     )
+
+
+def check_systems(cfg: DatasetConfig, shape: Shape) -> None:
+    """The dataset config names the systems its mode needs.
+
+    Raises:
+        DatasetError: Pairwise without two distinct systems (neither called "tie"), or pointwise
+            without a candidate while no generator makes one.
+    """
+    if shape.mode is PromptMode.pairwise:
+        if cfg.ours is None or cfg.baseline is None:
+            raise DatasetError(f"dataset {cfg.name}: a pairwise prompt needs dataset.ours and dataset.baseline")
+        if cfg.ours.name == cfg.baseline.name or TIE in (cfg.ours.name, cfg.baseline.name):
+            raise DatasetError(f"dataset {cfg.name}: system names must differ and not be {TIE!r}")
+    elif shape.with_candidate and cfg.candidate is None:
+        raise DatasetError(f"dataset {cfg.name}: a pointwise prompt needs dataset.candidate (the output to judge) "
+                           "or a generator to write it")
 
 
 def load_items(
@@ -189,23 +273,24 @@ def load_items(
     max_items: int | None = None,
     *,
     on_bad_row: OnBadRow = OnBadRow.error,
+    shape: Shape = Shape(),
 ) -> LoadedDataset:
-    """Load and validate every row of a pairwise dataset.
+    """Load and validate every row of a dataset.
 
     Args:
-        cfg: The dataset config (field mapping, systems, gold).
+        cfg: The dataset config (field mapping, systems, gold, tags, category, human score).
         path: The resolved dataset file (``.jsonl``, or ``.json`` holding a list or {"examples": [...]}).
         max_items: Keep only the first N items that load (skipped rows do not count).
         on_bad_row: ``error`` stops at the first bad row; ``skip`` leaves out rows that are not valid
             JSON, miss a field, hold a wrong type or an unknown gold value, or repeat an id, and lists them.
+        shape: The mode (pairwise or pointwise) and whether rows carry the candidate output.
 
     Raises:
         DatasetError: Naming file and line: on the first bad row (``error``), when the file is missing or
             not a list of rows, or when no row loads.
     """
     skip = OnBadRow(on_bad_row) is OnBadRow.skip
-    if cfg.ours.name == cfg.baseline.name or TIE in (cfg.ours.name, cfg.baseline.name):
-        raise DatasetError(f"dataset {cfg.name}: system names must differ and not be {TIE!r}")
+    check_systems(cfg, shape)
     if max_items is not None and max_items < 1:
         raise DatasetError(f"max_items must be >= 1 (got {max_items})")
     refs: list[ItemRef] = []
@@ -214,7 +299,7 @@ def load_items(
     seen: dict[str, str] = {}
     for ordinal, (where, row) in enumerate(_read_rows(path), start=1):
         try:
-            item = _to_item(row, cfg, where, ordinal)
+            item = _to_item(row, cfg, where, ordinal, shape)
             if item.id in seen:
                 raise _RowError(f"duplicate id {item.id!r} (first at {seen[item.id]})")
         except _RowError as exc:
@@ -223,7 +308,8 @@ def load_items(
             skipped.append(SkippedRow(where=where, reason=str(exc)))
             continue
         seen[item.id] = where
-        refs.append(ItemRef(id=item.id, gold=item.gold, source=where))
+        refs.append(ItemRef(id=item.id, gold=item.gold, source=where, tags=item.tags, category=item.category,
+                            human_score=item.human_score))
         ordinals.add(ordinal)
         if max_items is not None and len(refs) >= max_items:
             break
@@ -234,4 +320,5 @@ def load_items(
                 f"dataset file {path}: every row is bad ({len(skipped)} skipped; first {first.where}: {first.reason})"
             )
         raise DatasetError(f"dataset file {path} holds no rows")
-    return LoadedDataset(refs=tuple(refs), skipped=tuple(skipped), cfg=cfg, path=path, _ordinals=frozenset(ordinals))
+    return LoadedDataset(refs=tuple(refs), skipped=tuple(skipped), cfg=cfg, path=path, _ordinals=frozenset(ordinals),
+                         shape=shape)

@@ -1,5 +1,6 @@
 """Judge execution: plan the calls for every item, run them concurrently, parse, journal.
 
+Pointwise items get one call per repeat that scores their single candidate on the rubric's criteria.
 Pairwise items are judged in the orders the order policy asks for; each order is its own judgment.
 With the swap-and-synthesize strategy (LLMBar), a conflict between the two orders triggers a second
 round that shows the judge both explanations. Before paying for a call the executor asks its answer
@@ -18,6 +19,8 @@ from typing import Any, Protocol
 from runner.config import OrderPolicy, ParserConfig, Strategy
 from runner.parsing import parse_verdict
 from runner.prompts import Template
+from runner.score_parsing import parse_scores
+from runner.scoring import Scoring
 from runner.types import (
     TIE,
     Item,
@@ -34,6 +37,7 @@ from runner.types import (
 STAGE_JUDGE = "judge"
 STAGE_SYNTHESIS = "synthesis"
 PAIRWISE_VARIABLES = frozenset({"output_a", "output_b"})
+POINTWISE_VARIABLES = frozenset({"output", "criteria"})
 SYNTHESIS_VARIABLES = PAIRWISE_VARIABLES | {"explanation_a", "explanation_b"}
 TRUNCATED = "truncated"
 ABORT_MIN_CALLS = 20  # judge this many calls before an error rate can abort the run
@@ -83,6 +87,7 @@ class JudgePlan:
     concurrency: int
     neutralize: bool = True
     max_error_rate: float = 1.0  # abort once more than this share of calls failed (after ABORT_MIN_CALLS)
+    scoring: Scoring | None = None  # pointwise: the rubric's criteria; None for pairwise plans
 
 
 def plan_orders(policy: OrderPolicy, seed: int, item_id: str, repeat: int) -> tuple[Order, ...]:
@@ -95,9 +100,9 @@ def plan_orders(policy: OrderPolicy, seed: int, item_id: str, repeat: int) -> tu
     return (Order.AB,) if coin < 0.5 else (Order.BA,)
 
 
-def planned_calls(policy: OrderPolicy, repeats: int, n_items: int) -> int:
+def planned_calls(policy: OrderPolicy, repeats: int, n_items: int, pointwise: bool = False) -> int:
     """First-round calls a run plans (synthesis calls come on top and depend on the answers)."""
-    return n_items * repeats * (2 if policy is OrderPolicy.both else 1)
+    return n_items * repeats * (2 if policy is OrderPolicy.both and not pointwise else 1)
 
 
 def shown(item: Item, order: Order) -> tuple[str, str]:
@@ -117,8 +122,8 @@ def swap_output_refs(text: str) -> str:
     return re.sub(r"([Oo]utput) \(([ab])\)", lambda m: f"{m[1]} ({'b' if m[2] == 'a' else 'a'})", text)
 
 
-def _winner(label: str | None, item: Item, order: Order) -> str | None:
-    if label is None:
+def _winner(label: str | None, item: Item, order: Order | None) -> str | None:
+    if label is None or order is None:
         return None
     if label == TIE:
         return TIE
@@ -126,13 +131,23 @@ def _winner(label: str | None, item: Item, order: Order) -> str | None:
     return first if label == "A" else second
 
 
-def read_verdict(response: JudgeResponse, parser: ParserConfig, labels: tuple[str, ...]) -> Verdict:
-    """The verdict of one response: failed calls and answers cut off at max_tokens are never scored."""
+def _unreadable(response: JudgeResponse) -> Verdict | None:
+    """Why a response cannot be read at all (a failed call, an answer cut off at max_tokens), or None."""
     if response.error_type is not None:
         return Verdict(label=None, reason=f"call_failed: {response.error_type}")
     if response.finish_reason == "length":
         return Verdict(label=None, reason=TRUNCATED)
-    return parse_verdict(parser.name, response.text, labels, parser.params)
+    return None
+
+
+def read_verdict(response: JudgeResponse, parser: ParserConfig, labels: tuple[str, ...]) -> Verdict:
+    """The pairwise verdict of one response: failed calls and truncated answers are never scored."""
+    return _unreadable(response) or parse_verdict(parser.name, response.text, labels, parser.params)
+
+
+def read_scores(response: JudgeResponse, parser: ParserConfig, criteria: tuple) -> Verdict:
+    """The pointwise scores of one response: failed calls and truncated answers are never scored."""
+    return _unreadable(response) or parse_scores(parser.name, response.text, criteria, parser.params)
 
 
 class Executor:
@@ -168,17 +183,28 @@ class Executor:
             self.sources.put(request, messages, response)
         return response
 
-    async def _call(self, item: Item, repeat: int, order: Order, stage: str,
-                    messages: tuple[Message, ...]) -> Judgment:
-        request = JudgeRequest(item.id, repeat, order, stage, hash_messages(messages))
-        response = await self._answer(request, messages)
-        parser = self.plan.synthesis_parser if stage == STAGE_SYNTHESIS else self.plan.parser
-        verdict = read_verdict(response, parser, self.plan.labels)
+    def _judgment(self, item: Item, request: JudgeRequest, response: JudgeResponse) -> Judgment:
+        winner = score = None
+        if self.plan.scoring is not None:
+            criteria = self.plan.scoring.for_item(item)
+            verdict = read_scores(response, self.plan.parser, criteria)
+            if verdict.ok:
+                score = self.plan.scoring.overall(verdict.scores, criteria)
+        else:
+            parser = self.plan.synthesis_parser if request.stage == STAGE_SYNTHESIS else self.plan.parser
+            verdict = read_verdict(response, parser, self.plan.labels)
+            winner = _winner(verdict.label, item, request.order)
         if response.error_type is not None:
             status = Status.ERROR
         else:
             status = Status.SCORED if verdict.ok else Status.UNSCORED
-        judgment = Judgment(request, response, verdict, _winner(verdict.label, item, order), status)
+        return Judgment(request, response, verdict, winner, status, score)
+
+    async def _call(self, item: Item, repeat: int, order: Order | None, stage: str,
+                    messages: tuple[Message, ...]) -> Judgment:
+        request = JudgeRequest(item.id, repeat, order, stage, hash_messages(messages))
+        response = await self._answer(request, messages)
+        judgment = self._judgment(item, request, response)
         self.sink.append(judgment)
         self._count(judgment)
         return judgment
@@ -206,6 +232,10 @@ class Executor:
         return list(await asyncio.gather(*calls))
 
     async def _judge_unit(self, item: Item, repeat: int) -> list[Judgment]:
+        if self.plan.scoring is not None:
+            variables = {**item.variables, "output": item.candidates[0].text,
+                         "criteria": self.plan.scoring.for_item(item)}
+            return [await self._call(item, repeat, None, STAGE_JUDGE, self._render(self.plan.template, variables))]
         orders = plan_orders(self.plan.order_policy, self.plan.seed, item.id, repeat)
         first = list(await asyncio.gather(*[
             self._call(item, repeat, o, STAGE_JUDGE, self._render(self.plan.template, pair_variables(item, o)))

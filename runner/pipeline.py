@@ -7,41 +7,34 @@ resumed run's config matches the one that was interrupted.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner import aggregation, report, store, tracking
-from runner.cache import ResponseCache
-from runner.client import JudgeClient, litellm_version, supports_json_schema
-from runner.config import CacheMode, OrderPolicy, PromptMode, RunConfig, Strategy, StructuredOutput
-from runner.datasets import ItemRef, LoadedDataset, load_items, resolve_path
+from runner import aggregation, gates, pointwise, report, scorecard, stages, store, tracking
+from runner.client import litellm_version, supports_json_schema
+from runner.config import JudgeConfig, OrderPolicy, PromptMode, RunConfig, Strategy, StructuredOutput
+from runner.datasets import ItemRef, LoadedDataset, Shape, load_items, resolve_path
+from runner.errors import ConfigurationError
 from runner.estimate import estimate_run
+from runner.generation import GENERATIONS_NAME, Generation, generation_metrics, with_outputs
 from runner.judge import (
     PAIRWISE_VARIABLES,
     SYNTHESIS_VARIABLES,
-    Executor,
     JudgePlan,
     RunAborted,
     planned_calls,
 )
 from runner.pacing import RateLimiter
 from runner.parsing import PARSERS, response_schema
-from runner.progress import ProgressBar, Sinks
 from runner.prompts import Template, check_variables, load_template
-from runner.sources import AnswerSources
-from runner.types import TIE, Judgment, Secret, Status
+from runner.types import TIE, Item, Judgment, Secret, Status
 
 log = logging.getLogger(__name__)
 
 POSITIONAL_LABELS = frozenset({"A", "B", TIE})
-
-
-class ConfigurationError(ValueError):
-    """The composed configuration cannot run; raised before any judge call."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +52,8 @@ class RunContext:
     identity: Mapping[str, Any] = field(default_factory=dict)  # settings a resume must not change
     identity_sha256: str = ""
     limiter: RateLimiter | None = None  # the judge's, shared across the jobs of this process
+    generator_api_key: Secret | None = None
+    generator_limiter: RateLimiter | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +63,8 @@ class Prepared:
     dataset: LoadedDataset
     plan: JudgePlan
     response_format: dict[str, Any] | None
+    point: pointwise.PointwiseSetup | None = None  # pointwise runs: scoring, checks, generator template
+    baseline: gates.Baseline | None = None  # gate.baseline_run, resolved before any call
 
     @property
     def refs(self) -> tuple[ItemRef, ...]:
@@ -119,13 +116,24 @@ def _load_templates(cfg: RunConfig, root: Path) -> tuple[Template, Template | No
 def _response_format(cfg: RunConfig) -> dict[str, Any] | None:
     """JSON-schema response_format from the rubric, when the parser reads JSON and the judge takes it."""
     parser = cfg.rubric.parser
-    schema = response_schema(parser.name, cfg.rubric.labels, parser.params)
-    mode = cfg.judge.structured_output
+    return _json_schema_format(cfg.judge, response_schema(parser.name, cfg.rubric.labels, parser.params))
+
+
+def _json_schema_format(judge: JudgeConfig, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    mode = judge.structured_output
     if schema is None or mode is StructuredOutput.off:
         return None
-    if mode is StructuredOutput.auto and not supports_json_schema(cfg.judge.model):
+    if mode is StructuredOutput.auto and not supports_json_schema(judge.model):
         return None
     return {"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema, "strict": True}}
+
+
+def _check_generator(cfg: RunConfig) -> None:
+    if cfg.generator is not None and cfg.prompt.mode is PromptMode.pairwise:
+        raise ConfigurationError(f"generator {cfg.generator.name}: a generation stage needs a pointwise prompt "
+                                 f"(prompt {cfg.prompt.name} is pairwise)")
+    if cfg.generator is not None and cfg.generator.concurrency < 1:
+        raise ConfigurationError("generator.concurrency must be >= 1")
 
 
 def prepare(ctx: RunContext) -> Prepared:
@@ -133,18 +141,26 @@ def prepare(ctx: RunContext) -> Prepared:
 
     Raises:
         ConfigurationError, runner.datasets.DatasetError, runner.prompts.TemplateError,
-        runner.registry.UnknownNameError, TypeError: with a message naming the file, line or key.
+        runner.registry.UnknownNameError, runner.scoring.RubricError, TypeError: with a message naming
+        the file, line or key.
     """
     cfg = ctx.cfg
-    if cfg.prompt.mode is not PromptMode.pairwise:
-        raise ConfigurationError(f"prompt {cfg.prompt.name}: mode {cfg.prompt.mode.value} is not supported "
-                                 "by this runner yet; only pairwise")
     if cfg.repeats < 1 or cfg.concurrency < 1:
         raise ConfigurationError("repeats and concurrency must be >= 1")
-    _check_rubric(cfg)
-    template, synthesis = _load_templates(cfg, ctx.project_root)
+    _check_generator(cfg)
+    point = None
+    if cfg.prompt.mode is PromptMode.pointwise:
+        template, point = pointwise.prepare(cfg, resolve_path(cfg.prompts_dir, ctx.project_root))
+        synthesis = None
+        schema = pointwise.response_format_schema(point, cfg.rubric.parser.name)
+        response_format = _json_schema_format(cfg.judge, schema)
+    else:
+        _check_rubric(cfg)
+        template, synthesis = _load_templates(cfg, ctx.project_root)
+        response_format = _response_format(cfg)
+    shape = Shape(mode=cfg.prompt.mode, with_candidate=cfg.generator is None)
     loaded = load_items(cfg.dataset, resolve_path(cfg.dataset.path, ctx.project_root), cfg.max_items,
-                        on_bad_row=cfg.on_bad_row)
+                        on_bad_row=cfg.on_bad_row, shape=shape)
     for skipped in loaded.skipped:
         log.warning("skipped bad row %s: %s", skipped.where, skipped.reason)
     plan = JudgePlan(
@@ -153,8 +169,25 @@ def prepare(ctx: RunContext) -> Prepared:
         synthesis_parser=cfg.rubric.synthesis_parser or cfg.rubric.parser, order_policy=cfg.order,
         repeats=cfg.repeats, seed=cfg.seed, concurrency=cfg.concurrency,
         neutralize=cfg.prompt.neutralize_delimiters, max_error_rate=cfg.max_error_rate,
+        scoring=point.scoring if point else None,
     )
-    return Prepared(dataset=loaded, plan=plan, response_format=_response_format(cfg))
+    return Prepared(dataset=loaded, plan=plan, response_format=response_format, point=point,
+                    baseline=_baseline(ctx))
+
+
+def _baseline(ctx: RunContext) -> gates.Baseline | None:
+    """The baseline run's value of the gated metric, looked up before any call (gate.baseline_run)."""
+    gate, cfg = ctx.cfg.gate, ctx.cfg
+    if gate.baseline_run is None:
+        return None
+    if not cfg.tracking.enabled:
+        raise ConfigurationError("gate.baseline_run needs tracking (the baseline is an MLflow run); "
+                                 "tracking is off")
+    try:
+        run_id, value = tracking.find_baseline(cfg.tracking, gate.baseline_run, ctx.run_name, gate.metric)
+    except LookupError as exc:
+        raise ConfigurationError(f"gate.baseline_run={gate.baseline_run!r}: {exc}") from None
+    return gates.Baseline(gate.baseline_run, run_id, value)
 
 
 def _resume_state(ctx: RunContext) -> tuple[dict, str | None]:
@@ -189,28 +222,6 @@ def _run_params(ctx: RunContext, prepared: Prepared) -> dict[str, Any]:
             "n_items": len(prepared.refs)}
 
 
-def _judge_all(ctx: RunContext, prepared: Prepared, prior: dict) -> list[Judgment]:
-    cfg = ctx.cfg
-    client = JudgeClient(cfg.judge, ctx.api_key, ctx.limiter, prepared.response_format, cfg.seed)
-    cache = None
-    if cfg.cache.mode is not CacheMode.off:
-        cache = ResponseCache(resolve_path(cfg.cache.path, ctx.project_root), cfg.cache.mode)
-    sources = AnswerSources(prior, cache, cfg.judge.model, cfg.judge.api_base, client.decoding_params)
-    total = planned_calls(cfg.order, cfg.repeats, len(prepared.refs))
-    try:
-        with store.Journal(ctx.run_dir / store.JOURNAL_NAME) as journal, \
-                ProgressBar(total, enabled=cfg.progress) as bar:
-            executor = Executor(prepared.plan, client, Sinks(journal, bar), sources)
-            judgments = asyncio.run(executor.run(prepared.dataset.iter_items()))
-    finally:
-        if cache is not None:
-            cache.close()
-    index = {ref.id: n for n, ref in enumerate(prepared.refs)}
-    judgments.sort(key=lambda j: (index[j.item_id], j.request.repeat, j.request.order.value,
-                                  j.request.stage != "judge"))
-    return judgments
-
-
 def _judge_failure(cfg: RunConfig, judgments: list[Judgment]) -> tuple[bool, str]:
     errors = [j for j in judgments if j.status is Status.ERROR]
     if not judgments:
@@ -223,8 +234,86 @@ def _judge_failure(cfg: RunConfig, judgments: list[Judgment]) -> tuple[bool, str
     return False, ""
 
 
+def _generate(ctx: RunContext, prepared: Prepared) -> dict[str, Generation]:
+    cfg, gen = ctx.cfg, ctx.cfg.generator
+    assert gen is not None and prepared.point is not None and prepared.point.generator_template is not None
+    return stages.generate(
+        gen, prepared.point.generator_template, prepared.dataset.iter_items(), run_dir=ctx.run_dir,
+        root=ctx.project_root, cache_cfg=cfg.cache, api_key=ctx.generator_api_key, limiter=ctx.generator_limiter,
+        seed=cfg.seed, concurrency=gen.concurrency, total=len(prepared.refs),
+        prior=stages.prior_answers(ctx.run_dir, GENERATIONS_NAME) if cfg.resume else {},
+        max_error_rate=cfg.max_error_rate, progress=cfg.progress, neutralize=cfg.prompt.neutralize_delimiters)
+
+
+def _candidates(ctx: RunContext, prepared: Prepared, generations: dict[str, Generation] | None) -> Iterable[Item]:
+    """The items to judge, streamed: from the dataset, or with the generated outputs as candidates."""
+    items = prepared.dataset.iter_items()
+    if generations is None:
+        return items
+    assert ctx.cfg.generator is not None
+    return with_outputs(items, generations, ctx.cfg.generator.name)
+
+
+def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run_id: str | None
+                 ) -> tuple[dict[str, Generation] | None, list[Judgment]]:
+    cfg = ctx.cfg
+    pointwise_run = prepared.point is not None
+    try:
+        generations = _generate(ctx, prepared) if cfg.generator is not None else None
+        total = planned_calls(cfg.order, cfg.repeats, len(prepared.refs), pointwise=pointwise_run)
+        judgments = stages.judge(
+            cfg.judge, prepared.plan, _candidates(ctx, prepared, generations), prepared.refs, run_dir=ctx.run_dir,
+            root=ctx.project_root, cache_cfg=cfg.cache, api_key=ctx.api_key, limiter=ctx.limiter,
+            response_format=prepared.response_format, seed=cfg.seed, total=total, prior=prior, progress=cfg.progress)
+    except RunAborted as exc:
+        if mlflow_run_id is not None:
+            tracking.fail_run(cfg.tracking, mlflow_run_id, str(exc))
+        raise RunAborted(f"{exc}. The journal keeps every answer so far: fix the cause and continue with "
+                         f"resume={ctx.run_dir}") from None
+    return generations, judgments
+
+
+def _pairwise_report(ctx: RunContext, prepared: Prepared, judgments: list[Judgment]
+                     ) -> tuple[dict, dict | None, dict[str, float]]:
+    cfg = ctx.cfg
+    assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
+    item_results = aggregation.aggregate_items(judgments, [r.id for r in prepared.refs],
+                                               cfg.aggregation.name, cfg.aggregation.params)
+    summary = report.build_summary(item_results, judgments, cfg.dataset.ours.name, cfg.dataset.baseline.name,
+                                   cfg.repeats)
+    gold = report.gold_metrics(prepared.refs, judgments)
+    if gold is not None:
+        summary["gold"] = gold
+    return summary, gold, report.flat_metrics(summary, gold, {})
+
+
+def _pointwise_report(ctx: RunContext, prepared: Prepared, judgments: list[Judgment],
+                      generations: dict[str, Generation] | None) -> tuple[dict, dict[str, float]]:
+    point = prepared.point
+    assert point is not None
+    violations = pointwise.check_candidates(_candidates(ctx, prepared, generations), point.check_calls)
+    failed_gen = frozenset(k for k, g in (generations or {}).items() if not g.ok)
+    rep = pointwise.build(ctx.cfg, point, prepared.refs, judgments, violations, failed_gen)
+    metrics = scorecard.report_metrics(rep)
+    if generations is not None:
+        metrics.update({k: float(v) for k, v in generation_metrics(list(generations.values())).items()
+                        if v is not None})
+    return rep, metrics
+
+
+def _gate_results(ctx: RunContext, prepared: Prepared, summary: dict, metrics: dict[str, float]
+                  ) -> list[gates.GateResult]:
+    point = prepared.point
+    results = gates.evaluate(ctx.cfg.gate, summary.get("summary", {}), metrics,
+                             has_threshold=point is not None and point.scoring.pass_threshold is not None,
+                             baseline=prepared.baseline)
+    if point is not None:
+        results += gates.check_results(summary["summary"].get("checks") or {}, point.enforced)
+    return results
+
+
 def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
-    """Judge every item, write the run directory, log to MLflow, print the summary."""
+    """Generate (optional), judge every item, write the run directory, log to MLflow, print the summary."""
     cfg = ctx.cfg
     ctx.run_dir.mkdir(parents=True, exist_ok=True)
     prior, mlflow_run_id = _resume_state(ctx)
@@ -232,32 +321,37 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
         mlflow_run_id = tracking.start_run(cfg.tracking, ctx.run_name, _run_params(ctx, prepared), ctx.tags,
                                            run_id=mlflow_run_id)
     store.write_manifest(ctx.run_dir, store.Manifest(ctx.identity_sha256, dict(ctx.identity), mlflow_run_id))
-    try:
-        judgments = _judge_all(ctx, prepared, prior)
-    except RunAborted as exc:
-        if mlflow_run_id is not None:
-            tracking.fail_run(cfg.tracking, mlflow_run_id, str(exc))
-        raise RunAborted(f"{exc}. The journal keeps every answer so far: fix the cause and continue with "
-                         f"resume={ctx.run_dir}") from None
-    item_results = aggregation.aggregate_items(judgments, [r.id for r in prepared.refs],
-                                               cfg.aggregation.name, cfg.aggregation.params)
-    summary = report.build_summary(item_results, judgments, cfg.dataset.ours.name, cfg.dataset.baseline.name,
-                                   cfg.repeats)
+    generations, judgments = _paid_stages(ctx, prepared, prior, mlflow_run_id)
+    gold = None
+    if prepared.point is None:
+        summary, gold, metrics = _pairwise_report(ctx, prepared, judgments)
+    else:
+        summary, metrics = _pointwise_report(ctx, prepared, judgments, generations)
     summary["summary"]["skipped_rows"] = [f"{s.where}: {s.reason}" for s in prepared.dataset.skipped]
-    gold = report.gold_metrics(prepared.refs, judgments)
     judge_stats = report.judge_metrics(judgments)
-    if gold is not None:
-        summary["gold"] = gold
+    metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
+    metrics["items/skipped_rows"] = float(len(prepared.dataset.skipped))
+    gate_results = _gate_results(ctx, prepared, summary, metrics)
+    if gate_results:
+        summary["gates"] = [g.to_dict() for g in gate_results]
+        metrics["gate/passed"] = float(all(g.passed for g in gate_results))
     store.write_results(ctx.run_dir / store.RESULTS_NAME, judgments)
     store.write_json(ctx.run_dir / store.SUMMARY_NAME, summary)
     failed, reason = _judge_failure(cfg, judgments)
+    crossed = [g.message for g in gate_results if not g.passed]
+    if crossed and not failed:
+        failed, reason = True, "; ".join(crossed)
     if mlflow_run_id is not None:
-        metrics = {**report.flat_metrics(summary, gold, judge_stats),
-                   "items/skipped_rows": len(prepared.dataset.skipped)}
         tracking.finish_run(cfg.tracking, mlflow_run_id, tracking.RunRecord(
             metrics=metrics, run_dir=ctx.run_dir, resolved_config_yaml=ctx.resolved_config_yaml,
             rows=[store.judgment_record(j) for j in judgments], failed=failed))
-    report.render_console(summary, gold, judge_stats, title=ctx.run_name)
+    gate_lines = [("PASS " if g.passed else "FAIL ") + g.message for g in gate_results]
+    if prepared.point is None:
+        report.render_console(summary, gold, judge_stats, title=ctx.run_name)
+        for line in gate_lines:
+            report.print_line(line)
+    else:
+        pointwise.render_console(summary, judge_stats, ctx.run_name, gate_lines)
     return RunOutcome(summary, gold, judge_stats, failed, reason, mlflow_run_id)
 
 
@@ -267,6 +361,7 @@ def run(ctx: RunContext) -> RunOutcome | None:
     if ctx.cfg.dry_run:
         report.render_estimate(estimate_run(ctx.cfg.judge, prepared.plan, prepared.dataset.iter_items()))
         return None
-    log.info("judging %d items x %d repeat(s), order=%s, with %s", len(prepared.refs), ctx.cfg.repeats,
-             ctx.cfg.order.value, ctx.cfg.judge.model)
+    how = "pointwise" if prepared.point is not None else f"order={ctx.cfg.order.value}"
+    log.info("judging %d items x %d repeat(s), %s, with %s", len(prepared.refs), ctx.cfg.repeats, how,
+             ctx.cfg.judge.model)
     return execute(ctx, prepared)

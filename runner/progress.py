@@ -15,9 +15,11 @@ class ProgressBar:
         total: Planned first-round calls (synthesis rounds are added as they happen).
         enabled: False turns every method into a no-op; it is also off when stderr is not a terminal.
         console: Where to draw (default: stderr).
+        label: What is counted ("judging", "generating").
     """
 
-    def __init__(self, total: int, enabled: bool = True, console: Console | None = None) -> None:
+    def __init__(self, total: int, enabled: bool = True, console: Console | None = None,
+                 label: str = "judging") -> None:
         console = console or Console(stderr=True)
         self.enabled = enabled and console.is_terminal
         self.total = total
@@ -28,7 +30,7 @@ class ProgressBar:
         self._progress: Progress | None = None
         if self.enabled:
             self._progress = Progress(
-                TextColumn("judging"), BarColumn(), MofNCompleteColumn(),
+                TextColumn(label), BarColumn(), MofNCompleteColumn(),
                 TextColumn("{task.fields[rate]:.1f} calls/s"), TimeElapsedColumn(), TextColumn("eta"),
                 TimeRemainingColumn(), TextColumn("${task.fields[cost]:.4f}  errors {task.fields[errors]}"
                                                   "  429s {task.fields[limited]}"),
@@ -46,10 +48,18 @@ class ProgressBar:
 
     def append(self, judgment: Judgment) -> None:
         """Count one judgment (the executor's sink interface)."""
+        self._advance(judgment.response.cost_usd, judgment.status is Status.ERROR, judgment.response.rate_limited)
+
+    def append_row(self, row: dict, source: str) -> None:
+        """Count one generation (the generator's sink interface)."""
+        del source
+        self._advance(row.get("cost_usd"), row.get("status") == "error", row.get("rate_limited") or 0)
+
+    def _advance(self, cost: float | None, error: bool, rate_limited: int) -> None:
         self.done += 1
-        self.cost += judgment.response.cost_usd or 0.0
-        self.errors += judgment.status is Status.ERROR
-        self.rate_limited += judgment.response.rate_limited
+        self.cost += cost or 0.0
+        self.errors += error
+        self.rate_limited += rate_limited
         if self._progress is None:
             return
         if self.done > self.total:  # synthesis rounds were not planned
@@ -70,3 +80,8 @@ class Sinks:
         """Hand the judgment to every sink in order."""
         for sink in self._sinks:
             sink.append(judgment)  # type: ignore[attr-defined]
+
+    def append_row(self, row: dict, source: str) -> None:
+        """Hand a generation row to every sink in order."""
+        for sink in self._sinks:
+            sink.append_row(row, source)  # type: ignore[attr-defined]

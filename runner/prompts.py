@@ -65,11 +65,12 @@ class Template:
         """
         return sorted(d for d in self.delimiters if d in value)
 
-    def render(self, variables: Mapping[str, str], neutralize: bool = True) -> tuple[Message, ...]:
+    def render(self, variables: Mapping[str, object], neutralize: bool = True) -> tuple[Message, ...]:
         """Render each role block into one message with stripped content.
 
         Args:
-            variables: Values for every variable the template reads; inserted verbatim.
+            variables: Values for every variable the template reads; text is inserted verbatim (other
+                values, such as the rubric's criteria, are runner-built and used by the template's logic).
             neutralize: Defang this template's delimiters inside each value (see :func:`neutralize`).
                 A value that holds no delimiter is inserted byte-identical either way.
 
@@ -119,8 +120,10 @@ def neutralize(value: str, delimiters: Iterable[str]) -> str:
     return ZERO_WIDTH_SPACE.join(pieces)
 
 
-def _neutralize_values(variables: Mapping[str, str], delimiters: frozenset[str]) -> dict[str, str]:
-    return {name: neutralize(value, delimiters) for name, value in variables.items()}
+def _neutralize_values(variables: Mapping[str, object], delimiters: frozenset[str]) -> dict[str, object]:
+    # Only text is data from outside; runner-built values (the rubric's criteria list) pass through.
+    return {name: neutralize(value, delimiters) if isinstance(value, str) else value
+            for name, value in variables.items()}
 
 
 def _segments(node: nodes.Node) -> Iterator[object]:

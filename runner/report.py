@@ -35,7 +35,7 @@ def _rate(num: int | float, den: int | float) -> float:
     return num / den if den else 0.0
 
 
-def _sanitize(label: str) -> str:
+def sanitize(label: str) -> str:
     """Make ``label`` usable inside an MLflow metric key."""
     return _UNSAFE.sub("_", label) or "_"
 
@@ -148,7 +148,7 @@ def _agree(ab: Judgment, ba: Judgment) -> bool:
     return ab.status == ba.status == Status.SCORED and ab.winner == ba.winner
 
 
-def _percentile(values: Sequence[float], q: float) -> float | None:
+def percentile(values: Sequence[float], q: float) -> float | None:
     """Linear-interpolated percentile (numpy's default method), None for no values."""
     if not values:
         return None
@@ -196,11 +196,11 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
         "calls/resumed": sum(r.source == "journal" for r in responses),
         "calls/retries": sum(max(r.attempts - 1, 0) for r in fresh),
         "calls/rate_limited": sum(r.rate_limited for r in fresh),
-        "latency/p50_s": _percentile(latencies, 50),
-        "latency/p95_s": _percentile(latencies, 95),
+        "latency/p50_s": percentile(latencies, 50),
+        "latency/p95_s": percentile(latencies, 95),
     }
     reasons = Counter(
-        _sanitize((j.verdict.reason or "unknown").split(":", 1)[0].strip())
+        sanitize((j.verdict.reason or "unknown").split(":", 1)[0].strip())
         for j in judgments
         if Status(j.status) is Status.UNSCORED
     )
@@ -224,7 +224,7 @@ def flat_metrics(
     s = summary["summary"]
     dist = s["final_verdict_distribution"]
     n_ok = s["successful_evaluations"]
-    raw: dict[str, Any] = {f"verdict/{_sanitize(label)}_rate": _rate(n, n_ok) for label, n in dist.items()}
+    raw: dict[str, Any] = {f"verdict/{sanitize(label)}_rate": _rate(n, n_ok) for label, n in dist.items()}
     raw.update(
         {
             "verdict/ours_win_rate": s["ours_win_rate"],
@@ -236,7 +236,7 @@ def flat_metrics(
             "items/failed": s["total_subsets"] - n_ok,
         }
     )
-    raw.update({f"confidence/{_sanitize(k)}_count": n for k, n in s["confidence_distribution"].items()})
+    raw.update({f"confidence/{sanitize(k)}_count": n for k, n in s["confidence_distribution"].items()})
     if gold is not None:
         raw.update(
             {
@@ -337,3 +337,8 @@ def render_estimate(estimate: Any, console: Console | None = None) -> None:
     ]
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def print_line(line: str, console: Console | None = None) -> None:
+    """Print one line of run output as data (never as rich markup)."""
+    (console or Console()).print(line, markup=False, highlight=False, soft_wrap=True)

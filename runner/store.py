@@ -36,12 +36,15 @@ def judgment_record(j: Judgment, operational: bool = True) -> dict[str, Any]:
     row = {
         "item_id": req.item_id,
         "repeat": req.repeat,
-        "order": req.order.value,
+        "order": req.order.value if req.order else None,
         "stage": req.stage,
         "messages_sha256": req.messages_hash,
         "status": j.status.value,
         "winner": j.winner,
         "verdict_label": verdict.label,
+        "score": j.score,
+        "scores": dict(verdict.scores) or None,
+        "judge_extras": dict(verdict.extras) or None,
         "parse_error": verdict.reason,
         "raw_response": resp.text,
         "finish_reason": resp.finish_reason,
@@ -91,16 +94,20 @@ class Journal:
         self._fh = path.open("a", encoding="utf-8")
 
     def append(self, judgment: Judgment) -> None:
-        """Write one line; a paid answer is pushed to disk before this returns.
+        """Write one judgment; a paid answer is pushed to disk before this returns (see append_row)."""
+        self.append_row(judgment_record(judgment), judgment.response.source)
+
+    def append_row(self, row: dict[str, Any], source: str) -> None:
+        """Write one row that came from ``source`` (call | cache | journal).
 
         Answers replayed from this journal on resume are not written again; cache hits are flushed
         but not fsynced (losing one only means reading it from the cache again).
         """
-        if judgment.response.source == "journal":
+        if source == "journal":
             return
-        self._fh.write(json.dumps(judgment_record(judgment), ensure_ascii=False) + "\n")
+        self._fh.write(json.dumps(row, ensure_ascii=False) + "\n")
         self._fh.flush()
-        if judgment.response.source == "call":
+        if source == "call":
             os.fsync(self._fh.fileno())
 
     def close(self) -> None:

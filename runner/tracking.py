@@ -26,7 +26,7 @@ MAX_PARAM_CHARS = 6000  # MLflow's limit on one param value
 BATCH = 100  # MLflow's limit on params per log_batch call
 # Names that hold credentials. A bare "key" is not one (rubric.parser.params.key names a JSON field).
 SECRET_KEY = re.compile(r"(^|[._])(api_key|apikey|private_key|token|access_token|secret|password)$", re.IGNORECASE)
-ARTIFACTS = ("summary.json", "results.jsonl", "journal.jsonl", "run.json")
+ARTIFACTS = ("summary.json", "results.jsonl", "journal.jsonl", "generations.jsonl", "run.json")
 
 
 @dataclass(frozen=True)
@@ -119,3 +119,50 @@ def fail_run(cfg: TrackingConfig, run_id: str, reason: str) -> None:
     client = _client(cfg)
     client.set_tag(run_id, "judgesweep.abort_reason", reason[:5000])
     client.set_terminated(run_id, status=RunStatus.to_string(RunStatus.FAILED))
+
+
+BASELINE_LATEST = re.compile(r"latest on (\S+)")
+
+
+def find_baseline(cfg: TrackingConfig, ref: str, run_name: str, metric: str) -> tuple[str, float]:
+    """Find the baseline run a gate compares against and its value of ``metric``.
+
+    Args:
+        cfg: Where MLflow records runs.
+        ref: An MLflow run id, or ``latest on <branch>``: the most recent FINISHED run in the experiment
+            with the same run name (judge, prompt, rubric, dataset) whose ``git.branch`` tag is ``<branch>``
+            and which logged ``metric``.
+        run_name: This run's name.
+        metric: The gated metric, e.g. ``score/mean``.
+
+    Returns:
+        (run id, metric value).
+
+    Raises:
+        LookupError: No such run, or the run has no such metric.
+    """
+    from mlflow.exceptions import MlflowException
+
+    client = _client(cfg)
+    latest = BASELINE_LATEST.fullmatch(ref.strip())
+    if latest is None:
+        try:
+            run = client.get_run(ref)
+        except MlflowException:
+            raise LookupError(f"no MLflow run {ref!r} at {client.tracking_uri}") from None
+        if metric not in run.data.metrics:
+            raise LookupError(f"baseline run {ref} has no metric {metric!r}")
+        return ref, float(run.data.metrics[metric])
+    exp = client.get_experiment_by_name(cfg.experiment)
+    branch = latest.group(1)
+    if exp is not None:
+        quoted = run_name.replace("'", "\\'")
+        runs = client.search_runs(
+            [exp.experiment_id], max_results=100, order_by=["attributes.start_time DESC"],
+            filter_string=f"tags.`git.branch` = '{branch}' and attributes.status = 'FINISHED' "
+                          f"and attributes.run_name = '{quoted}'")
+        for run in runs:
+            if metric in run.data.metrics:
+                return run.info.run_id, float(run.data.metrics[metric])
+    raise LookupError(f"no finished run named {run_name!r} with metric {metric!r} on branch {branch!r} in "
+                      f"experiment {cfg.experiment!r}")

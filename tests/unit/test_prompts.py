@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -17,6 +18,15 @@ LLMBAR = PROJECT_ROOT / "runner" / "data" / "llmbar"
 TEMPLATE_NAMES = sorted(p.stem for p in PROMPTS.glob("*.j2"))
 PAIRWISE = {"instruction", "output_a", "output_b"}
 SYNTHESIS = PAIRWISE | {"explanation_a", "explanation_b"}
+# pointwise judge templates (the runner adds output and criteria) and generation templates
+OWN_VARIABLES = {
+    "agent_output": {"description", "input", "context", "expected_output", "success_criteria",
+                     "expected_tool_calls", "output", "criteria"},
+    "reply_quality": {"conversation", "message", "ideal_reply", "notes", "category", "output", "criteria"},
+    "generate_agent": {"description", "input", "context", "success_criteria"},
+    "generate_reply": {"conversation", "message"},
+}
+CRITERIA = [SimpleNamespace(name="accuracy", description="Correct.", min=1.0, max=5.0)]
 # template stem -> (LLMBar prompt file, replay strategy whose round-1 calls used it)
 LLMBAR_ROUND1 = {
     "llmbar_vanilla": ("Vanilla.txt", "vanilla"),
@@ -81,35 +91,50 @@ def test_every_template_loads_with_documented_variables(name: str) -> None:
     assert template.name == name
     assert template.path == path
     assert template.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
-    expected = SYNTHESIS if name.endswith("_synthesize") else PAIRWISE
+    expected = OWN_VARIABLES.get(name, SYNTHESIS if name.endswith("_synthesize") else PAIRWISE)
     assert template.variables == expected
+
+
+def values_for(template, text: str = "<<{var} value>>") -> dict[str, object]:
+    """Text for every variable, and a criteria list where the template reads one."""
+    values: dict[str, object] = {var: text.format(var=var) for var in template.variables - {"criteria"}}
+    if "criteria" in template.variables:
+        values["criteria"] = CRITERIA
+    return values
+
+
+def candidate_slot(template) -> str:
+    """The variable that carries the judged text (or, for a generation template, an input)."""
+    return next(v for v in ("output_a", "output", "input", "message") if v in template.variables)
 
 
 @pytest.mark.parametrize("name", TEMPLATE_NAMES)
 def test_every_template_renders_system_and_user_stripped(name: str) -> None:
     template = load_template(PROMPTS, name)
-    values = {var: f"<<{var} value>>" for var in template.variables}
+    values = values_for(template)
     messages = template.render(values)
     assert [m.role for m in messages] == ["system", "user"]
     for message in messages:
         assert message.content
         assert message.content == message.content.strip()
-    for value in values.values():
-        assert value in messages[1].content
-        assert value not in messages[0].content
+    slot = candidate_slot(template)
+    assert values[slot] in messages[1].content and values[slot] not in messages[0].content
+    for value in (v for v in values.values() if isinstance(v, str)):
+        assert value in messages[0].content + messages[1].content
 
 
 @pytest.mark.parametrize("name", TEMPLATE_NAMES)
 @pytest.mark.parametrize("payload", INJECTIONS)
 def test_candidate_text_with_template_syntax_is_inserted_verbatim(name: str, payload: str) -> None:
     template = load_template(PROMPTS, name)
-    values = {var: f"[{var}]" for var in template.variables}
-    values["output_a"] = f"before {payload} after"
+    values = values_for(template, "[{var}]")
+    values[candidate_slot(template)] = f"before {payload} after"
     user = template.render(values)[1].content
     assert f"before {payload} after" in user
     assert "49" not in user
     assert "pwned" not in user.replace(payload, "")
-    assert user.count("[output_b]") == 1  # "{{ output_b }}" inside a value is not expanded
+    if "output_b" in template.variables:
+        assert user.count("[output_b]") == 1  # "{{ output_b }}" inside a value is not expanded
 
 
 def test_render_strips_only_the_block_edges(tmp_path: Path) -> None:

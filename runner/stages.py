@@ -1,0 +1,73 @@
+"""The paid stages of a run: generation (optional, pointwise) and judging.
+
+Each stage has its own client (model, limits, retries), its own journal in the run directory, and
+looks answers up in the interrupted run's journal and the response cache before paying for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from runner import store
+from runner.cache import ResponseCache
+from runner.client import JudgeClient
+from runner.config import CacheConfig, CacheMode, JudgeConfig
+from runner.datasets import ItemRef, resolve_path
+from runner.generation import GENERATIONS_NAME, Generation, Generator
+from runner.judge import Executor, JudgePlan
+from runner.pacing import RateLimiter
+from runner.progress import ProgressBar, Sinks
+from runner.prompts import Template
+from runner.sources import AnswerSources
+from runner.types import Item, JudgeResponse, Judgment, Secret
+
+
+@contextmanager
+def _cache(cfg: CacheConfig, root: Path) -> Iterator[ResponseCache | None]:
+    cache = None if cfg.mode is CacheMode.off else ResponseCache(resolve_path(cfg.path, root), cfg.mode)
+    try:
+        yield cache
+    finally:
+        if cache is not None:
+            cache.close()
+
+
+def prior_answers(run_dir: Path, name: str) -> dict[tuple, JudgeResponse]:
+    """Answers an interrupted run already has in its journal ``name`` (judge or generation journal)."""
+    return store.journal_answers(store.read_journal(run_dir / name))
+
+
+def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, run_dir: Path, root: Path,
+             cache_cfg: CacheConfig, api_key: Secret | None, limiter: RateLimiter | None, seed: int,
+             concurrency: int, total: int, prior: Mapping[tuple, JudgeResponse], max_error_rate: float,
+             progress: bool, neutralize: bool) -> dict[str, Generation]:
+    """Run the generation stage: one output per item, journaled to generations.jsonl as it completes."""
+    client = JudgeClient(model, api_key, limiter, None, seed)
+    with _cache(cache_cfg, root) as cache:
+        sources = AnswerSources(prior, cache, model.model, model.api_base, client.decoding_params)
+        with store.Journal(run_dir / GENERATIONS_NAME) as journal, \
+                ProgressBar(total, enabled=progress, label="generating") as bar:
+            generator = Generator(template, client, Sinks(journal, bar), sources, concurrency,
+                                  max_error_rate=max_error_rate, neutralize=neutralize)
+            return asyncio.run(generator.run(items))
+
+
+def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: tuple[ItemRef, ...], *,
+          run_dir: Path, root: Path, cache_cfg: CacheConfig, api_key: Secret | None, limiter: RateLimiter | None,
+          response_format: dict[str, Any] | None, seed: int, total: int,
+          prior: Mapping[tuple, JudgeResponse], progress: bool) -> list[Judgment]:
+    """Run the judge stage over ``items``; judgments come back in dataset order (item, repeat, order, stage)."""
+    client = JudgeClient(judge_cfg, api_key, limiter, response_format, seed)
+    with _cache(cache_cfg, root) as cache:
+        sources = AnswerSources(prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params)
+        with store.Journal(run_dir / store.JOURNAL_NAME) as journal, ProgressBar(total, enabled=progress) as bar:
+            executor = Executor(plan, client, Sinks(journal, bar), sources)
+            judgments = asyncio.run(executor.run(items))
+    index = {ref.id: n for n, ref in enumerate(refs)}
+    judgments.sort(key=lambda j: (index[j.item_id], j.request.repeat,
+                                  j.request.order.value if j.request.order else "", j.request.stage != "judge"))
+    return judgments
