@@ -13,29 +13,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner import aggregation, gates, pointwise, report, scorecard, stages, store, tracking
+from runner import gates, pairwise, pointwise, report, scorecard, stages, store, tracking
 from runner.client import litellm_version, supports_json_schema
-from runner.config import JudgeConfig, OrderPolicy, PromptMode, RunConfig, Strategy, StructuredOutput
+from runner.config import JudgeConfig, PromptMode, RunConfig, StructuredOutput
 from runner.datasets import ItemRef, LoadedDataset, Shape, load_items, resolve_path
 from runner.errors import ConfigurationError
 from runner.estimate import estimate_run
 from runner.generation import GENERATIONS_NAME, Generation, generation_metrics, with_outputs
 from runner.judge import (
-    PAIRWISE_VARIABLES,
-    SYNTHESIS_VARIABLES,
     JudgePlan,
     RunAborted,
     planned_calls,
 )
 from runner.pacing import RateLimiter
-from runner.parsing import PARSERS, response_schema
-from runner.prompts import Template, check_variables, load_template
-from runner.types import TIE, Item, Judgment, Secret, Status
+from runner.types import Item, Judgment, Secret, Status
 
 log = logging.getLogger(__name__)
-
-POSITIONAL_LABELS = frozenset({"A", "B", TIE})
-
 
 @dataclass(frozen=True)
 class RunContext:
@@ -84,41 +77,6 @@ class RunOutcome:
     mlflow_run_id: str | None = None
 
 
-def _check_rubric(cfg: RunConfig) -> None:
-    bad = set(cfg.rubric.labels) - POSITIONAL_LABELS
-    if bad or len(cfg.rubric.labels) < 2:
-        raise ConfigurationError(f"rubric {cfg.rubric.name}: labels must be two or more of A, B, tie; got "
-                                 f"{list(cfg.rubric.labels)}")
-    for parser in (cfg.rubric.parser, cfg.rubric.synthesis_parser):
-        if parser is not None:
-            PARSERS.check_params(parser.name, dict(parser.params), fixed=2)
-    aggregation.AGGREGATIONS.check_params(cfg.aggregation.name, dict(cfg.aggregation.params), fixed=2)
-
-
-def _load_templates(cfg: RunConfig, root: Path) -> tuple[Template, Template | None]:
-    prompts_dir = resolve_path(cfg.prompts_dir, root)
-    provided = set(cfg.dataset.variables)
-    where = f"dataset {cfg.dataset.name} (variables: {sorted(cfg.dataset.variables)}) plus the runner"
-    template = load_template(prompts_dir, cfg.prompt.template)
-    check_variables(template, provided | PAIRWISE_VARIABLES, where)
-    synthesis = None
-    if cfg.prompt.strategy is Strategy.swap_synthesize:
-        if cfg.prompt.synthesis_template is None:
-            raise ConfigurationError(f"prompt {cfg.prompt.name}: strategy swap_synthesize needs synthesis_template")
-        if cfg.order is not OrderPolicy.both:
-            raise ConfigurationError(f"prompt {cfg.prompt.name}: swap_synthesize judges both orders; "
-                                     f"set order=both (got order={cfg.order.value})")
-        synthesis = load_template(prompts_dir, cfg.prompt.synthesis_template)
-        check_variables(synthesis, provided | SYNTHESIS_VARIABLES, where)
-    return template, synthesis
-
-
-def _response_format(cfg: RunConfig) -> dict[str, Any] | None:
-    """JSON-schema response_format from the rubric, when the parser reads JSON and the judge takes it."""
-    parser = cfg.rubric.parser
-    return _json_schema_format(cfg.judge, response_schema(parser.name, cfg.rubric.labels, parser.params))
-
-
 def _json_schema_format(judge: JudgeConfig, schema: dict[str, Any] | None) -> dict[str, Any] | None:
     mode = judge.structured_output
     if schema is None or mode is StructuredOutput.off:
@@ -155,9 +113,9 @@ def prepare(ctx: RunContext) -> Prepared:
         schema = pointwise.response_format_schema(point, cfg.rubric.parser.name)
         response_format = _json_schema_format(cfg.judge, schema)
     else:
-        _check_rubric(cfg)
-        template, synthesis = _load_templates(cfg, ctx.project_root)
-        response_format = _response_format(cfg)
+        pairwise.check_rubric(cfg)
+        template, synthesis = pairwise.load_templates(cfg, resolve_path(cfg.prompts_dir, ctx.project_root))
+        response_format = _json_schema_format(cfg.judge, pairwise.response_schema_for(cfg))
     shape = Shape(mode=cfg.prompt.mode, with_candidate=cfg.generator is None)
     loaded = load_items(cfg.dataset, resolve_path(cfg.dataset.path, ctx.project_root), cfg.max_items,
                         on_bad_row=cfg.on_bad_row, shape=shape)
@@ -273,20 +231,6 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run_id
     return generations, judgments
 
 
-def _pairwise_report(ctx: RunContext, prepared: Prepared, judgments: list[Judgment]
-                     ) -> tuple[dict, dict | None, dict[str, float]]:
-    cfg = ctx.cfg
-    assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
-    item_results = aggregation.aggregate_items(judgments, [r.id for r in prepared.refs],
-                                               cfg.aggregation.name, cfg.aggregation.params)
-    summary = report.build_summary(item_results, judgments, cfg.dataset.ours.name, cfg.dataset.baseline.name,
-                                   cfg.repeats)
-    gold = report.gold_metrics(prepared.refs, judgments)
-    if gold is not None:
-        summary["gold"] = gold
-    return summary, gold, report.flat_metrics(summary, gold, {})
-
-
 def _pointwise_report(ctx: RunContext, prepared: Prepared, judgments: list[Judgment],
                       generations: dict[str, Generation] | None) -> tuple[dict, dict[str, float]]:
     point = prepared.point
@@ -324,7 +268,7 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     generations, judgments = _paid_stages(ctx, prepared, prior, mlflow_run_id)
     gold = None
     if prepared.point is None:
-        summary, gold, metrics = _pairwise_report(ctx, prepared, judgments)
+        summary, gold, metrics = pairwise.build(cfg, prepared.refs, judgments)
     else:
         summary, metrics = _pointwise_report(ctx, prepared, judgments, generations)
     summary["summary"]["skipped_rows"] = [f"{s.where}: {s.reason}" for s in prepared.dataset.skipped]

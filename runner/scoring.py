@@ -9,6 +9,7 @@ scores are combined by a registered score aggregation (``mean``, ``median``).
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -17,6 +18,7 @@ from runner.config import RubricConfig
 from runner.registry import Registry
 from runner.types import Criterion, Item
 
+OVERALL_DECIMALS = 9
 ScoreAggregation = Callable[..., float]
 SCORE_AGGREGATIONS: Registry[ScoreAggregation] = Registry("score aggregation")
 
@@ -101,11 +103,15 @@ class Scoring:
                      if c.when is None or item.variables.get(c.when, "").strip())
 
     def overall(self, scores: Mapping[str, float], criteria: Sequence[Criterion]) -> float:
-        """The weighted mean of ``scores`` over ``criteria`` (every one of them must be scored)."""
-        total = sum(c.weight for c in criteria)
+        """The weighted mean of ``scores`` over ``criteria`` (every one of them must be scored).
+
+        Rounded to 9 decimals: decimal weights (0.4 / 0.3 / 0.3) otherwise land an ulp off the exact value,
+        and 6.999999999999999 must not fail a threshold of 7.
+        """
+        total = math.fsum(c.weight for c in criteria)
         if total <= 0:  # every applicable criterion has weight 0 for this category: fall back to the mean
-            return statistics.fmean(scores[c.name] for c in criteria)
-        return sum(scores[c.name] * c.weight for c in criteria) / total
+            return round(statistics.fmean(scores[c.name] for c in criteria), OVERALL_DECIMALS)
+        return round(math.fsum(scores[c.name] * c.weight for c in criteria) / total, OVERALL_DECIMALS)
 
     def passed(self, overall: float | None) -> bool | None:
         """Whether an overall score passes; None without a threshold or without a score."""

@@ -1,7 +1,8 @@
 """Every preset in conf/experiment/ runs through a real multirun, so no preset can rot.
 
-Presets whose judge needs an API key are pointed at the loopback server (the preset's other choices
-stay); replay presets run as they are.
+Presets whose judge (or generator) needs an API key are pointed at the loopback server (the preset's
+other choices stay); replay presets run as they are. The server answers pointwise prompts with a JSON
+score for every criterion any shipped rubric has, pairwise prompts with an MT-Bench verdict.
 """
 
 from __future__ import annotations
@@ -16,21 +17,47 @@ from tests.integration.conftest import REPO, live_judge
 PRESETS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
 
 
-def needs_key(preset: str) -> bool:
-    """True when the preset's judge reads an API key (a live provider)."""
+# 4 of 5 on the agent rubric, 8 of 10 on reply quality: both presets' gates pass.
+SCORES = {**{name: 4 for name in ("accuracy", "completeness", "format_compliance", "scope_adherence",
+                                  "context_usage", "tool_usage")},
+          **{name: 8 for name in ("naturalness", "appropriateness", "intent_match")}}
+
+
+def override(preset: str, group: str) -> str | None:
+    """The option the preset picks for ``group``, or None."""
     doc = yaml.safe_load((REPO / "conf" / "experiment" / f"{preset}.yaml").read_text())
-    judge = next((d["override /judge"] for d in doc.get("defaults", []) if "override /judge" in d), None)
-    if judge is None:
+    return next((d[f"override /{group}"] for d in doc.get("defaults", []) if f"override /{group}" in d), None)
+
+
+def needs_key(preset: str, group: str = "judge") -> bool:
+    """True when the preset's judge (or generator) reads an API key (a live provider)."""
+    option = override(preset, group)
+    if option is None:
         return False
-    return bool(yaml.safe_load((REPO / "conf" / "judge" / f"{judge}.yaml").read_text()).get("api_key_env"))
+    return bool(yaml.safe_load((REPO / "conf" / group / f"{option}.yaml").read_text()).get("api_key_env"))
+
+
+def answer(body: dict) -> str:
+    """A generated output for the generator, a score object for pointwise judges, [[A]] otherwise."""
+    if body.get("model") == "fake-generator":
+        return "A generated answer."
+    prompt = "\n".join(str(m.get("content")) for m in body["messages"])
+    return json.dumps({"scores": SCORES, "reasoning": "Fine."}) if '"scores"' in prompt else "[[A]]"
 
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_preset_runs_in_a_multirun(run_cli, fake_server, preset):
+    fake_server.reply = answer
     extra = live_judge(fake_server) if needs_key(preset) else []
+    if needs_key(preset, "generator"):
+        extra += ["generator=local_openai", f"generator.api_base={fake_server.base_url}",
+                  "generator.model=openai/fake-generator"]
     result = run_cli(f"experiment={preset}", "max_items=4", *extra, multirun=True)
     assert result.proc.returncode == 0, result.output
     summaries = list(result.run_dir.glob("*/summary.json"))
     assert len(summaries) == 1
     summary = json.loads(summaries[0].read_text())["summary"]
-    assert summary["total_subsets"] == 4 and summary["successful_evaluations"] >= 1
+    if "total_subsets" in summary:  # pairwise
+        assert summary["total_subsets"] == 4 and summary["successful_evaluations"] >= 1
+    else:  # pointwise
+        assert summary["total"] == 4 and summary["scored"] == 4

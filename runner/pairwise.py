@@ -1,0 +1,72 @@
+"""Pairwise runs: validate the rubric and templates before any call, and build the users' summary.
+
+A pairwise run shows the judge two candidates (ours, baseline) in the orders the order policy asks
+for; its verdicts are aggregated per item by a registered vote aggregation (majority_vote).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from runner import aggregation, report
+from runner.config import OrderPolicy, RunConfig, Strategy
+from runner.datasets import ItemRef
+from runner.errors import ConfigurationError
+from runner.judge import PAIRWISE_VARIABLES, SYNTHESIS_VARIABLES
+from runner.parsing import PARSERS, response_schema
+from runner.prompts import Template, check_variables, load_template
+from runner.types import TIE, Judgment
+
+POSITIONAL_LABELS = frozenset({"A", "B", TIE})
+
+
+def check_rubric(cfg: RunConfig) -> None:
+    """The rubric offers positional labels, and its parsers and the aggregation take their parameters."""
+    bad = set(cfg.rubric.labels) - POSITIONAL_LABELS
+    if bad or len(cfg.rubric.labels) < 2:
+        raise ConfigurationError(f"rubric {cfg.rubric.name}: labels must be two or more of A, B, tie; got "
+                                 f"{list(cfg.rubric.labels)}")
+    for parser in (cfg.rubric.parser, cfg.rubric.synthesis_parser):
+        if parser is not None:
+            PARSERS.check_params(parser.name, dict(parser.params), fixed=2)
+    aggregation.AGGREGATIONS.check_params(cfg.aggregation.name, dict(cfg.aggregation.params), fixed=2)
+
+
+def load_templates(cfg: RunConfig, prompts_dir: Path) -> tuple[Template, Template | None]:
+    """Load the judge template (and the synthesis template of swap-and-synthesize) and check their variables."""
+    provided = set(cfg.dataset.variables)
+    where = f"dataset {cfg.dataset.name} (variables: {sorted(cfg.dataset.variables)}) plus the runner"
+    template = load_template(prompts_dir, cfg.prompt.template)
+    check_variables(template, provided | PAIRWISE_VARIABLES, where)
+    synthesis = None
+    if cfg.prompt.strategy is Strategy.swap_synthesize:
+        if cfg.prompt.synthesis_template is None:
+            raise ConfigurationError(f"prompt {cfg.prompt.name}: strategy swap_synthesize needs synthesis_template")
+        if cfg.order is not OrderPolicy.both:
+            raise ConfigurationError(f"prompt {cfg.prompt.name}: swap_synthesize judges both orders; "
+                                     f"set order=both (got order={cfg.order.value})")
+        synthesis = load_template(prompts_dir, cfg.prompt.synthesis_template)
+        check_variables(synthesis, provided | SYNTHESIS_VARIABLES, where)
+    return template, synthesis
+
+
+def response_schema_for(cfg: RunConfig) -> dict[str, Any] | None:
+    """The JSON schema of the rubric's verdict, when its parser reads JSON (else None)."""
+    parser = cfg.rubric.parser
+    return response_schema(parser.name, cfg.rubric.labels, parser.params)
+
+
+def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: list[Judgment]
+          ) -> tuple[dict, dict | None, dict[str, float]]:
+    """The users' summary (with gold accuracy when the dataset has gold) and its MLflow metrics."""
+    assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
+    item_results = aggregation.aggregate_items(judgments, [r.id for r in refs],
+                                               cfg.aggregation.name, cfg.aggregation.params)
+    summary = report.build_summary(item_results, judgments, cfg.dataset.ours.name, cfg.dataset.baseline.name,
+                                   cfg.repeats)
+    gold = report.gold_metrics(refs, judgments)
+    if gold is not None:
+        summary["gold"] = gold
+    return summary, gold, report.flat_metrics(summary, gold, {})
