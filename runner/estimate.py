@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from runner.client import count_tokens, price
 from runner.config import JudgeConfig, Strategy
 from runner.judge import JudgePlan, pair_variables, plan_orders
-from runner.types import Item
+from runner.prompts import Template
+from runner.types import Item, Message
 
 
 @dataclass(frozen=True)
@@ -16,7 +17,7 @@ class Estimate:
     """What a run would cost before anything is spent.
 
     Attributes:
-        judge: The judge's config name.
+        judge: The judge's (or generator's) config name.
         model: Its litellm model string.
         calls: First-round calls (every planned item x repeat x order).
         conditional_calls: Calls that happen only on some answers (swap-and-synthesize: at most this many).
@@ -24,6 +25,7 @@ class Estimate:
         max_completion_tokens: calls x max_tokens, the most the judge can answer.
         usd_prompt: Price of the prompt tokens; None when litellm's cost map has no price for the model.
         usd_max: Price of prompt tokens plus max_completion_tokens (an upper bound), or None.
+        role: ``judge`` or ``generator``.
     """
 
     judge: str
@@ -34,21 +36,53 @@ class Estimate:
     max_completion_tokens: int
     usd_prompt: float | None
     usd_max: float | None
+    role: str = "judge"  # judge | generator
 
 
-def estimate_run(judge: JudgeConfig, plan: JudgePlan, items: Iterable[Item]) -> Estimate:
-    """Render every first-round request of the plan and price it with litellm's local cost map."""
-    calls = prompt_tokens = 0
-    for item in items:
-        for repeat in range(plan.repeats):
-            for order in plan_orders(plan.order_policy, plan.seed, item.id, repeat):
-                messages = plan.template.render(pair_variables(item, order), neutralize=plan.neutralize)
-                prompt_tokens += count_tokens(judge.model, messages)
-                calls += 1
-    conditional = calls if plan.strategy is Strategy.swap_synthesize else 0
-    max_completion = calls * judge.max_tokens
+def _requests(plan: JudgePlan, item: Item, placeholder: str | None) -> Iterator[tuple[Message, ...]]:
+    """The first-round requests of one item; a generated output (not written yet) is ``placeholder``."""
+    for repeat in range(plan.repeats):
+        if plan.scoring is not None:
+            output = item.candidates[0].text if item.candidates else (placeholder or "")
+            variables = {**item.variables, "output": output, "criteria": plan.scoring.for_item(item)}
+            yield plan.template.render(variables, neutralize=plan.neutralize)
+            continue
+        for order in plan_orders(plan.order_policy, plan.seed, item.id, repeat):
+            yield plan.template.render(pair_variables(item, order), neutralize=plan.neutralize)
+
+
+def _estimate(model: JudgeConfig, calls: int, prompt_tokens: int, conditional: int = 0,
+              role: str = "judge") -> Estimate:
+    max_completion = calls * model.max_tokens
     return Estimate(
-        judge=judge.name, model=judge.model, calls=calls, conditional_calls=conditional,
+        judge=model.name, model=model.model, calls=calls, conditional_calls=conditional,
         prompt_tokens=prompt_tokens, max_completion_tokens=max_completion,
-        usd_prompt=price(judge.model, prompt_tokens, 0), usd_max=price(judge.model, prompt_tokens, max_completion),
+        usd_prompt=price(model.model, prompt_tokens, 0), usd_max=price(model.model, prompt_tokens, max_completion),
+        role=role,
     )
+
+
+def estimate_run(judge: JudgeConfig, plan: JudgePlan, items: Iterable[Item], generator: JudgeConfig | None = None,
+                 generator_template: Template | None = None) -> list[Estimate]:
+    """Render every first-round request and price it with litellm's local cost map.
+
+    With a generator, its requests are rendered and priced too; the judge prompts then carry a
+    placeholder of the generator's max_tokens in place of each output not written yet, so the judge's
+    prompt tokens are an upper bound.
+
+    Returns:
+        The generator's estimate (when there is one), then the judge's.
+    """
+    calls = prompt_tokens = gen_calls = gen_tokens = 0
+    placeholder = "x " * generator.max_tokens if generator is not None else None
+    for item in items:
+        if generator is not None and generator_template is not None:
+            messages = generator_template.render(dict(item.variables), neutralize=plan.neutralize)
+            gen_tokens += count_tokens(generator.model, messages)
+            gen_calls += 1
+        for messages in _requests(plan, item, placeholder):
+            prompt_tokens += count_tokens(judge.model, messages)
+            calls += 1
+    conditional = calls if plan.strategy is Strategy.swap_synthesize else 0
+    judged = _estimate(judge, calls, prompt_tokens, conditional)
+    return [judged] if generator is None else [_estimate(generator, gen_calls, gen_tokens, role="generator"), judged]

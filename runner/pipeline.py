@@ -303,7 +303,10 @@ def run(ctx: RunContext) -> RunOutcome | None:
     """Prepare (validate) then execute one run; with dry_run, print the estimate and call nothing."""
     prepared = prepare(ctx)
     if ctx.cfg.dry_run:
-        report.render_estimate(estimate_run(ctx.cfg.judge, prepared.plan, prepared.dataset.iter_items()))
+        gen_template = prepared.point.generator_template if prepared.point is not None else None
+        for estimate in estimate_run(ctx.cfg.judge, prepared.plan, prepared.dataset.iter_items(), ctx.cfg.generator,
+                                     gen_template):
+            report.render_estimate(estimate)
         return None
     how = "pointwise" if prepared.point is not None else f"order={ctx.cfg.order.value}"
     log.info("judging %d items x %d repeat(s), %s, with %s", len(prepared.refs), ctx.cfg.repeats, how,

@@ -330,7 +330,7 @@ def render_estimate(estimate: Any, console: Console | None = None) -> None:
         return "unpriced (not in litellm's cost map)" if value is None else f"${value:.4f}"
 
     lines = [
-        f"dry run, no call made: judge {e.judge} ({e.model})",
+        f"dry run, no call made: {e.role} {e.judge} ({e.model})",
         f"calls {e.calls}" + (f" (+ up to {e.conditional_calls} synthesis calls)" if e.conditional_calls else ""),
         f"prompt tokens {e.prompt_tokens}, completion tokens at most {e.max_completion_tokens}",
         f"cost: prompts {usd(e.usd_prompt)}, at most {usd(e.usd_max)}",
