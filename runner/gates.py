@@ -56,7 +56,8 @@ def _pass_rate(gate: GateConfig, summary: Mapping[str, Any]) -> GateResult:
 def _mean_score(gate: GateConfig, metrics: Mapping[str, float]) -> GateResult:
     value, limit = metrics.get("score/mean"), gate.min_mean_score
     if value is None:
-        return GateResult("gate.min_mean_score", False, None, limit, "gate.min_mean_score: no item was scored")
+        return GateResult("gate.min_mean_score", False, None, limit,
+                          "gate.min_mean_score: this run has no score/mean (no item was scored, or a pairwise run)")
     ok = value >= limit
     return GateResult("gate.min_mean_score", ok, value, limit,
                       f"gate.min_mean_score: mean score {value:.3f} {'>=' if ok else '<'} {limit:g}")
