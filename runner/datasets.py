@@ -8,6 +8,7 @@ judge call is made. A bad row either stops the load (``on_bad_row: error``) or i
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
@@ -197,28 +198,27 @@ def _tags(row: dict, cfg: DatasetConfig) -> tuple[str, ...]:
     if cfg.tags_field is None or row.get(cfg.tags_field) is None:
         return ()
     value = row[cfg.tags_field]
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(dict.fromkeys(value))
-    raise _RowError(f"field {cfg.tags_field!r} must be a string or a list of strings")
+    values = [value] if isinstance(value, str) else value
+    if isinstance(values, list) and all(isinstance(v, str) and v.strip() for v in values):
+        return tuple(dict.fromkeys(v.strip() for v in values))
+    raise _RowError(f"field {cfg.tags_field!r} must be a non-empty string or a list of them")
 
 
 def _category(row: dict, cfg: DatasetConfig) -> str | None:
     if cfg.category_field is None or row.get(cfg.category_field) is None:
         return None
     value = row[cfg.category_field]
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str) or not value.strip():
         raise _RowError(f"field {cfg.category_field!r} must be a non-empty string")
-    return value
+    return value.strip()
 
 
 def _human_score(row: dict, cfg: DatasetConfig) -> float | None:
     if cfg.human_score_field is None or row.get(cfg.human_score_field) is None:
         return None
     value = row[cfg.human_score_field]
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _RowError(f"field {cfg.human_score_field!r} must be a number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _RowError(f"field {cfg.human_score_field!r} must be a finite number, got {value!r}")
     return float(value)
 
 

@@ -67,7 +67,7 @@ def _baseline(gate: GateConfig, metrics: Mapping[str, float], baseline: Baseline
     value, allowed = metrics.get(gate.metric), gate.max_drop if gate.max_drop is not None else 0.0
     if value is None:
         return GateResult("gate.max_drop", False, None, allowed, f"gate.max_drop: this run has no metric {gate.metric}")
-    drop = baseline.value - value
+    drop = round(baseline.value - value, 9)  # 0.8 - 0.7 is 0.10000000000000009: an ulp must not fail the gate
     ok = drop <= allowed
     return GateResult("gate.max_drop", ok, drop, allowed,
                       f"gate.max_drop: {gate.metric} {value:.4f} vs {baseline.value:.4f} in baseline run "
@@ -80,7 +80,12 @@ def check_results(checks: Mapping[str, Mapping[str, Any]], enforced: frozenset[s
     for name in sorted(enforced):
         check = checks.get(name) or {}
         rate, limit = check.get("violation_rate"), check.get("max_rate")
-        if rate is None or limit is None:
+        if rate is None:
+            out.append(GateResult(f"checks.{name}", False, None, limit, f"checks.{name}: no item was checked"))
+            continue
+        if limit is None:
+            out.append(GateResult(f"checks.{name}", False, rate, None,
+                                  f"checks.{name}: enforce is set but max_rate is not"))
             continue
         ok = rate < limit
         relation = "<" if ok else ">="

@@ -113,13 +113,16 @@ class Generator:
         try:
             for item in items:
                 if len(pending) >= self._window:  # a bounded window: prompts are rendered just before sending
-                    finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                    done.update((g.request.item_id, g) for g in (t.result() for t in finished))
+                    finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                    for task in finished:  # a task leaves `pending` only once its result is read, so on an
+                        generation = task.result()  # abort the others' errors are collected below
+                        done[generation.request.item_id] = generation
+                        pending.discard(task)
                 pending.add(asyncio.ensure_future(self._one(item)))
-            for task in pending:
+            for task in list(pending):
                 generation = await task
                 done[generation.request.item_id] = generation
-            pending = set()
+                pending.discard(task)
         finally:  # on abort: stop paying; what completed is already in the journal
             for task in pending:
                 task.cancel()

@@ -16,7 +16,7 @@ from typing import Any
 from runner import stats
 from runner.datasets import ItemRef
 from runner.report import sanitize
-from runner.scoring import SCORE_AGGREGATIONS, Scoring
+from runner.scoring import OVERALL_DECIMALS, SCORE_AGGREGATIONS, Scoring
 from runner.types import Judgment, Status
 
 SCORED, UNSCORED, ERROR, NOT_GENERATED = "scored", "unscored", "error", "not_generated"
@@ -75,10 +75,10 @@ def score_items(refs: Sequence[ItemRef], judgments: Sequence[Judgment], scoring:
                 UNSCORED if any(j.status is Status.UNSCORED for j in js) else ERROR)
             out.append(ItemScore(ref, status, reasons=reasons, violations=item_violations))
             continue
-        overall = fn([j.score for j in scored], **dict(params))
+        overall = round(fn([j.score for j in scored], **dict(params)), OVERALL_DECIMALS)
         names = list(dict.fromkeys(name for j in scored for name in j.verdict.scores))
-        criteria = {n: fn([j.verdict.scores[n] for j in scored if n in j.verdict.scores], **dict(params))
-                    for n in names}
+        criteria = {n: round(fn([j.verdict.scores[n] for j in scored if n in j.verdict.scores], **dict(params)),
+                             OVERALL_DECIMALS) for n in names}
         out.append(ItemScore(
             ref, SCORED, overall=overall, criteria=criteria, repeat_scores=tuple(j.score for j in scored),
             passed=scoring.passed(overall), reasons=reasons, extras=dict(scored[0].verdict.extras),

@@ -78,13 +78,17 @@ class Scoring:
         for c in criteria:
             if not c.min < c.max:
                 raise RubricError(f"{where}: criterion {c.name}: min {c.min} must be below max {c.max}")
-        _check_weights(where, {c.name: c.weight for c in criteria}, "criteria")
+        always = [c for c in criteria if c.when is None]  # what every item is scored on
+        _check_weights(where, {c.name: c.weight for c in always}, "criteria (those without `when`)")
         for category, weights in rubric.category_weights.items():
             unknown = sorted(set(weights) - set(names))
             if unknown:
                 raise RubricError(f"{where}: category_weights.{category} names unknown criteria {unknown}; "
                                   f"known: {names}")
-            _check_weights(where, {**{c.name: c.weight for c in criteria}, **weights}, f"category_weights.{category}")
+            _check_weights(where, {c.name: weights.get(c.name, c.weight) for c in always},
+                           f"category_weights.{category}")
+            _check_weights(where, {c.name: weights.get(c.name, c.weight) for c in criteria},
+                           f"category_weights.{category}")
         low, high = min(c.min for c in criteria), max(c.max for c in criteria)
         if rubric.pass_threshold is not None and not low <= rubric.pass_threshold <= high:
             raise RubricError(f"{where}: pass_threshold {rubric.pass_threshold} is outside the scale [{low}, {high}]")

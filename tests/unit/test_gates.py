@@ -79,7 +79,8 @@ def test_mean_score_gate_without_a_score_fails_clearly() -> None:
     [result] = evaluate(gate(min_mean_score=3.5), {}, {"pass/rate": 1.0}, has_threshold=False, baseline=None)
     assert result.passed is False
     assert result.value is None
-    assert result.message == "gate.min_mean_score: no item was scored"
+    assert result.message.startswith("gate.min_mean_score: ")
+    assert "score/mean" in result.message and "no item was scored" in result.message
 
 
 # --- baseline ------------------------------------------------------------------------------------
@@ -128,8 +129,6 @@ def test_no_baseline_means_no_baseline_gate() -> None:
     assert evaluate(gate(max_drop=0.1), {}, {"score/mean": 0.0}, has_threshold=False, baseline=None) == []
 
 
-@pytest.mark.xfail(strict=True, reason="bug: 0.8 - 0.7 == 0.10000000000000009 in floats, so a drop equal to "
-                                       "max_drop fails with the message 'drop +0.1000 > 0.1'")
 def test_baseline_drop_equal_to_decimal_max_drop_passes() -> None:
     [result] = evaluate(gate(max_drop=0.1), {}, {"score/mean": 0.7}, has_threshold=False, baseline=baseline(0.8))
     assert result.passed is True
@@ -172,8 +171,11 @@ def test_check_below_max_rate_passes() -> None:
     assert result.message == "checks.clean: violation rate 0.0% < max_rate 5.0%"
 
 
-def test_checks_without_a_target_or_a_rate_are_not_gates() -> None:
-    assert check_results(CHECKS, frozenset({"loose", "not_configured"})) == []
+def test_enforced_checks_without_a_target_or_a_rate_fail_saying_why() -> None:
+    results = check_results(CHECKS, frozenset({"loose", "not_configured"}))
+    assert [(r.name, r.passed) for r in results] == [("checks.loose", False), ("checks.not_configured", False)]
+    assert "max_rate is not" in results[0].message
+    assert "no item was checked" in results[1].message
 
 
 def test_check_gates_in_name_order() -> None:

@@ -287,8 +287,6 @@ def test_generation_metrics_of_nothing() -> None:
     assert metrics["generation/latency_p50_s"] is None
 
 
-@pytest.mark.xfail(strict=True, reason="bug: Generator.run drops the other finished tasks of asyncio.wait on abort, "
-                                       "so their RunAborted is never retrieved (asyncio logs it at GC)")
 def test_abort_leaves_no_unretrieved_task_exception(template: Template, caplog: pytest.LogCaptureFixture) -> None:
     with pytest.raises(RunAborted):
         generate(template, synthetic(60), FakeClient(fail=lambda _: True), ListSink(), concurrency=8,

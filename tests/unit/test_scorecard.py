@@ -83,6 +83,18 @@ def test_repeats_are_combined_by_the_aggregation(aggregation: str, overall: floa
     assert set(item.criteria) == set(CRITERIA)
 
 
+def test_repeat_mean_exactly_at_threshold_passes() -> None:
+    scoring = Scoring.from_config(RubricConfig(
+        name="t", criteria=[CriterionConfig(name="quality", min=0.0, max=10.0)], pass_threshold=5.0))
+
+    def one(repeat: int, score: float) -> Judgment:
+        return Judgment(JudgeRequest("a", repeat, None, "judge", "h"), JudgeResponse(text="{}"),
+                        Verdict(None, scores={"quality": score}), None, Status.SCORED, score=score)
+
+    [item] = score_items([ref("a")], [one(0, 0.2), one(1, 5.1), one(2, 9.7)], scoring, "mean", {}, {}, frozenset())
+    assert item.passed is True  # (0.2 + 5.1 + 9.7) / 3 = 5 on paper
+
+
 def test_unscored_repeats_are_left_out_of_the_score_but_keep_their_reason() -> None:
     judgments = [scored("a", 0, 2, 2), unscored("a", 1, "out_of_range: accuracy 7"), scored("a", 2, 4, 4)]
     [item] = run_score([ref("a")], judgments)
