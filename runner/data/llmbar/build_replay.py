@@ -1,12 +1,13 @@
-"""Rebuild the LLMBar Natural replay data from the shared LLMBar copy.
+"""Rebuild the LLMBar replay data (Natural and the four Adversarial subsets) from the shared LLMBar copy.
 
-Writes, next to this file: ``natural.jsonl`` (the 100 Natural rows), ``replay/<model>.jsonl`` (every
-recorded GPT-4 / ChatGPT judge call of the Vanilla, Vanilla_NoRules and Swap strategies, keyed by
-:func:`runner.types.hash_messages` of exactly the messages LLMBar sent) and ``statistics/`` (the
-published statistics, verbatim). Then it checks itself: every recorded synthesis prompt is rebuilt
-from ``llmbar_prompts/Swap.txt`` and the round-1 explanations, every recorded winner is re-read from
-its text with LLMBar's own parsing rule, and LLMBar's statistics are recomputed from the written
-files. Any mismatch aborts with a non-zero exit.
+Writes, next to this file: ``<subset>.jsonl`` for each subset in :data:`SUBSETS` (the rows, ids
+``<subset>-NNN``), ``replay/<model>.jsonl`` (every recorded GPT-4 / ChatGPT judge call of the Vanilla,
+Vanilla_NoRules and Swap strategies on every subset, keyed by :func:`runner.types.hash_messages` of
+exactly the messages LLMBar sent; Natural first, so its lines keep their place) and ``statistics/``
+(the published statistics, verbatim, named by :func:`statistics_name`). Then it checks itself: every
+recorded synthesis prompt is rebuilt from ``llmbar_prompts/Swap.txt`` and the round-1 explanations,
+every recorded winner is re-read from its text with LLMBar's own parsing rule, and LLMBar's statistics
+are recomputed from the written files. Any mismatch aborts with a non-zero exit.
 
 Run from the repository root: ``python -m runner.data.llmbar.build_replay [--shared PATH]``.
 """
@@ -27,7 +28,14 @@ logger = logging.getLogger(__name__)
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[2]
-NATURAL = Path("LLMBar/Natural")
+# subset name (id prefix, file stem) -> folder in the shared copy; Natural first (its lines lead the replay files)
+SUBSETS = {
+    "natural": Path("LLMBar/Natural"),
+    "neighbor": Path("LLMBar/Adversarial/Neighbor"),
+    "gptinst": Path("LLMBar/Adversarial/GPTInst"),
+    "gptout": Path("LLMBar/Adversarial/GPTOut"),
+    "manual": Path("LLMBar/Adversarial/Manual"),
+}
 MODELS = {"gpt-4": "GPT-4", "chatgpt": "ChatGPT"}
 # strategy name -> (LLMBar evaluator folder, round-1 template)
 STRATEGIES = {
@@ -199,43 +207,66 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
-def build(shared: Path, out: Path) -> None:
-    """Rebuild every generated file under ``out`` from the shared LLMBar copy, checking as it goes."""
-    templates = {
-        p.name: p.read_text(encoding="utf-8") for p in sorted((HERE / "llmbar_prompts").glob("*.txt"))
-    }
-    dataset = json.loads((shared / NATURAL / "dataset.json").read_text(encoding="utf-8"))
+def statistics_name(model: str, strategy: str, subset: str) -> str:
+    """File stem under ``statistics/``: Natural keeps its original ``<model>_<strategy>`` name."""
+    return f"{model}_{strategy}" if subset == "natural" else f"{model}_{strategy}_{subset}"
+
+
+def load_subset(shared: Path, subset: str) -> tuple[list[dict], list[dict]]:
+    """The subset's upstream ``dataset.json`` rows and our items (``<subset>-NNN`` ids, int labels)."""
+    dataset = json.loads((shared / SUBSETS[subset] / "dataset.json").read_text(encoding="utf-8"))
     items = [
         {
-            "id": f"natural-{i:03d}",
+            "id": f"{subset}-{i:03d}",
             **{k: r[k] for k in ("input", "output_1", "output_2")},
             "label": int(r["label"]),
         }
         for i, r in enumerate(dataset)
     ]
-    write_jsonl(out / "natural.jsonl", items)
-    for model, folder in MODELS.items():
-        records, two_stage = [], 0
-        for strategy, (evaluator, _) in STRATEGIES.items():
-            src = shared / NATURAL / "evaluators" / folder / evaluator
-            rows = json.loads((src / "result.json").read_text(encoding="utf-8"))
-            if [{k: r[k] for k in ("input", "output_1", "output_2", "label")} for r in rows] != dataset:
-                raise SelfCheckError(f"{src}: rows differ from dataset.json")
-            for it, row in zip(items, rows, strict=True):
-                records.extend(row_records(strategy, it["id"], row, templates))
-                two_stage += len(row["results"]) == 2
-            stats_dst = out / "statistics" / f"{model}_{strategy}.json"
-            stats_dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src / "statistics.json", stats_dst)
-            check_statistics(records, items, strategy, json.loads(stats_dst.read_text(encoding="utf-8")))
+    return dataset, items
+
+
+def subset_records(
+    shared: Path, out: Path, model: str, subset: str, templates: dict[str, str]
+) -> tuple[list[dict], int]:
+    """One model's replay lines for one subset (all strategies), checked; copies the statistics."""
+    dataset, items = load_subset(shared, subset)
+    records, two_stage = [], 0
+    for strategy, (evaluator, _) in STRATEGIES.items():
+        src = shared / SUBSETS[subset] / "evaluators" / MODELS[model] / evaluator
+        rows = json.loads((src / "result.json").read_text(encoding="utf-8"))
+        if [{k: r[k] for k in ("input", "output_1", "output_2", "label")} for r in rows] != dataset:
+            raise SelfCheckError(f"{src}: rows differ from dataset.json")
+        for it, row in zip(items, rows, strict=True):
+            records.extend(row_records(strategy, it["id"], row, templates))
+            two_stage += len(row["results"]) == 2
+        stats_dst = out / "statistics" / f"{statistics_name(model, strategy, subset)}.json"
+        stats_dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src / "statistics.json", stats_dst)
+        check_statistics(records, items, strategy, json.loads(stats_dst.read_text(encoding="utf-8")))
+    return records, two_stage
+
+
+def build(shared: Path, out: Path) -> None:
+    """Rebuild every generated file under ``out`` from the shared LLMBar copy, checking as it goes."""
+    templates = {
+        p.name: p.read_text(encoding="utf-8") for p in sorted((HERE / "llmbar_prompts").glob("*.txt"))
+    }
+    for subset in SUBSETS:
+        write_jsonl(out / f"{subset}.jsonl", load_subset(shared, subset)[1])
+    for model in MODELS:
+        records: list[dict] = []
+        for subset in SUBSETS:
+            lines, two_stage = subset_records(shared, out, model, subset, templates)
+            records.extend(lines)
+            logger.info("%s/%s: %d lines, %d two-stage Swap rows", model, subset, len(lines), two_stage)
         repeats = check_keys(records, model)
         write_jsonl(out / "replay" / f"{model}.jsonl", records)
         logger.info(
-            "%s: %d lines, %d two-stage Swap rows (all synthesis prompts rebuilt exactly), "
-            "%d lines repeat an earlier key with the same text; statistics match the published ones",
+            "%s: %d lines (all synthesis prompts rebuilt exactly), %d lines repeat an earlier key with the "
+            "same text; statistics match the published ones",
             model,
             len(records),
-            two_stage,
             repeats,
         )
 
