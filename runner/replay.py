@@ -16,7 +16,9 @@ from pathlib import Path
 
 from runner.types import Message, hash_messages
 
-RECORDINGS_PACKAGE_DIR = "data/llmbar/replay"
+# Where recordings are shipped inside the package, searched in this order; a recording's file stem is its name
+# (``replay/<name>`` as a model string), so stems must be unique across these folders.
+RECORDINGS_PACKAGE_DIRS = ("data/llmbar/replay", "data/pandalm/replay", "data/alpaca_eval/replay")
 
 
 class ReplayMiss(LookupError):
@@ -31,17 +33,27 @@ class RecordedAnswer:
     finish_reason: str
 
 
+def _recording_dirs() -> list[Path]:
+    return [Path(str(resources.files("runner").joinpath(folder))) for folder in RECORDINGS_PACKAGE_DIRS]
+
+
+def recorded_models() -> list[str]:
+    """The names of every shipped recording (e.g. ``gpt-4``, ``pandalm-gpt-3.5-turbo``)."""
+    return sorted(p.stem for folder in _recording_dirs() for p in folder.glob("*.jsonl"))
+
+
 def recording_path(model: str) -> Path:
-    """Where the recording for ``model`` (e.g. ``gpt-4``) is shipped inside the package."""
-    return Path(str(resources.files("runner").joinpath(RECORDINGS_PACKAGE_DIR, f"{model}.jsonl")))
+    """Where the recording ``model`` (e.g. ``gpt-4``, ``alpaca_eval-gpt4``) is shipped inside the package: the
+    first folder of RECORDINGS_PACKAGE_DIRS holding ``<model>.jsonl`` (the first folder when none does)."""
+    paths = [folder / f"{model}.jsonl" for folder in _recording_dirs()]
+    return next((p for p in paths if p.is_file()), paths[0])
 
 
 @lru_cache(maxsize=8)
 def load_recording(path: Path) -> dict[str, RecordedAnswer]:
     """Read a recording file into a key -> answer map (cached per path)."""
     if not path.is_file():
-        shipped = sorted(p.stem for p in path.parent.glob("*.jsonl"))
-        raise ReplayMiss(f"no replay recording {path.name}; recorded models: {shipped}")
+        raise ReplayMiss(f"no replay recording {path.stem}; recorded models: {recorded_models()}")
     answers: dict[str, RecordedAnswer] = {}
     with path.open(encoding="utf-8") as fh:
         for line in fh:
@@ -63,6 +75,6 @@ def lookup(model: str, messages: list[Message]) -> RecordedAnswer:
     except KeyError:
         raise ReplayMiss(
             f"replay/{model}: the recording holds no answer for this request (messages sha256 {key[:16]}...). "
-            "Replay judges only answer the exact prompts that were recorded (LLMBar's templates, "
-            "unchanged, on the shipped LLMBar data)."
+            "Replay judges only answer the exact prompts that were recorded: the template, dataset and order "
+            "named in the recording's README under runner/data/ (e.g. LLMBar's templates on the LLMBar data)."
         ) from None
