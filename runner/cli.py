@@ -48,7 +48,7 @@ OPERATIONAL_PREFIXES = ("resume", "dry_run", "progress", "concurrency", "max_err
                         "choice.tracking", "judge.rpm", "judge.tpm", "judge.max_retries", "judge.retry_",
                         "judge.timeout_s", "generator.rpm", "generator.tpm", "generator.max_retries",
                         "generator.retry_", "generator.timeout_s", "generator.concurrency", "git_sha", "on_bad_row",
-                        "gate.")
+                        "gate.", "metrics.")
 
 
 class MissingApiKey(pipeline.ConfigurationError):

@@ -218,6 +218,22 @@ class GateConfig:
     metric: str = "score/mean"
 
 
+class UnscoredAs(str, Enum):
+    """How agreement metrics count a verdict that could not be read (it is never a vote either way)."""
+
+    wrong = "wrong"  # a miss: the honest default
+    tie = "tie"  # as a tie: PandaLM's compute_metrics convention, for reproducing its figures
+
+
+@dataclass
+class MetricsConfig:
+    """How the trust metrics are computed: unscored verdicts in agreement, bootstrap CIs (seeded by ``seed``)."""
+
+    unscored_as: UnscoredAs = UnscoredAs.wrong
+    ci_level: float = 0.95
+    ci_resamples: int = 1000
+
+
 @dataclass
 class TrackingConfig:
     """Where MLflow records runs."""
@@ -248,6 +264,7 @@ class RunConfig:
     tracking: TrackingConfig = MISSING
     generator: GeneratorConfig | None = None  # pointwise: make the candidate outputs first
     gate: GateConfig = field(default_factory=GateConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
     seed: int = 0
     concurrency: int = 16
     repeats: int = 1

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from runner import aggregation, report
+from runner import aggregation, report, trust
 from runner.config import OrderPolicy, RunConfig, Strategy
 from runner.datasets import ItemRef
 from runner.errors import ConfigurationError
@@ -60,7 +60,8 @@ def response_schema_for(cfg: RunConfig) -> dict[str, Any] | None:
 
 def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: list[Judgment]
           ) -> tuple[dict, dict | None, dict[str, float]]:
-    """The users' summary (with gold accuracy when the dataset has gold) and its MLflow metrics."""
+    """The users' summary (with gold accuracy when the dataset has gold), its trust section (win rate with
+    ties, agreement with gold, bootstrap CIs; see runner.trust) and its MLflow metrics."""
     assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
     item_results = aggregation.aggregate_items(judgments, [r.id for r in refs],
                                                cfg.aggregation.name, cfg.aggregation.params)
@@ -69,4 +70,6 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: list[Judgment]
     gold = report.gold_metrics(refs, judgments)
     if gold is not None:
         summary["gold"] = gold
-    return summary, gold, report.flat_metrics(summary, gold, {})
+    summary["trust"] = trust.pairwise_trust(refs, judgments, item_results, cfg.dataset.ours.name,
+                                            cfg.dataset.baseline.name, cfg.metrics, cfg.seed)
+    return summary, gold, {**report.flat_metrics(summary, gold, {}), **trust.trust_metrics(summary["trust"])}

@@ -96,7 +96,8 @@ def build(cfg: RunConfig, setup: PointwiseSetup, refs: Sequence[Any], judgments:
     """The users' report for a pointwise run (see runner.scorecard)."""
     items = scorecard.score_items(refs, judgments, setup.scoring, cfg.aggregation.name, cfg.aggregation.params,
                                   violations, not_generated)
-    return scorecard.build_report(items, setup.scoring, cfg.repeats, cfg.rubric.consistency_threshold, setup.checks)
+    return scorecard.build_report(items, setup.scoring, cfg.repeats, cfg.rubric.consistency_threshold, setup.checks,
+                                  ci=(cfg.metrics.ci_level, cfg.metrics.ci_resamples, cfg.seed))
 
 
 def _fmt(value: float | None, pct: bool = False) -> str:

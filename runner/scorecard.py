@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner import stats
+from runner import agreement, stats, uncertainty
 from runner.datasets import ItemRef
 from runner.report import sanitize
 from runner.scoring import OVERALL_DECIMALS, SCORE_AGGREGATIONS, Scoring
@@ -113,9 +113,9 @@ def section(items: Sequence[ItemScore], repeats: int, consistency_threshold: flo
         per_item = {i.ref.id: i.repeat_scores for i in scored}
         out["consistency"] = stats.consistency(per_item, repeats, consistency_threshold).to_dict()
     rated = [i for i in scored if i.ref.human_score is not None]
-    if rated:
-        out["human_correlation"] = stats.human_correlation([i.overall for i in rated],
-                                                           [i.ref.human_score for i in rated]).to_dict()
+    if rated:  # correlations, +-1 agreement, weighted kappa and Krippendorff's alpha with the human scores
+        out["human_correlation"] = agreement.ordinal_agreement([i.overall for i in rated],
+                                                               [i.ref.human_score for i in rated])
     if checks:
         out["checks"] = {c.name: _check_section(items, c) for c in checks}
     return out
@@ -135,9 +135,19 @@ def _check_section(items: Sequence[ItemScore], check: CheckSpec) -> dict[str, An
 
 
 def build_report(items: Sequence[ItemScore], scoring: Scoring, repeats: int, consistency_threshold: float,
-                 checks: Sequence[CheckSpec]) -> dict[str, Any]:
-    """The users' report: ``summary``, ``by_tag``, ``by_category``, ``detailed_results``."""
+                 checks: Sequence[CheckSpec], ci: tuple[float, int, int] = (0.95, 1000, 0)) -> dict[str, Any]:
+    """The users' report: ``summary``, ``by_tag``, ``by_category``, ``detailed_results``.
+
+    ``ci`` is (level, resamples, seed) of the bootstrap intervals on the summary's mean score and pass rate.
+    """
     summary = section(items, repeats, consistency_threshold, checks)
+    level, resamples, seed = ci
+    scored = [i for i in items if i.status == SCORED]
+    summary["average_overall_ci"] = uncertainty.bootstrap_ci([i.overall for i in scored], "mean", level,
+                                                             resamples, seed)
+    judged = [float(bool(i.passed)) for i in scored if i.passed is not None]
+    if judged:
+        summary["pass_rate_ci"] = uncertainty.bootstrap_ci(judged, "mean", level, resamples, seed)
     summary.update({
         "pass_threshold": scoring.pass_threshold,
         "scale": [scoring.low, scoring.high],
@@ -188,7 +198,13 @@ def section_metrics(sec: Mapping[str, Any], prefix: str = "") -> dict[str, float
         raw.update({"human/n": human["n"], "human/pearson_r": human["pearson"]["r"],
                     "human/pearson_p": human["pearson"]["p"], "human/spearman_rho": human["spearman"]["rho"],
                     "human/spearman_p": human["spearman"]["p"], "human/within_1_rate": human["within_1_rate"],
-                    "human/mean_abs_error": human["mean_abs_error"]})
+                    "human/mean_abs_error": human["mean_abs_error"],
+                    "human/kappa_quadratic": human.get("kappa_quadratic"),
+                    "human/krippendorff_alpha_interval": human.get("krippendorff_alpha_interval")})
+    for key in ("average_overall_ci", "pass_rate_ci"):
+        interval = sec.get(key) or {}
+        raw[f"ci/{key.removesuffix('_ci')}_low"] = interval.get("low")
+        raw[f"ci/{key.removesuffix('_ci')}_high"] = interval.get("high")
     for name, check in (sec.get("checks") or {}).items():
         raw[f"checks/{sanitize(name)}/violation_rate"] = check["violation_rate"]
         raw[f"checks/{sanitize(name)}/items_with_violations"] = check["items_with_violations"]

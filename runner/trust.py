@@ -1,0 +1,93 @@
+"""How far to trust a pairwise run: agreement with gold labels, the win rate with ties and its
+uncertainty, each headline number with a seeded bootstrap confidence interval.
+
+Computed from the same final judgments the summary uses (a synthesis round replaces the first round).
+An unscored verdict is never a vote; for agreement it counts as wrong (``metrics.unscored_as: wrong``)
+or, to reproduce papers that map unreadable output to a tie (PandaLM), as a tie (``unscored_as: tie``).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from runner import agreement, uncertainty
+from runner.aggregation import final_judgments
+from runner.config import MetricsConfig, UnscoredAs
+from runner.datasets import ItemRef
+from runner.types import TIE, ItemResult, Judgment, Status
+
+
+def _ci(cfg: MetricsConfig, seed: int) -> dict[str, Any]:
+    return {"level": cfg.ci_level, "resamples": cfg.ci_resamples, "seed": seed}
+
+
+def win_rate(results: Sequence[ItemResult], ours: str, baseline: str, cfg: MetricsConfig, seed: int
+             ) -> dict[str, Any] | None:
+    """Ours' win rate with ties as half a win (AlpacaEval's), over items with a final verdict.
+
+    Returns:
+        ``{"n", "wins", "losses", "ties", "rate", "standard_error", "ci"}`` with ``standard_error`` =
+        sample std / sqrt(n) of the per-item scores (1, 0, 0.5), or None when no item has a verdict.
+    """
+    scores = [1.0 if r.final_verdict == ours else 0.0 if r.final_verdict == baseline else 0.5
+              for r in results if r.final_verdict is not None]
+    if not scores:
+        return None
+    se = statistics.stdev(scores) / math.sqrt(len(scores)) if len(scores) > 1 else None
+    return {"n": len(scores), "wins": scores.count(1.0), "losses": scores.count(0.0), "ties": scores.count(0.5),
+            "rate": statistics.fmean(scores), "standard_error": se,
+            "ci": uncertainty.bootstrap_ci(scores, "mean", cfg.ci_level, cfg.ci_resamples, seed)}
+
+
+def gold_agreement(refs: Sequence[ItemRef], judgments: Sequence[Judgment], cfg: MetricsConfig, seed: int
+                   ) -> dict[str, Any] | None:
+    """Agreement of every final judgment with the item's gold label (accuracy, Cohen's kappa, macro-F1,
+    Krippendorff's alpha, confusion matrix) with bootstrap CIs on accuracy and kappa; None without gold."""
+    gold = {r.id: r.gold for r in refs if r.gold is not None}
+    rows = [(j.winner if j.status is Status.SCORED else None, gold[j.item_id])
+            for j in final_judgments(judgments) if j.item_id in gold]
+    if not rows:
+        return None
+    if cfg.unscored_as is UnscoredAs.tie:
+        rows = [(TIE if pred is None else pred, g) for pred, g in rows]
+    # macro-F1 over the labels that occur (gold or predicted): a tie nobody gave or expected is not a class
+    out = agreement.label_agreement([p for p, _ in rows], [g for _, g in rows])
+    out["unscored_as"] = cfg.unscored_as.value
+    correct = [float(p == g) for p, g in rows]  # unscored (None) is wrong here, as in accuracy_all
+    out["accuracy_all_ci"] = uncertainty.bootstrap_ci(correct, "mean", cfg.ci_level, cfg.ci_resamples, seed)
+    scored = [(p, g) for p, g in rows if p is not None]
+    out["cohen_kappa_ci"] = uncertainty.bootstrap_metric_ci(
+        scored, lambda sample: agreement.cohen_kappa([p for p, _ in sample], [g for _, g in sample]),
+        cfg.ci_level, cfg.ci_resamples, seed)
+    return out
+
+
+def pairwise_trust(refs: Sequence[ItemRef], judgments: Sequence[Judgment], results: Sequence[ItemResult],
+                   ours: str, baseline: str, cfg: MetricsConfig, seed: int) -> dict[str, Any]:
+    """The ``trust`` section of a pairwise summary: win rate with ties and, with gold, agreement."""
+    out: dict[str, Any] = {"bootstrap": _ci(cfg, seed), "win_rate": win_rate(results, ours, baseline, cfg, seed)}
+    gold = gold_agreement(refs, judgments, cfg, seed)
+    if gold is not None:
+        out["gold_agreement"] = gold
+    return out
+
+
+def trust_metrics(trust: dict[str, Any]) -> dict[str, float]:
+    """MLflow metrics of the trust section: ``verdict/win_rate_with_ties`` (+ SE and CI) and ``agreement/*``."""
+    raw: dict[str, Any] = {}
+    wr = trust.get("win_rate")
+    if wr:
+        raw.update({"verdict/win_rate_with_ties": wr["rate"], "verdict/win_rate_se": wr["standard_error"],
+                    "verdict/win_rate_ci_low": wr["ci"]["low"], "verdict/win_rate_ci_high": wr["ci"]["high"]})
+    ga = trust.get("gold_agreement")
+    if ga:
+        raw.update({f"agreement/{k}": ga[k] for k in ("accuracy", "accuracy_all", "cohen_kappa", "macro_f1",
+                                                       "krippendorff_alpha", "unscored", "n")})
+        raw.update({"agreement/accuracy_all_ci_low": ga["accuracy_all_ci"]["low"],
+                    "agreement/accuracy_all_ci_high": ga["accuracy_all_ci"]["high"],
+                    "agreement/cohen_kappa_ci_low": ga["cohen_kappa_ci"]["low"],
+                    "agreement/cohen_kappa_ci_high": ga["cohen_kappa_ci"]["high"]})
+    return {k: float(v) for k, v in raw.items() if v is not None}
