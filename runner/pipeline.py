@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner import gates, pairwise, pointwise, report, scorecard, stages, store, tracking
+from runner import gates, pairwise, pointwise, report, scorecard, stages, store, tracking, trust
 from runner.client import litellm_version, supports_json_schema
 from runner.config import JudgeConfig, PromptMode, RunConfig, StructuredOutput
 from runner.datasets import ItemRef, LoadedDataset, Shape, load_items, resolve_path
@@ -292,7 +292,7 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     gate_lines = [("PASS " if g.passed else "FAIL ") + g.message for g in gate_results]
     if prepared.point is None:
         report.render_console(summary, gold, judge_stats, title=ctx.run_name)
-        for line in gate_lines:
+        for line in [*trust.console_lines(summary["trust"]), *gate_lines]:
             report.print_line(line)
     else:
         pointwise.render_console(summary, judge_stats, ctx.run_name, gate_lines)

@@ -91,3 +91,27 @@ def trust_metrics(trust: dict[str, Any]) -> dict[str, float]:
                     "agreement/cohen_kappa_ci_low": ga["cohen_kappa_ci"]["low"],
                     "agreement/cohen_kappa_ci_high": ga["cohen_kappa_ci"]["high"]})
     return {k: float(v) for k, v in raw.items() if v is not None}
+
+
+def _interval(ci: dict[str, Any] | None, scale: float = 100.0, digits: int = 1) -> str:
+    if not ci or ci.get("low") is None:
+        return ""
+    return f" [{ci['low'] * scale:.{digits}f}, {ci['high'] * scale:.{digits}f}]"
+
+
+def console_lines(trust: dict[str, Any]) -> list[str]:
+    """Lines for the run's console summary: win rate with ties, agreement with gold, with their CIs."""
+    lines = []
+    wr = trust.get("win_rate")
+    level = f"{trust['bootstrap']['level']:.0%} CI"
+    if wr:
+        se = f" (SE {wr['standard_error'] * 100:.2f})" if wr["standard_error"] is not None else ""
+        lines.append(f"win rate with ties as half {wr['rate'] * 100:.2f}{se}{_interval(wr['ci'])} {level}")
+    ga = trust.get("gold_agreement")
+    if ga:
+        kappa = "n/a" if ga["cohen_kappa"] is None else f"{ga['cohen_kappa']:.3f}"
+        f1 = "n/a" if ga["macro_f1"] is None else f"{ga['macro_f1']:.4f}"
+        lines.append(f"agreement with gold (unscored as {ga['unscored_as']}): accuracy {ga['accuracy_all'] * 100:.2f}"
+                     f"{_interval(ga['accuracy_all_ci'])}, kappa {kappa}{_interval(ga['cohen_kappa_ci'], 1.0, 3)}, "
+                     f"macro-F1 {f1}")
+    return lines

@@ -1,0 +1,52 @@
+"""Published judge figures reproduced by judgesweep runs (replay judge -> journal -> aggregation -> metrics),
+read back from MLflow and compared with what the authors published, to the published decimals."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from mlflow.tracking import MlflowClient
+
+from tests.integration.conftest import REPO
+
+ALPACA_LEADERBOARD = REPO / "runner" / "data" / "alpaca_eval" / "alpaca_eval_gpt4_leaderboard.csv"
+
+
+def metrics_of(result) -> dict[str, dict[str, float]]:
+    """Run name's dataset choice -> MLflow metrics, for every run in the test's store."""
+    client = MlflowClient(tracking_uri=result.mlflow_uri)
+    exp = client.get_experiment_by_name("judgesweep")
+    return {run.data.params["choice.dataset"]: run.data.metrics for run in client.search_runs([exp.experiment_id])}
+
+
+def test_pandalm_gpt35_accuracy_and_macro_f1_against_the_human_majority(run_cli):
+    result = run_cli("experiment=pandalm_gpt35", "cache.mode=off")
+    assert result.proc.returncode == 0, result.output
+    metrics = metrics_of(result)["pandalm"]
+    # PandaLM's data/compute_metrics.py: gpt-3.5-turbo accuracy 0.7107, macro-F1 0.5755 (3-annotator majority)
+    assert round(metrics["agreement/accuracy"], 4) == 0.7107
+    assert round(metrics["agreement/macro_f1"], 4) == 0.5755
+    assert metrics["agreement/n"] == 999
+    # the 25 unreadable verdicts stay unscored for the judge metrics; only agreement counts them as ties
+    assert metrics["judge/unscored"] == 25
+    agreement = result.summary()["trust"]["gold_agreement"]
+    assert agreement["unscored_as"] == "tie"
+    assert agreement["accuracy_all_ci"]["low"] < agreement["accuracy"] < agreement["accuracy_all_ci"]["high"]
+
+
+def test_alpaca_eval_1_win_rates_and_standard_errors_match_the_leaderboard(run_cli):
+    result = run_cli("experiment=alpaca_eval_gpt4", "dataset=alpaca_eval_alpaca_7b,alpaca_eval_vicuna_13b",
+                     "cache.mode=off", multirun=True)
+    assert result.proc.returncode == 0, result.output
+    board = {row[""]: row for row in csv.DictReader(ALPACA_LEADERBOARD.open())}
+    metrics = metrics_of(result)
+    for dataset, model, published in (("alpaca_eval_alpaca_7b", "alpaca-7b", (26.46, 1.54)),
+                                      ("alpaca_eval_vicuna_13b", "vicuna-13b", (70.43, 1.61))):
+        m = metrics[dataset]
+        assert (round(100 * m["verdict/win_rate_with_ties"], 2), round(100 * m["verdict/win_rate_se"], 2)) == published
+        assert abs(100 * m["verdict/win_rate_with_ties"] - float(board[model]["win_rate"])) < 1e-9
+        assert abs(100 * m["verdict/win_rate_se"] - float(board[model]["standard_error"])) < 1e-9
+        assert m["verdict/win_rate_ci_low"] < m["verdict/win_rate_with_ties"] < m["verdict/win_rate_ci_high"]
+    summaries = {p.parent.name: json.loads(p.read_text()) for p in result.run_dir.glob("*/summary.json")}
+    assert len(summaries) == 2
