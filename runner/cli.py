@@ -18,6 +18,7 @@ from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError
 
@@ -132,6 +133,8 @@ def _context(dcfg: DictConfig, cfg: RunConfig) -> pipeline.RunContext:
         "git.dirty": str(bool(_git(root, "status", "--porcelain"))).lower(),
         "mlflow.source.git.commit": sha,
         "hydra.run_dir": hc.runtime.output_dir,
+        # the jobs of one multirun share this tag: `judgesweep-compare --sweep <it>` compares them
+        "judgesweep.sweep": str(Path(hc.sweep.dir).resolve()) if hc.mode == RunMode.MULTIRUN else "",
         "hydra.overrides": ",".join(hc.overrides.task),
     }
     name = ",".join(f"{k}={choices[k]}" for k in ("generator", "judge", "prompt", "rubric", "dataset") if k in choices)

@@ -79,6 +79,7 @@ class JudgeConfig:
     retry_max_s: float = 60.0
     structured_output: StructuredOutput = StructuredOutput.auto
     version: str = ""  # free text recorded with every run (e.g. a dated model snapshot)
+    family: str | None = None  # the judge's model family (e.g. gpt-4): self-preference when a system shares it
 
 
 @dataclass
@@ -163,6 +164,7 @@ class SystemConfig:
 
     name: str = MISSING
     field: str = MISSING
+    family: str | None = None  # the model family that wrote this system's outputs (self-preference bias)
 
 
 @dataclass

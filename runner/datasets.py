@@ -53,6 +53,7 @@ class ItemRef:
     tags: tuple[str, ...] = ()
     category: str | None = None
     human_score: float | None = None
+    lengths: tuple[int, ...] = ()  # characters of each candidate as loaded (length-bias statistics)
 
 
 @dataclass(frozen=True)
@@ -309,7 +310,7 @@ def load_items(
             continue
         seen[item.id] = where
         refs.append(ItemRef(id=item.id, gold=item.gold, source=where, tags=item.tags, category=item.category,
-                            human_score=item.human_score))
+                            human_score=item.human_score, lengths=tuple(len(c.text) for c in item.candidates)))
         ordinals.add(ordinal)
         if max_items is not None and len(refs) >= max_items:
             break

@@ -279,7 +279,9 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     if gate_results:
         summary["gates"] = [g.to_dict() for g in gate_results]
         metrics["gate/passed"] = float(all(g.passed for g in gate_results))
-    store.write_results(ctx.run_dir / store.RESULTS_NAME, judgments)
+    labels = {r.id: {"gold": r.gold, "human_score": r.human_score} for r in prepared.refs
+              if r.gold is not None or r.human_score is not None}
+    store.write_results(ctx.run_dir / store.RESULTS_NAME, judgments, labels)
     store.write_json(ctx.run_dir / store.SUMMARY_NAME, summary)
     failed, reason = _judge_failure(cfg, judgments)
     crossed = [g.message for g in gate_results if not g.passed]
