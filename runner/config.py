@@ -185,6 +185,7 @@ class DatasetConfig:
     candidate: SystemConfig | None = None  # pointwise: the output to judge
     gold_field: str | None = None
     gold_map: dict[str, str] = field(default_factory=dict)  # raw gold value -> system name or "tie"
+    annotator_fields: list[str] = field(default_factory=list)  # one field per human label (mapped by gold_map)
     tags_field: str | None = None  # a list of strings (or one string) per row: pass rate per tag
     category_field: str | None = None  # one string per row: every metric per category, category weights
     human_score_field: str | None = None  # a number per row on the rubric's scale: correlation with humans

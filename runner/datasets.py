@@ -54,6 +54,7 @@ class ItemRef:
     category: str | None = None
     human_score: float | None = None
     lengths: tuple[int, ...] = ()  # characters of each candidate as loaded (length-bias statistics)
+    annotations: tuple[str | None, ...] = ()  # each human annotator's label (dataset.annotator_fields)
 
 
 @dataclass(frozen=True)
@@ -179,10 +180,18 @@ def _text(row: dict, name: str, optional: bool = False) -> str:
     raise _RowError(f"field {name!r} must be text, got {type(value).__name__}")
 
 
+def _annotations(row: dict, cfg: DatasetConfig) -> tuple[str | None, ...]:
+    """Every annotator's label mapped like gold; a missing or null label is None (that annotator abstained)."""
+    return tuple(None if row.get(name) is None else _label(str(row[name]), cfg) for name in cfg.annotator_fields)
+
+
 def _gold(row: dict, cfg: DatasetConfig) -> str | None:
     if cfg.gold_field is None:
         return None
-    raw = str(_field(row, cfg.gold_field))
+    return _label(str(_field(row, cfg.gold_field)), cfg)
+
+
+def _label(raw: str, cfg: DatasetConfig) -> str:
     if not cfg.gold_map:
         gold = raw
     elif raw in cfg.gold_map:
@@ -301,6 +310,7 @@ def load_items(
     for ordinal, (where, row) in enumerate(_read_rows(path), start=1):
         try:
             item = _to_item(row, cfg, where, ordinal, shape)
+            annotations = _annotations(row, cfg)
             if item.id in seen:
                 raise _RowError(f"duplicate id {item.id!r} (first at {seen[item.id]})")
         except _RowError as exc:
@@ -310,7 +320,8 @@ def load_items(
             continue
         seen[item.id] = where
         refs.append(ItemRef(id=item.id, gold=item.gold, source=where, tags=item.tags, category=item.category,
-                            human_score=item.human_score, lengths=tuple(len(c.text) for c in item.candidates)))
+                            human_score=item.human_score, lengths=tuple(len(c.text) for c in item.candidates),
+                            annotations=annotations))
         ordinals.add(ordinal)
         if max_items is not None and len(refs) >= max_items:
             break

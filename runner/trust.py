@@ -72,6 +72,9 @@ def pairwise_trust(refs: Sequence[ItemRef], judgments: Sequence[Judgment], resul
     gold = gold_agreement(refs, judgments, cfg, seed)
     if gold is not None:
         out["gold_agreement"] = gold
+    annotated = [r.annotations for r in refs if r.annotations]
+    if annotated:  # several human labels per item: how well humans agree with each other is the ceiling
+        out["human_ceiling"] = agreement.human_ceiling(annotated)
     return out
 
 
@@ -90,6 +93,12 @@ def trust_metrics(trust: dict[str, Any]) -> dict[str, float]:
                     "agreement/accuracy_all_ci_high": ga["accuracy_all_ci"]["high"],
                     "agreement/cohen_kappa_ci_low": ga["cohen_kappa_ci"]["low"],
                     "agreement/cohen_kappa_ci_high": ga["cohen_kappa_ci"]["high"]})
+    ceiling = trust.get("human_ceiling")
+    if ceiling:
+        raw.update({"agreement/human_fleiss_kappa": ceiling["fleiss_kappa"],
+                    "agreement/human_mean_pairwise_kappa": ceiling["mean_pairwise_kappa"],
+                    "agreement/human_mean_pairwise_accuracy": ceiling["mean_pairwise_accuracy"],
+                    "agreement/human_leave_one_out_accuracy": ceiling["mean_leave_one_out_accuracy"]})
     return {k: float(v) for k, v in raw.items() if v is not None}
 
 
@@ -114,4 +123,8 @@ def console_lines(trust: dict[str, Any]) -> list[str]:
         lines.append(f"agreement with gold (unscored as {ga['unscored_as']}): accuracy {ga['accuracy_all'] * 100:.2f}"
                      f"{_interval(ga['accuracy_all_ci'])}, kappa {kappa}{_interval(ga['cohen_kappa_ci'], 1.0, 3)}, "
                      f"macro-F1 {f1}")
+    ceiling = trust.get("human_ceiling")
+    if ceiling and ceiling.get("mean_leave_one_out_accuracy") is not None:
+        lines.append(f"human ceiling ({ceiling['annotators']} annotators): each vs the others' majority "
+                     f"{ceiling['mean_leave_one_out_accuracy'] * 100:.2f}, Fleiss kappa {ceiling['fleiss_kappa']:.3f}")
     return lines

@@ -30,6 +30,9 @@ def test_pandalm_gpt35_accuracy_and_macro_f1_against_the_human_majority(run_cli)
     assert metrics["agreement/n"] == 999
     # the 25 unreadable verdicts stay unscored for the judge metrics; only agreement counts them as ties
     assert metrics["judge/unscored"] == 25
+    # the ceiling: each annotator against the majority of the other two agrees far more than the judge
+    assert metrics["agreement/human_leave_one_out_accuracy"] > metrics["agreement/accuracy"]
+    assert 0.8 < metrics["agreement/human_fleiss_kappa"] < 1.0
     agreement = result.summary()["trust"]["gold_agreement"]
     assert agreement["unscored_as"] == "tie"
     assert agreement["accuracy_all_ci"]["low"] < agreement["accuracy"] < agreement["accuracy_all_ci"]["high"]

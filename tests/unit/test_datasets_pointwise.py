@@ -294,3 +294,18 @@ def test_non_finite_human_score_is_rejected(tmp_path: Path, literal: str) -> Non
                     encoding="utf-8")
     with pytest.raises(DatasetError, match=rf"^{path}:2: field 'human'"):
         load_items(pointwise_cfg(), path, shape=POINTWISE)
+
+
+def test_annotator_fields_are_mapped_like_gold_and_kept_per_item(tmp_path: Path) -> None:
+    rows = [{"id": "a", "q": "x", "o": "1", "b": "2", "g": "1", "h1": "1", "h2": "0", "h3": None},
+            {"id": "b", "q": "y", "o": "1", "b": "2", "g": "2", "h1": "2", "h2": "7", "h3": "2"}]
+    path = tmp_path / "d.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    cfg = DatasetConfig(name="d", path=str(path), id_field="id", variables={"instruction": "q"},
+                        ours=SystemConfig(name="ours", field="o"), baseline=SystemConfig(name="base", field="b"),
+                        gold_field="g", gold_map={"0": "tie", "1": "ours", "2": "base"},
+                        annotator_fields=["h1", "h2", "h3"])
+    with pytest.raises(DatasetError, match=r"d\.jsonl:2: gold value '7' is not in dataset.gold_map"):
+        load_items(cfg, path)
+    loaded = load_items(cfg, path, on_bad_row=OnBadRow.skip)
+    assert [r.annotations for r in loaded.refs] == [("ours", "tie", None)]

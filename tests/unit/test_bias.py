@@ -1,0 +1,265 @@
+"""Unit tests for runner.bias: position, length and self-preference bias of a pairwise judge."""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+from pathlib import Path
+
+import pytest
+from scipy import stats as scipy_stats
+
+from runner.bias import bias_metrics, bias_report
+from runner.datasets import ItemRef
+from runner.parsing import parse_verdict
+from runner.report import gold_metrics
+from runner.types import TIE, JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+
+OURS, BASE = "ours", "base"
+AB, BA = Order.AB, Order.BA
+LLMBAR = Path(__file__).resolve().parents[2] / "runner" / "data" / "llmbar"
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+
+def shown(order: Order, ours: str = OURS, base: str = BASE) -> tuple[str, str]:
+    """System names as (A, B) for one order."""
+    return (ours, base) if order is AB else (base, ours)
+
+
+def judgment(item_id: str, order: Order, label: str | None, *, repeat: int = 0, stage: str = "judge",
+             status: Status | None = None, ours: str = OURS, base: str = BASE) -> Judgment:
+    """A hand-built judgment whose winner follows from the positional ``label`` (None: unscored)."""
+    if label is None:
+        verdict, winner, status = Verdict(None, "no_match"), None, status or Status.UNSCORED
+    else:
+        a, b = shown(order, ours, base)
+        verdict, winner, status = Verdict(label), {"A": a, "B": b, TIE: TIE}[label], Status.SCORED
+    return Judgment(JudgeRequest(item_id, repeat, order, stage, ""), JudgeResponse(text="..."), verdict,
+                    winner, status)
+
+
+def picking(item_id: str, system: str, order: Order, **kw) -> Judgment:
+    """A scored judgment naming ``system`` as the winner in ``order``."""
+    return judgment(item_id, order, "A" if shown(order)[0] == system else "B", **kw)
+
+
+def ref(item_id: str, gold: str | None = None, lengths: tuple[int, ...] = (100, 100)) -> ItemRef:
+    return ItemRef(item_id, gold, f"test:{item_id}", lengths=lengths)
+
+
+def report(judgments, refs=(), **kw):
+    return bias_report(list(refs), judgments, OURS, BASE, **kw)
+
+
+def test_consistency_counts_pairs_in_both_orders_and_unscored_never_agrees():
+    js = [
+        judgment("same", AB, "A"), judgment("same", BA, "B"),  # ours both times
+        judgment("first", AB, "A"), judgment("first", BA, "A"),  # first-shown side both times
+        judgment("second", AB, "B"), judgment("second", BA, "B"),  # second-shown side both times
+        judgment("half", AB, "A"), judgment("half", BA, None),  # one order unreadable
+        judgment("ties", AB, TIE), judgment("ties", BA, TIE),  # the same winner: tie
+        judgment("unread", AB, None), judgment("unread", BA, None, status=Status.ERROR),
+        judgment("single", AB, "A"),  # one order only: no pair
+        judgment("same", AB, "A", repeat=1),  # another repeat, one order only
+    ]
+    pos = report(js)["position"]
+    assert pos["pairs_both_orders"] == 6
+    assert pos["consistent"] == 2
+    assert pos["consistency_rate"] == pytest.approx(2 / 6)
+    assert pos["inconsistent_toward_first"] == 1
+    assert pos["inconsistent_toward_second"] == 1
+
+
+def test_first_and_second_rates_and_binomial_p_match_scipy():
+    js = [judgment(f"a{i}", AB if i % 2 else BA, "A") for i in range(7)]
+    js += [judgment(f"b{i}", AB, "B") for i in range(3)]
+    js += [judgment("t1", AB, TIE), judgment("t2", BA, TIE), judgment("u", AB, None)]
+    pos = report(js)["position"]
+    assert pos["n_decisive"] == 10  # ties and the unscored verdict are not decisive
+    assert pos["first_position_rate"] == pytest.approx(0.7)
+    assert pos["second_position_rate"] == pytest.approx(0.3)
+    assert pos["binomial_p"] == pytest.approx(scipy_stats.binomtest(7, 10, 0.5).pvalue)
+    assert pos["binomial_p"] == pytest.approx(2 * 176 / 1024)  # P(X >= 7 | n=10) = 176/1024, two-sided
+
+
+def test_a_judge_that_always_says_a_is_never_consistent():
+    js = [judgment(f"i{i}", order, "A") for i in range(20) for order in (AB, BA)]
+    pos = report(js)["position"]
+    assert pos["first_position_rate"] == 1.0
+    assert pos["second_position_rate"] == 0.0
+    assert pos["consistency_rate"] == 0.0
+    assert pos["inconsistent_toward_first"] == 20 and pos["inconsistent_toward_second"] == 0
+    assert pos["binomial_p"] == pytest.approx(2 * 0.5**40)
+
+
+def test_length_preference_beyond_the_labels():
+    refs = [
+        ref("L1", OURS, (500, 100)), ref("L2", BASE, (500, 100)),  # ours longer: gold picks it once in two
+        ref("L5", BASE, (100, 500)), ref("L6", OURS, (100, 500)),  # base longer: gold picks it once in two
+        ref("nogold", None, (500, 100)), ref("tiegold", TIE, (500, 100)),  # contrast, but no decisive gold
+        ref("gap30", OURS, (130, 100)), ref("nolen", OURS, ()),  # no length contrast: left out
+    ]
+    longer = {"L1": OURS, "L2": OURS, "L5": BASE, "L6": BASE, "nogold": OURS, "tiegold": OURS,
+              "gap30": OURS, "nolen": OURS}
+    js = [picking(item_id, system, order) for item_id, system in longer.items() for order in (AB, BA)]
+    js += [judgment("L1", AB, TIE, repeat=1), judgment("L2", BA, None, repeat=1)]  # not decisive
+    length = report(js, refs)["length"]
+    assert length["n"] == 12
+    assert length["longer_wins_rate"] == 1.0
+    assert length["n_gold"] == 8
+    assert length["longer_wins_rate_gold"] == 1.0
+    assert length["longer_is_gold_rate"] == 0.5
+    assert length["excess"] == 0.5
+
+
+def test_length_gap_threshold_is_a_parameter():
+    refs = [ref("small", OURS, (130, 100))]
+    js = [picking("small", OURS, AB)]
+    assert report(js, refs)["length"]["n"] == 0
+    length = report(js, refs, min_length_gap=29)["length"]
+    assert length["n"] == 1 and length["excess"] == 0.0
+
+
+def test_ties_and_unscored_only_leave_every_rate_undefined():
+    refs = [ref("x", OURS, (500, 100))]
+    js = [judgment("x", AB, TIE), judgment("x", BA, None)]
+    out = report(js, refs, judge_family="openai", families={OURS: "openai"})
+    assert out["position"]["n_decisive"] == 0
+    assert out["position"]["first_position_rate"] is None and out["position"]["binomial_p"] is None
+    assert out["position"]["consistency_rate"] == 0.0  # one pair, not consistent
+    assert out["length"]["n"] == 0 and out["length"]["longer_wins_rate"] is None
+    assert out["self_preference"]["n_decisive"] == 0 and out["self_preference"]["own_win_rate"] is None
+
+
+def test_self_preference_with_families():
+    refs = [ref(f"o{i}", OURS) for i in range(4)] + [ref(f"b{i}", BASE) for i in range(4)]
+    js = [picking(f"b{i}", OURS if i < 3 else BASE, AB) for i in range(4)]  # 3 of 4 wrongly pick own side
+    js += [picking(f"o{i}", BASE if i < 1 else OURS, BA) for i in range(4)]  # 1 of 4 wrongly pick the other
+    js.append(judgment("o0", AB, TIE))
+    out = report(js, refs, judge_family="OpenAI ", families={OURS: "openai", BASE: "anthropic"})
+    self_pref = out["self_preference"]
+    assert self_pref["judge_family"] == "OpenAI "
+    assert self_pref["own_system"] == OURS
+    assert self_pref["n_decisive"] == 8
+    assert self_pref["own_win_rate"] == pytest.approx(6 / 8)
+    assert self_pref["own_win_rate_when_gold_other"] == pytest.approx(0.75)
+    assert self_pref["other_win_rate_when_gold_own"] == pytest.approx(0.25)
+    assert self_pref["excess_error"] == pytest.approx(0.5)
+    # the judge's family wrote the baseline instead: the errors swap roles and the excess changes sign
+    flipped = report(js, refs, judge_family="anthropic", families={OURS: "openai", BASE: "anthropic"})
+    assert flipped["self_preference"]["own_system"] == BASE
+    assert flipped["self_preference"]["excess_error"] == pytest.approx(-0.5)
+
+
+@pytest.mark.parametrize(("judge_family", "families"), [
+    (None, {OURS: "openai"}),
+    ("openai", None),
+    ("openai", {OURS: "anthropic", BASE: None}),
+    ("openai", {OURS: "openai", BASE: "openai"}),  # both sides: nothing to contrast
+    ("", {OURS: None}),
+])
+def test_no_self_preference_section_without_exactly_one_own_side(judge_family, families):
+    out = report([picking("x", OURS, AB)], [ref("x", OURS)], judge_family=judge_family, families=families)
+    assert "self_preference" not in out
+    assert "bias/self_own_win_rate" not in bias_metrics(out)
+
+
+def test_synthesis_round_replaces_the_first_round():
+    js = [judgment("x", AB, "A"), judgment("x", BA, "A"),  # inconsistent first round
+          judgment("x", AB, "A", stage="synthesis"), judgment("x", BA, "B", stage="synthesis"),
+          judgment("x", AB, "B", stage="generate")]  # not a verdict stage
+    pos = report(js)["position"]
+    assert pos["pairs_both_orders"] == 1 and pos["consistent"] == 1
+    assert pos["n_decisive"] == 2 and pos["first_position_rate"] == 0.5
+    assert pos["inconsistent_toward_first"] == 0
+
+
+def test_no_judgments_gives_none_everywhere():
+    out = report([], [ref("x", OURS, (500, 100))], judge_family="openai", families={OURS: "openai"})
+    assert out["position"] == {
+        "pairs_both_orders": 0, "consistent": 0, "consistency_rate": None, "first_position_rate": None,
+        "second_position_rate": None, "n_decisive": 0, "binomial_p": None,
+        "inconsistent_toward_first": 0, "inconsistent_toward_second": 0,
+    }
+    assert out["length"]["longer_wins_rate"] is None and out["length"]["excess"] is None
+    assert out["self_preference"]["excess_error"] is None
+    assert bias_metrics(out) == {}
+    json.dumps(out, allow_nan=False)
+
+
+def test_one_order_only_and_no_gold():
+    refs = [ref(f"i{i}", None, (500, 100)) for i in range(4)]
+    js = [picking(f"i{i}", OURS if i else BASE, AB) for i in range(4)]
+    out = report(js, refs)
+    assert out["position"]["pairs_both_orders"] == 0 and out["position"]["consistency_rate"] is None
+    assert out["position"]["first_position_rate"] == 0.75
+    assert out["length"]["longer_wins_rate"] == 0.75
+    assert out["length"]["n_gold"] == 0
+    assert out["length"]["longer_is_gold_rate"] is None and out["length"]["excess"] is None
+    metrics = bias_metrics(out)
+    assert set(metrics) == {"bias/first_position_rate", "bias/second_position_rate", "bias/first_position_p",
+                            "bias/longer_wins_rate"}
+
+
+def test_bias_metrics_flattens_every_key():
+    refs = [ref("x", OURS, (500, 100)), ref("y", BASE, (100, 500))]
+    js = [picking("x", OURS, AB), picking("x", OURS, BA), picking("y", OURS, AB), picking("y", BASE, BA)]
+    out = report(js, refs, judge_family="openai", families={OURS: "openai", BASE: "meta"})
+    metrics = bias_metrics(out)
+    assert metrics == {
+        "bias/position_consistency": 0.5,
+        "bias/first_position_rate": 0.75,
+        "bias/second_position_rate": 0.25,
+        "bias/first_position_p": pytest.approx(scipy_stats.binomtest(3, 4, 0.5).pvalue),
+        "bias/longer_wins_rate": 0.75,
+        "bias/longer_is_gold_rate": 1.0,
+        "bias/length_excess": -0.25,
+        "bias/self_own_win_rate": 0.75,
+        "bias/self_excess_error": 0.5,  # ours on y (gold base) in 1 of 2, base on x (gold ours) in 0 of 2
+    }
+    assert all(isinstance(v, float) and math.isfinite(v) for v in metrics.values())
+
+
+def test_invalid_arguments_raise():
+    with pytest.raises(ValueError, match="different systems"):
+        bias_report([], [], OURS, OURS)
+    with pytest.raises(ValueError, match="min_length_gap"):
+        report([], min_length_gap=-1)
+
+
+@cache
+def llmbar_natural() -> tuple[list[ItemRef], list[Judgment]]:
+    """LLMBar Natural's rows and GPT-4's recorded vanilla verdicts, as a run would hold them."""
+    rows = [json.loads(line) for line in (LLMBAR / "natural.jsonl").read_text(encoding="utf-8").splitlines()]
+    refs = [ItemRef(r["id"], f"output_{r['label']}", "natural", lengths=(len(r["output_1"]), len(r["output_2"])))
+            for r in rows]
+    judgments = []
+    for line in (LLMBAR / "replay" / "gpt-4.jsonl").read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        if rec["strategy"] != "vanilla" or not rec["item"].startswith("natural-"):
+            continue
+        verdict = parse_verdict("llmbar_output", rec["text"], ("A", "B"), {})
+        a, b = shown(Order(rec["order"]), "output_1", "output_2")
+        winner = {"A": a, "B": b}.get(verdict.label)
+        judgments.append(Judgment(JudgeRequest(rec["item"], 0, Order(rec["order"]), rec["stage"], rec["key"]),
+                                  JudgeResponse(text=rec["text"]), verdict, winner,
+                                  Status.SCORED if verdict.ok else Status.UNSCORED))
+    return refs, judgments
+
+
+def test_llmbar_natural_gpt4_vanilla_consistency_is_the_published_positional_agreement():
+    refs, judgments = llmbar_natural()
+    published = json.loads((LLMBAR / "statistics" / "gpt-4_vanilla.json").read_text())["equal"]  # "95 / 100 = 95.0%"
+    agree, total = (int(n) for n in published.split("=")[0].split("/"))
+    out = bias_report(refs, judgments, "output_1", "output_2")
+    pos = out["position"]
+    assert (pos["consistent"], pos["pairs_both_orders"]) == (agree, total) == (95, 100)
+    assert pos["consistency_rate"] == pytest.approx(0.95)
+    assert pos["consistency_rate"] == pytest.approx(gold_metrics(refs, judgments)["positional_agreement"])
+    assert pos["inconsistent_toward_first"] + pos["inconsistent_toward_second"] == total - agree
+    assert pos["n_decisive"] == 200
+    n_first = sum(j.verdict.label == "A" for j in judgments)
+    assert pos["first_position_rate"] == n_first / 200 and pos["inconsistent_toward_first"] == 3
+    assert out["length"]["n_gold"] <= out["length"]["n"] <= 200
