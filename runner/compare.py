@@ -195,6 +195,9 @@ def compare_runs(runs: Sequence[RunResults], level: float = 0.95, resamples: int
     """
     check_comparable(runs)
     reduced = [outcomes(run) for run in runs]
+    empty = [run.run_id for run, o in zip(runs, reduced, strict=True) if not o.values]
+    if empty:
+        raise ComparisonError(f"no outcome to compare in run(s) {', '.join(empty)} (no scored or gold-labelled row)")
     kinds = {o.kind for o in reduced}
     if len(kinds) > 1:
         listing = ", ".join(f"{run.run_id} ({METRICS[o.kind]})" for run, o in zip(runs, reduced, strict=True))

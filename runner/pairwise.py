@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from runner import aggregation, report, trust
+from runner import aggregation, bias, report, trust
 from runner.config import OrderPolicy, RunConfig, Strategy
 from runner.datasets import ItemRef
 from runner.errors import ConfigurationError
@@ -70,6 +70,10 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: list[Judgment]
     gold = report.gold_metrics(refs, judgments)
     if gold is not None:
         summary["gold"] = gold
-    summary["trust"] = trust.pairwise_trust(refs, judgments, item_results, cfg.dataset.ours.name,
-                                            cfg.dataset.baseline.name, cfg.metrics, cfg.seed)
-    return summary, gold, {**report.flat_metrics(summary, gold, {}), **trust.trust_metrics(summary["trust"])}
+    ours, baseline = cfg.dataset.ours, cfg.dataset.baseline
+    summary["trust"] = trust.pairwise_trust(refs, judgments, item_results, ours.name, baseline.name, cfg.metrics,
+                                            cfg.seed)
+    summary["bias"] = bias.bias_report(refs, judgments, ours.name, baseline.name, judge_family=cfg.judge.family,
+                                       families={ours.name: ours.family, baseline.name: baseline.family})
+    return summary, gold, {**report.flat_metrics(summary, gold, {}), **trust.trust_metrics(summary["trust"]),
+                           **bias.bias_metrics(summary["bias"])}

@@ -294,7 +294,7 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     gate_lines = [("PASS " if g.passed else "FAIL ") + g.message for g in gate_results]
     if prepared.point is None:
         report.render_console(summary, gold, judge_stats, title=ctx.run_name)
-        for line in [*trust.console_lines(summary["trust"]), *gate_lines]:
+        for line in [*trust.console_lines(summary["trust"]), *trust.bias_lines(summary["bias"]), *gate_lines]:
             report.print_line(line)
     else:
         pointwise.render_console(summary, judge_stats, ctx.run_name, gate_lines)

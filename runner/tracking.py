@@ -166,3 +166,128 @@ def find_baseline(cfg: TrackingConfig, ref: str, run_name: str, metric: str) -> 
                 return run.info.run_id, float(run.data.metrics[metric])
     raise LookupError(f"no finished run named {run_name!r} with metric {metric!r} on branch {branch!r} in "
                       f"experiment {cfg.experiment!r}")
+
+
+# --- judgesweep-compare: find runs, fetch their artifacts, log the comparison as a run of its own ---
+
+SWEEP_TAG = "judgesweep.sweep"
+KIND_TAG = "judgesweep.kind"
+COMPARISON_KIND = "comparison"
+
+
+@dataclass(frozen=True)
+class TrackedRun:
+    """An MLflow run as ``judgesweep-compare`` sees it."""
+
+    run_id: str
+    run_name: str
+    status: str
+    start_time: int
+    params: Mapping[str, str]
+    tags: Mapping[str, str]
+
+
+def _tracked(run: Any) -> TrackedRun:
+    return TrackedRun(run_id=run.info.run_id, run_name=run.info.run_name or "", status=run.info.status,
+                      start_time=run.info.start_time or 0, params=dict(run.data.params), tags=dict(run.data.tags))
+
+
+def get_runs(cfg: TrackingConfig, run_ids: list[str] | tuple[str, ...]) -> list[TrackedRun]:
+    """Fetch runs by id, in the order given.
+
+    Raises:
+        LookupError: Naming every id the store does not know.
+    """
+    from mlflow.exceptions import MlflowException
+
+    client = _client(cfg)
+    found, unknown = [], []
+    for run_id in run_ids:
+        try:
+            found.append(_tracked(client.get_run(run_id)))
+        except MlflowException:
+            unknown.append(run_id)
+    if unknown:
+        raise LookupError(f"no MLflow run {', '.join(map(repr, unknown))} at {client.tracking_uri}")
+    return found
+
+
+def find_sweep_runs(cfg: TrackingConfig, sweep_dir: str | Path) -> list[TrackedRun]:
+    """The job runs of one Hydra multirun, oldest first, in any active experiment of the store.
+
+    Args:
+        cfg: Where MLflow records runs.
+        sweep_dir: The sweep directory, absolute or relative to the working directory; it is resolved
+            the way the CLI resolved it into the ``judgesweep.sweep`` tag.
+
+    Raises:
+        LookupError: No run carries the sweep's tag.
+    """
+    client = _client(cfg)
+    resolved = str(Path(sweep_dir).expanduser().resolve())
+    quoted = resolved.replace("\\", "\\\\").replace("'", "\\'")
+    experiment_ids = [exp.experiment_id for exp in client.search_experiments()]
+    runs, token = [], None
+    while experiment_ids:
+        page = client.search_runs(experiment_ids, filter_string=f"tags.`{SWEEP_TAG}` = '{quoted}'",
+                                  max_results=1000, page_token=token)
+        runs += [_tracked(run) for run in page if run.data.tags.get(KIND_TAG) != COMPARISON_KIND]
+        token = page.token
+        if not token:
+            break
+    if not runs:
+        raise LookupError(f"no MLflow run of the sweep {resolved} (tag {SWEEP_TAG}) at {client.tracking_uri}")
+    return sorted(runs, key=lambda run: (run.start_time, run.run_id))
+
+
+def download_artifact(cfg: TrackingConfig, run_id: str, artifact_path: str, dst_dir: Path) -> Path:
+    """Download one artifact of a run into ``dst_dir`` (created if missing) and return its local path.
+
+    Raises:
+        LookupError: The run has no such artifact.
+    """
+    from mlflow.exceptions import MlflowException
+
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        local = _client(cfg).download_artifacts(run_id, artifact_path, str(dst_dir))
+    except (MlflowException, OSError) as exc:
+        raise LookupError(f"run {run_id} has no artifact {artifact_path!r} ({type(exc).__name__})") from None
+    return Path(local)
+
+
+def log_comparison(cfg: TrackingConfig, comparison: Mapping[str, Any], compared: list[str], run_name: str,
+                   params: Mapping[str, Any], metrics: Mapping[str, float]) -> str:
+    """Log a comparison of runs as a new, finished MLflow run in ``cfg.experiment``.
+
+    The run is tagged ``judgesweep.kind=comparison`` (so a sweep search skips it) and
+    ``judgesweep.compared_runs`` (comma-separated ids), and holds ``comparison.json`` as its artifact.
+
+    Args:
+        cfg: Where MLflow records runs.
+        comparison: The JSON-serializable comparison (``runner.compare.compare_runs``).
+        compared: The compared run ids.
+        run_name: The new run's name.
+        params: Settings of the comparison (level, resamples, ...).
+        metrics: Summary numbers (e.g. ``compare/pairs``).
+
+    Returns:
+        The new run's id.
+    """
+    import json
+    import time
+
+    from mlflow.entities import Metric, Param, RunStatus
+
+    client = _client(cfg)
+    tags = {KIND_TAG: COMPARISON_KIND, "judgesweep.compared_runs": ",".join(compared)[:MAX_PARAM_CHARS]}
+    run_id = client.create_run(_experiment_id(client, cfg), run_name=run_name, tags=tags).info.run_id
+    stamp = int(time.time() * 1000)
+    client.log_batch(run_id, params=[Param(k, v) for k, v in safe_params(params).items()],
+                     metrics=[Metric(k, float(v), stamp, 0) for k, v in metrics.items()])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "comparison.json"
+        path.write_text(json.dumps(comparison, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        client.log_artifact(run_id, str(path))
+    client.set_terminated(run_id, status=RunStatus.to_string(RunStatus.FINISHED))
+    return run_id

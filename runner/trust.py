@@ -128,3 +128,20 @@ def console_lines(trust: dict[str, Any]) -> list[str]:
         lines.append(f"human ceiling ({ceiling['annotators']} annotators): each vs the others' majority "
                      f"{ceiling['mean_leave_one_out_accuracy'] * 100:.2f}, Fleiss kappa {ceiling['fleiss_kappa']:.3f}")
     return lines
+
+
+def bias_lines(report: dict[str, Any]) -> list[str]:
+    """One console line with the bias report's headline numbers (runner.bias)."""
+    pos, length = report.get("position") or {}, report.get("length") or {}
+
+    def pct(value: float | None) -> str:
+        return "n/a" if value is None else f"{value * 100:.1f}%"
+
+    line = (f"bias: same verdict in both orders {pct(pos.get('consistency_rate'))}, first position wins "
+            f"{pct(pos.get('first_position_rate'))}, longer answer wins {pct(length.get('longer_wins_rate'))}")
+    if length.get("longer_is_gold_rate") is not None:
+        line += f" (labels: {pct(length['longer_is_gold_rate'])})"
+    own = report.get("self_preference")
+    if own:
+        line += f"; own family ({own['own_system']}) wins {pct(own['own_win_rate'])}"
+    return [line]

@@ -81,6 +81,11 @@ def test_default_run_is_in_mlflow_with_params_metrics_and_raw_responses(default_
     assert "git_sha" in p
     assert m["accuracy/ab"] == pytest.approx(0.95) and m["accuracy/ba"] == pytest.approx(0.96)
     assert m["agreement/positional"] == pytest.approx(0.95)
+    # trust and bias: LLMBar's positional agreement again, through the bias report; agreement with gold + CIs
+    assert m["bias/position_consistency"] == pytest.approx(0.95)
+    assert m["agreement/accuracy_all"] == pytest.approx(0.955) and m["agreement/cohen_kappa"] > 0.9
+    assert m["agreement/accuracy_all_ci_low"] < 0.955 < m["agreement/accuracy_all_ci_high"]
+    assert 0 <= m["bias/first_position_p"] <= 1 and "bias/length_excess" in m
     assert m["judge/parse_failure_rate"] == 0.0 and m["judge/calls"] == 200
     assert "latency/p95_s" in m and "tokens/total" in m
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
