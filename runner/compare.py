@@ -214,6 +214,7 @@ def compare_runs(runs: Sequence[RunResults], level: float = 0.95, resamples: int
         pair["p_holm"] = adjusted[str(k)]
         pair["significant"] = pair["p_holm"] is not None and pair["p_holm"] < alpha
     kind = kinds.pop()
+    verdicts = {labels[run.run_id]: o.verdicts for run, o in zip(runs, reduced, strict=True) if o.verdicts}
     return {
         "dataset": runs[0].dataset,
         "kind": kind,
@@ -230,7 +231,15 @@ def compare_runs(runs: Sequence[RunResults], level: float = 0.95, resamples: int
         "pairs": pairs,
         "n_pairs": len(pairs),
         "n_significant": sum(pair["significant"] for pair in pairs),
+        "inter_judge": _inter_judge(verdicts) if len(verdicts) > 1 else None,
     }
+
+
+def _inter_judge(verdicts: Mapping[str, Mapping[Key, str]]) -> dict[str, Any]:
+    """Agreement among all runs' verdicts (pairwise runs): Fleiss' kappa over the keys every run scored,
+    Krippendorff's alpha over every key (a run that did not score a key is missing there)."""
+    keys = sorted({k for v in verdicts.values() for k in v}, key=repr)
+    return agreement.inter_judge({label: [v.get(k) for k in keys] for label, v in verdicts.items()})
 
 
 def check_comparable(runs: Sequence[RunResults]) -> None:

@@ -126,6 +126,10 @@ def log_comparison(cfg: TrackingConfig, comparison: dict[str, Any]) -> str:
               "compare.runs": ",".join(ids)}
     metrics = {"compare/runs": len(ids), "compare/pairs": comparison["n_pairs"],
                "compare/significant_holm": comparison["n_significant"]}
+    inter = comparison.get("inter_judge") or {}
+    for key in ("fleiss_kappa", "krippendorff_alpha", "mean_pairwise_kappa"):
+        if inter.get(key) is not None:
+            metrics[f"agreement/inter_judge_{key}"] = inter[key]
     return tracking.log_comparison(cfg, comparison, ids, f"compare {source}", params, metrics)
 
 
@@ -146,6 +150,14 @@ def render_table(comparison: dict[str, Any], console: Console) -> None:
     console.print(f"n: paired outcomes, one per {comparison['unit']}; (-k): keys only one run has; * = p Holm < "
                   f"{comparison['alpha']}; {comparison['n_significant']} of {comparison['n_pairs']} pairs "
                   f"significant", markup=False, highlight=False)
+    inter = comparison.get("inter_judge")
+    if inter:
+        def fmt(value: float | None) -> str:
+            return "n/a" if value is None else f"{value:.3f}"
+        console.print(f"agreement among all {len(inter['judges'])} runs' verdicts: Fleiss kappa "
+                      f"{fmt(inter['fleiss_kappa'])} (n={inter['fleiss_n']}), Krippendorff alpha "
+                      f"{fmt(inter['krippendorff_alpha'])}, mean pairwise kappa {fmt(inter['mean_pairwise_kappa'])}",
+                      markup=False, highlight=False)
 
 
 def _number(value: float | None) -> str:
