@@ -146,6 +146,9 @@ class RubricConfig:
     labels: list[str] = field(default_factory=lambda: ["A", "B", "tie"])  # pairwise: positional labels offered
     parser: ParserConfig = field(default_factory=ParserConfig)
     synthesis_parser: ParserConfig | None = None  # for the synthesis round; default: parser
+    # Read answers cut off at max_tokens instead of counting them unscored. Off: a truncated verdict is not
+    # the judge's verdict. Only for reproducing papers whose code read them (LLMBar: rubric llmbar_upstream).
+    score_truncated: bool = False
     criteria: list[CriterionConfig] = field(default_factory=list)  # pointwise: scored criteria
     category_weights: dict[str, dict[str, float]] = field(default_factory=dict)  # category -> criterion -> weight
     pass_threshold: float | None = None  # pointwise: an item passes when its overall score >= this

@@ -88,6 +88,7 @@ class JudgePlan:
     neutralize: bool = True
     max_error_rate: float = 1.0  # abort once more than this share of calls failed (after ABORT_MIN_CALLS)
     scoring: Scoring | None = None  # pointwise: the rubric's criteria; None for pairwise plans
+    score_truncated: bool = False  # rubric.score_truncated: read answers cut off at max_tokens (reproduction only)
 
 
 def plan_orders(policy: OrderPolicy, seed: int, item_id: str, repeat: int) -> tuple[Order, ...]:
@@ -131,18 +132,20 @@ def _winner(label: str | None, item: Item, order: Order | None) -> str | None:
     return first if label == "A" else second
 
 
-def _unreadable(response: JudgeResponse) -> Verdict | None:
+def _unreadable(response: JudgeResponse, score_truncated: bool = False) -> Verdict | None:
     """Why a response cannot be read at all (a failed call, an answer cut off at max_tokens), or None."""
     if response.error_type is not None:
         return Verdict(label=None, reason=f"call_failed: {response.error_type}")
-    if response.finish_reason == "length":
+    if response.finish_reason == "length" and not score_truncated:
         return Verdict(label=None, reason=TRUNCATED)
     return None
 
 
-def read_verdict(response: JudgeResponse, parser: ParserConfig, labels: tuple[str, ...]) -> Verdict:
-    """The pairwise verdict of one response: failed calls and truncated answers are never scored."""
-    return _unreadable(response) or parse_verdict(parser.name, response.text, labels, parser.params)
+def read_verdict(response: JudgeResponse, parser: ParserConfig, labels: tuple[str, ...],
+                 score_truncated: bool = False) -> Verdict:
+    """The pairwise verdict of one response: failed calls (and, unless ``score_truncated``, answers cut
+    off at max_tokens) are never scored."""
+    return _unreadable(response, score_truncated) or parse_verdict(parser.name, response.text, labels, parser.params)
 
 
 def read_scores(response: JudgeResponse, parser: ParserConfig, criteria: tuple) -> Verdict:
@@ -192,7 +195,7 @@ class Executor:
                 score = self.plan.scoring.overall(verdict.scores, criteria)
         else:
             parser = self.plan.synthesis_parser if request.stage == STAGE_SYNTHESIS else self.plan.parser
-            verdict = read_verdict(response, parser, self.plan.labels)
+            verdict = read_verdict(response, parser, self.plan.labels, self.plan.score_truncated)
             winner = _winner(verdict.label, item, request.order)
         if response.error_type is not None:
             status = Status.ERROR

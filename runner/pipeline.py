@@ -127,7 +127,7 @@ def prepare(ctx: RunContext) -> Prepared:
         synthesis_parser=cfg.rubric.synthesis_parser or cfg.rubric.parser, order_policy=cfg.order,
         repeats=cfg.repeats, seed=cfg.seed, concurrency=cfg.concurrency,
         neutralize=cfg.prompt.neutralize_delimiters, max_error_rate=cfg.max_error_rate,
-        scoring=point.scoring if point else None,
+        scoring=point.scoring if point else None, score_truncated=cfg.rubric.score_truncated,
     )
     return Prepared(dataset=loaded, plan=plan, response_format=response_format, point=point,
                     baseline=_baseline(ctx))

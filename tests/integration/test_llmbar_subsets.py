@@ -23,14 +23,15 @@ KEYS = {"accuracy_ab": "correct_False", "accuracy_ba": "correct_True", "accuracy
         "correct_both": "correct_both", "positional_agreement": "equal"}
 # (judge, dataset) -> the Swap answers LLMBar could not read either (unscored in both), and why ours are unscored
 SWAP_UNSCORED = {
-    ("replay_chatgpt", "llmbar_gptinst"): {("gptinst-061", "ab", "no_match"), ("gptinst-051", "ba", "truncated")},
+    ("replay_chatgpt", "llmbar_gptinst"): {("gptinst-061", "ab", "no_match")},
     ("replay_chatgpt", "llmbar_gptout"): {("gptout-031", "ba", "no_match")},
     ("replay_chatgpt", "llmbar_manual"): {("manual-039", "ba", "no_match")},
 }
 # gptinst-051 "ba" was cut off at max_tokens after "... Output (a) is better for several reasons". LLMBar
-# read it (winner output_2, as in "ab": agreeing); judgesweep never scores a truncated answer, so the two
-# orders do not agree here: 71 / 92 where LLMBar publishes 72 / 92. Nothing else differs.
-SWAP_DIFFERENCES = {("replay_chatgpt", "llmbar_gptinst"): {"positional_agreement": (71, 72)}}
+# read it (winner output_2, as in "ab": agreeing). judgesweep never scores a truncated answer unless the
+# rubric says so: llmbar_upstream sets score_truncated, so every table matches (with rubric=llmbar the two
+# orders would not agree here: 71 / 92 where LLMBar publishes 72 / 92).
+SWAP_DIFFERENCES: dict = {}
 
 
 def jobs(run_dir: Path) -> dict[tuple[str, str, str], Path]:

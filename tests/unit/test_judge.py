@@ -16,7 +16,15 @@ import pytest
 
 from runner.config import OrderPolicy, ParserConfig, Strategy
 from runner.data.llmbar.build_replay import prompt_to_chatml, reverse_output_ab, synthesis_prompt
-from runner.judge import STAGE_JUDGE, STAGE_SYNTHESIS, Executor, JudgePlan, plan_orders, swap_output_refs
+from runner.judge import (
+    STAGE_JUDGE,
+    STAGE_SYNTHESIS,
+    Executor,
+    JudgePlan,
+    plan_orders,
+    read_verdict,
+    swap_output_refs,
+)
 from runner.prompts import load_template
 from runner.types import TIE, Candidate, Item, JudgeResponse, Judgment, Message, Order, Status, hash_messages
 
@@ -392,3 +400,12 @@ def test_concurrency_bound_is_respected(limit: int) -> None:
     judgments, _ = run(make_plan(concurrency=limit), client, items)
     assert len(judgments) == 20
     assert client.max_in_flight == limit
+
+
+def test_a_truncated_answer_is_unscored_unless_the_rubric_reads_truncated_answers() -> None:
+    cut = JudgeResponse(text="Output (a) is better for several reasons: first", finish_reason="length")
+    parser = ParserConfig(name="llmbar_output")
+    assert read_verdict(cut, parser, ("A", "B")).reason == "truncated"
+    assert read_verdict(cut, parser, ("A", "B"), score_truncated=True).label == "A"
+    failed = JudgeResponse(text=None, finish_reason="length", error_type="Timeout")
+    assert read_verdict(failed, parser, ("A", "B"), score_truncated=True).reason == "call_failed: Timeout"
