@@ -251,3 +251,29 @@ def _rate(num: int, den: int) -> float | None:
 def _diff(a: float | None, b: float | None) -> float | None:
     """``a - b``, or None when either is undefined."""
     return None if a is None or b is None else a - b
+
+
+def _spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Spearman's rho, or None when it is undefined (fewer than 3 pairs, or a constant side)."""
+    if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
+        return None
+    return float(scipy_stats.spearmanr(x, y).statistic)
+
+
+def length_score_bias(lengths: Sequence[int], judge: Sequence[float], human: Sequence[float | None]) -> dict[str, Any]:
+    """Pointwise length preference: how strongly the judge's score follows the output's length, against how
+    strongly the human scores do on the same items (a judge that likes length beyond the humans shows
+    a positive ``excess``).
+
+    Args:
+        lengths: Characters of each scored item's output.
+        judge: The item's overall score, in the same order.
+        human: The item's human score, or None, in the same order.
+    """
+    rated = [(n, h) for n, h in zip(lengths, human, strict=True) if h is not None]
+    judge_rho = _spearman(list(lengths), list(judge))
+    human_rho = _spearman([n for n, _ in rated], [h for _, h in rated]) if rated else None
+    judge_on_rated = _spearman([n for n, _ in rated], [j for j, h in zip(judge, human, strict=True) if h is not None])
+    return {"n": len(lengths), "judge_length_spearman": judge_rho, "n_human": len(rated),
+            "human_length_spearman": human_rho,
+            "excess": None if human_rho is None or judge_on_rated is None else judge_on_rated - human_rho}

@@ -16,8 +16,8 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from runner import bias, scorecard
 from runner import checks as checks_mod
-from runner import scorecard
 from runner.config import RunConfig, Strategy
 from runner.errors import ConfigurationError
 from runner.judge import POINTWISE_VARIABLES
@@ -96,8 +96,14 @@ def build(cfg: RunConfig, setup: PointwiseSetup, refs: Sequence[Any], judgments:
     """The users' report for a pointwise run (see runner.scorecard)."""
     items = scorecard.score_items(refs, judgments, setup.scoring, cfg.aggregation.name, cfg.aggregation.params,
                                   violations, not_generated)
-    return scorecard.build_report(items, setup.scoring, cfg.repeats, cfg.rubric.consistency_threshold, setup.checks,
-                                  ci=(cfg.metrics.ci_level, cfg.metrics.ci_resamples, cfg.seed))
+    report = scorecard.build_report(items, setup.scoring, cfg.repeats, cfg.rubric.consistency_threshold,
+                                    setup.checks, ci=(cfg.metrics.ci_level, cfg.metrics.ci_resamples, cfg.seed))
+    # length preference, where the outputs' lengths are known (dataset candidates; not generated ones)
+    measured = [i for i in items if i.status == scorecard.SCORED and i.ref.lengths]
+    report["bias"] = {"length": bias.length_score_bias([i.ref.lengths[0] for i in measured],
+                                                       [i.overall for i in measured],
+                                                       [i.ref.human_score for i in measured])}
+    return report
 
 
 def _fmt(value: float | None, pct: bool = False) -> str:

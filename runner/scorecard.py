@@ -212,8 +212,14 @@ def section_metrics(sec: Mapping[str, Any], prefix: str = "") -> dict[str, float
 
 
 def report_metrics(report: Mapping[str, Any]) -> dict[str, float]:
-    """Every numeric metric of the report: the summary, then ``by_tag/<tag>/...`` and ``by_category/<c>/...``."""
+    """Every numeric metric of the report: the summary, ``bias/*``, then ``by_tag/<tag>/...`` and
+    ``by_category/<c>/...``."""
     out = section_metrics(report["summary"])
+    length = (report.get("bias") or {}).get("length") or {}
+    for key, name in (("judge_length_spearman", "bias/length_score_spearman"),
+                      ("human_length_spearman", "bias/human_length_score_spearman"), ("excess", "bias/length_excess")):
+        if length.get(key) is not None:
+            out[name] = float(length[key])
     for family in ("by_tag", "by_category"):
         for name, sec in report[family].items():
             out.update(section_metrics(sec, f"{family}/{sanitize(name)}/"))

@@ -263,3 +263,18 @@ def test_llmbar_natural_gpt4_vanilla_consistency_is_the_published_positional_agr
     n_first = sum(j.verdict.label == "A" for j in judgments)
     assert pos["first_position_rate"] == n_first / 200 and pos["inconsistent_toward_first"] == 3
     assert out["length"]["n_gold"] <= out["length"]["n"] <= 200
+
+
+def test_pointwise_length_preference_beyond_the_human_scores() -> None:
+    from runner.bias import length_score_bias
+
+    lengths = [10, 20, 30, 40, 50]
+    judge = [1.0, 2.0, 3.0, 4.0, 5.0]  # follows length perfectly
+    human = [3.0, 1.0, 4.0, 2.0, 5.0]  # rho 0.5 with length
+    out = length_score_bias(lengths, judge, human)
+    assert out["judge_length_spearman"] == pytest.approx(1.0)
+    assert out["human_length_spearman"] == pytest.approx(0.5)
+    assert out["excess"] == pytest.approx(0.5)
+    without_humans = length_score_bias(lengths, judge, [None] * 5)
+    assert without_humans["human_length_spearman"] is None and without_humans["excess"] is None
+    assert length_score_bias([1, 2], [1.0, 2.0], [None, None])["judge_length_spearman"] is None
