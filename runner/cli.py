@@ -18,12 +18,13 @@ from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError
 
-from runner import client, pipeline
-from runner.config import JudgeConfig, RunConfig, register_configs
+from runner import client, pipeline, sweep, tracking
+from runner.config import JudgeConfig, RunConfig, TrackingConfig, register_configs
 from runner.datasets import DatasetError
 from runner.judge import RunAborted
 from runner.pacing import LimiterPool
@@ -171,6 +172,33 @@ def _job(dcfg: DictConfig) -> None:
     if outcome is not None and outcome.failed:
         log.error("judgesweep: run failed: %s", outcome.reason)
         _failed_jobs.append(job)
+
+
+class SweepSummary(Callback):
+    """Hydra callback (conf/hydra/default.yaml): when a multirun ends, write, print and log its table.
+
+    The jobs of a sweep are grouped in MLflow by their ``judgesweep.sweep`` tag rather than under a parent
+    run: jobs may run in other processes or machines (joblib, Ray launchers), and a tag needs nothing
+    shared between them, while the MLflow UI filters on it. The table itself is logged as a run with the
+    same tag and ``judgesweep.kind=sweep``.
+    """
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
+        sweep_dir = Path(config.hydra.sweep.dir)
+        if not sweep_dir.is_dir():
+            return
+        rows = sweep.collect(sweep_dir)
+        files = sweep.write(sweep_dir, rows)
+        sweep.render(rows)
+        try:
+            tracking_cfg: TrackingConfig = OmegaConf.to_object(
+                OmegaConf.merge(OmegaConf.structured(TrackingConfig), config.tracking))  # type: ignore[assignment]
+        except Exception as exc:  # noqa: BLE001 - the table is written; tracking it is a bonus
+            log.warning("sweep table not logged to MLflow: %s", exc)
+            return
+        if tracking_cfg.enabled:
+            run_id = tracking.log_sweep(tracking_cfg, sweep_dir, files, sweep.summary_metrics(rows))
+            log.info("sweep table %s logged to MLflow run %s", files[0], run_id)
 
 
 def main() -> None:

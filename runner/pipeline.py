@@ -8,6 +8,7 @@ resumed run's config matches the one that was interrupted.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -259,6 +260,7 @@ def _gate_results(ctx: RunContext, prepared: Prepared, summary: dict, metrics: d
 def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     """Generate (optional), judge every item, write the run directory, log to MLflow, print the summary."""
     cfg = ctx.cfg
+    started = time.monotonic()
     ctx.run_dir.mkdir(parents=True, exist_ok=True)
     prior, mlflow_run_id = _resume_state(ctx)
     if cfg.tracking.enabled:
@@ -283,6 +285,8 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
               if r.gold is not None or r.human_score is not None}
     store.write_results(ctx.run_dir / store.RESULTS_NAME, judgments, labels)
     store.write_json(ctx.run_dir / store.SUMMARY_NAME, summary)
+    metrics["run/wall_s"] = time.monotonic() - started
+    store.write_json(ctx.run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
     failed, reason = _judge_failure(cfg, judgments)
     crossed = [g.message for g in gate_results if not g.passed]
     if crossed and not failed:

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 JOURNAL_NAME = "journal.jsonl"
 RESULTS_NAME = "results.jsonl"
 SUMMARY_NAME = "summary.json"
+METRICS_NAME = "metrics.json"  # every flat metric of the run (what MLflow gets), for sweep tables without MLflow
 MANIFEST_NAME = "run.json"
 
 # Journal-only fields: how an answer was obtained. Results hold what was judged, so a resumed run and

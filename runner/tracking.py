@@ -26,7 +26,7 @@ MAX_PARAM_CHARS = 6000  # MLflow's limit on one param value
 BATCH = 100  # MLflow's limit on params per log_batch call
 # Names that hold credentials. A bare "key" is not one (rubric.parser.params.key names a JSON field).
 SECRET_KEY = re.compile(r"(^|[._])(api_key|apikey|private_key|token|access_token|secret|password)$", re.IGNORECASE)
-ARTIFACTS = ("summary.json", "results.jsonl", "journal.jsonl", "generations.jsonl", "run.json")
+ARTIFACTS = ("summary.json", "metrics.json", "results.jsonl", "journal.jsonl", "generations.jsonl", "run.json")
 
 
 @dataclass(frozen=True)
@@ -231,7 +231,8 @@ def find_sweep_runs(cfg: TrackingConfig, sweep_dir: str | Path) -> list[TrackedR
     while experiment_ids:
         page = client.search_runs(experiment_ids, filter_string=f"tags.`{SWEEP_TAG}` = '{quoted}'",
                                   max_results=1000, page_token=token)
-        runs += [_tracked(run) for run in page if run.data.tags.get(KIND_TAG) != COMPARISON_KIND]
+        # job runs carry no kind; comparison and sweep-summary runs do, and are not jobs
+        runs += [_tracked(run) for run in page if not run.data.tags.get(KIND_TAG)]
         token = page.token
         if not token:
             break
@@ -254,6 +255,31 @@ def download_artifact(cfg: TrackingConfig, run_id: str, artifact_path: str, dst_
     except (MlflowException, OSError) as exc:
         raise LookupError(f"run {run_id} has no artifact {artifact_path!r} ({type(exc).__name__})") from None
     return Path(local)
+
+
+SWEEP_KIND = "sweep"
+
+
+def log_sweep(cfg: TrackingConfig, sweep_dir: Path, files: list[Path], metrics: Mapping[str, float]) -> str:
+    """Log a sweep's summary as a finished MLflow run tagged like its jobs (``judgesweep.sweep``) and
+    ``judgesweep.kind=sweep``: filtering the experiment on the sweep tag shows the jobs and their table.
+
+    Returns:
+        The new run's id.
+    """
+    import time
+
+    from mlflow.entities import Metric, RunStatus
+
+    client = _client(cfg)
+    tags = {KIND_TAG: SWEEP_KIND, SWEEP_TAG: str(sweep_dir.resolve())}
+    run_id = client.create_run(_experiment_id(client, cfg), run_name=f"sweep {sweep_dir.name}", tags=tags).info.run_id
+    stamp = int(time.time() * 1000)
+    client.log_batch(run_id, metrics=[Metric(k, float(v), stamp, 0) for k, v in metrics.items()])
+    for path in files:
+        client.log_artifact(run_id, str(path))
+    client.set_terminated(run_id, status=RunStatus.to_string(RunStatus.FINISHED))
+    return run_id
 
 
 def log_comparison(cfg: TrackingConfig, comparison: Mapping[str, Any], compared: list[str], run_name: str,
