@@ -17,7 +17,8 @@ def metrics_of(result) -> dict[str, dict[str, float]]:
     """Run name's dataset choice -> MLflow metrics, for every run in the test's store."""
     client = MlflowClient(tracking_uri=result.mlflow_uri)
     exp = client.get_experiment_by_name("judgesweep")
-    return {run.data.params["choice.dataset"]: run.data.metrics for run in client.search_runs([exp.experiment_id])}
+    return {run.data.params["choice.dataset"]: run.data.metrics for run in client.search_runs([exp.experiment_id])
+            if "judgesweep.kind" not in run.data.tags}  # not the sweep table's own run
 
 
 def test_pandalm_gpt35_accuracy_and_macro_f1_against_the_human_majority(run_cli):

@@ -31,9 +31,23 @@ def test_six_job_sweep_reproduces_all_published_statistics(run_cli):
     assert set(seen) == set(JOBS)
     for job, stats_name in JOBS.items():
         assert ours(seen[job]) == published(stats_name), job
-    runs = MlflowClient(tracking_uri=result.mlflow_uri).search_runs(
-        [MlflowClient(tracking_uri=result.mlflow_uri).get_experiment_by_name("judgesweep").experiment_id])
-    assert len(runs) == 6
+    client = MlflowClient(tracking_uri=result.mlflow_uri)
+    runs = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id])
+    jobs = [r for r in runs if "judgesweep.kind" not in r.data.tags]
+    assert len(jobs) == 6
+    # the sweep is grouped by its tag: the six jobs and the sweep's own run with the table share it
+    sweep_tag = {r.data.tags["judgesweep.sweep"] for r in runs}
+    assert sweep_tag == {str(result.run_dir.resolve())}
+    (table_run,) = [r for r in runs if r.data.tags.get("judgesweep.kind") == "sweep"]
+    assert table_run.data.metrics["sweep/jobs"] == 6 and table_run.data.metrics["sweep/failed"] == 0
+    artifacts = {a.path for a in client.list_artifacts(table_run.info.run_id)}
+    assert {"sweep_table.csv", "sweep_table.json"} <= artifacts
+    table = json.loads((result.run_dir / "sweep_table.json").read_text())
+    by_job = {(row["judge"], row["prompt"]): row for row in table}
+    assert set(by_job) == set(JOBS)
+    assert by_job[("replay_gpt4", "llmbar_vanilla")]["accuracy"] == 0.955
+    assert all(row["status"] == "ok" and row["calls"] >= 200 and row["wall s"] > 0 for row in table)
+    assert "sweep: 6 jobs" in result.output
 
 
 def test_swap_strategy_makes_synthesis_calls_only_on_conflicts(run_cli):
