@@ -317,3 +317,21 @@ def log_comparison(cfg: TrackingConfig, comparison: Mapping[str, Any], compared:
         client.log_artifact(run_id, str(path))
     client.set_terminated(run_id, status=RunStatus.to_string(RunStatus.FINISHED))
     return run_id
+
+
+def get_run_metrics(cfg: TrackingConfig, run_ids: list[str] | tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """The latest value of every metric of each run (``runner.results`` reads them into a DataFrame).
+
+    Raises:
+        LookupError: A run id the store does not know.
+    """
+    from mlflow.exceptions import MlflowException
+
+    client = _client(cfg)
+    out = {}
+    for run_id in run_ids:
+        try:
+            out[run_id] = dict(client.get_run(run_id).data.metrics)
+        except MlflowException:
+            raise LookupError(f"no MLflow run {run_id!r} at {client.tracking_uri}") from None
+    return out

@@ -1,0 +1,191 @@
+"""``runner.results.load`` over real CLI runs: a tracked replay sweep (by directory and by run id), and an
+untracked pointwise run against the loopback server, read from its directory (and from its journal alone)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from runner import results
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.integration.conftest import REPO, cli_args, live_judge, mlflow_uri, offline_env
+from tests.integration.test_presets import answer
+
+pytestmark = pytest.mark.integration
+
+JUDGES = {"replay_gpt4", "replay_chatgpt"}
+# what summary.json does not determine: the judge calls, generation, the run's wall time
+CALL_FAMILIES = ("judge/", "calls/", "tokens/", "cost/", "latency/", "parse_failures/", "generation/", "run/")
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Where the three CLI invocations wrote."""
+
+    sweep_dir: Path  # 2 jobs x 10 items x 2 orders, tracked in store `sweep_uri`
+    sweep_uri: str
+    pointwise_dir: Path  # agent_rubric on 4 items, tracking=off
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Runs:
+    """Run both invocations at once."""
+    sweep, point = tmp_path_factory.mktemp("sweep"), tmp_path_factory.mktemp("pointwise")
+    with FakeOpenAIServer() as server:
+        server.reply = answer
+        commands = [
+            cli_args(sweep, sweep / "multirun", ("judge=replay_gpt4,replay_chatgpt", "max_items=10"), multirun=True),
+            cli_args(point, point / "run", ("experiment=agent_rubric", "max_items=4", "tracking=off",
+                                            *live_judge(server))),
+        ]
+        procs = [subprocess.Popen(cmd, cwd=REPO, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True) for cmd in commands]
+        outputs = [proc.communicate(timeout=600)[0] for proc in procs]
+    for proc, output in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, output
+    assert not (point / "mlflow.db").exists()
+    return Runs(sweep / "multirun", mlflow_uri(sweep), point / "run")
+
+
+@pytest.fixture(scope="module")
+def swept(runs) -> results.Results:
+    """The sweep, loaded by its directory."""
+    return results.load(runs.sweep_dir, tracking_uri=runs.sweep_uri)
+
+
+def summary(run_dir: str | Path) -> dict:
+    """A run directory's summary.json."""
+    return json.loads((Path(run_dir) / "summary.json").read_text())
+
+
+def test_a_sweep_dir_gives_one_row_per_run_with_choices_params_and_metrics(swept, runs):
+    assert len(swept.runs) == 2 and set(swept.runs["judge"]) == JUDGES
+    assert list(swept.runs["status"]) == ["FINISHED", "FINISHED"]
+    assert repr(swept).startswith("Results(runs=2, metrics=") and repr(swept).endswith("judgments=40, items=20)")
+    assert set(swept.runs["sweep"]) == {str(runs.sweep_dir.resolve())}
+    assert swept.runs["max_items"].tolist() == [10, 10] and set(swept.runs["prompt"]) == {"llmbar_vanilla"}
+    assert set(swept.runs["judge.model"]) == {"replay/gpt-4", "replay/chatgpt"}
+    assert isinstance(swept.runs["start_time"].dtype, pd.DatetimeTZDtype)
+    assert list(swept.metrics["run_id"]) == list(swept.runs["run_id"])
+    for run in swept.runs.itertuples():
+        gold = summary(run.run_dir)["gold"]
+        row = swept.metrics.set_index("run_id").loc[run.run_id]
+        assert row["accuracy/mean"] == pytest.approx(gold["accuracy_mean"])
+        assert row["accuracy/ab"] == pytest.approx(gold["accuracy_ab"])
+        assert row["judge/calls"] == 20 and row["judge"] == run.judge
+
+
+def test_judgments_and_items_of_a_sweep_carry_run_id_and_choices(swept):
+    judgments = swept.judgments
+    assert len(judgments) == 2 * 20
+    assert judgments.groupby("judge").size().to_dict() == {judge: 20 for judge in JUDGES}
+    assert judgments.groupby("run_id")["item_id"].nunique().tolist() == [10, 10]
+    assert set(judgments["order"]) == {"ab", "ba"} and set(judgments["status"]) == {"scored"}
+    assert judgments["item_id"].str.startswith("natural-").all() and judgments["gold"].notna().all()
+    items = swept.items
+    assert len(items) == 20 and items.groupby("run_id").size().tolist() == [10, 10]
+    for run_id, group in items.groupby("run_id"):
+        run_dir = swept.runs.set_index("run_id").loc[run_id, "run_dir"]
+        aggregated = summary(run_dir)["aggregated_results"]
+        assert dict(zip(group["item_id"], group["final_verdict"], strict=True)) == {
+            item: agg["final_verdict"] for item, agg in aggregated.items()}
+        counts = group["verdict_counts.output_1"] + group["verdict_counts.output_2"]
+        assert (counts + group.get("verdict_counts.tie", 0) == 2).all()  # two orders per item
+    # the items' gold agrees with the logged accuracy over both orders
+    gpt4 = judgments[judgments["judge"] == "replay_gpt4"]
+    accuracy = (gpt4["winner"] == gpt4["gold"]).mean()
+    assert accuracy == pytest.approx(swept.metrics.set_index("judge").loc["replay_gpt4", "accuracy/mean"])
+
+
+def test_a_run_id_and_a_relative_sweep_dir_in_the_default_store(swept, runs, tmp_path, monkeypatch):
+    run_id = swept.runs["run_id"].iloc[1]
+    one = results.load(run_id, tracking_uri=runs.sweep_uri)
+    assert one.runs["run_id"].tolist() == [run_id] and len(one.judgments) == 20 and len(one.items) == 10
+    pd.testing.assert_frame_equal(one.metrics, swept.metrics.iloc[[1]].reset_index(drop=True), check_like=True)
+    # default store: ./outputs/mlflow.db of the working directory; a sweep dir may be relative to it
+    (tmp_path / "outputs").mkdir()
+    (tmp_path / "outputs" / "mlflow.db").symlink_to(runs.sweep_uri.removeprefix("sqlite:///"))
+    (tmp_path / "multirun").symlink_to(runs.sweep_dir)
+    monkeypatch.chdir(tmp_path)
+    assert results.load("multirun").runs["run_id"].tolist() == swept.runs["run_id"].tolist()
+    assert results.load(run_id).runs["run_id"].tolist() == [run_id]
+
+
+def test_a_tracked_job_dir_read_from_its_files_matches_mlflow(swept, runs):
+    job = results.load(runs.sweep_dir / "0")
+    run = job.runs.iloc[0]
+    assert run["run_id"] in set(swept.runs["run_id"]) and run["status"] == "FINISHED"
+    assert run["run_dir"] == str((runs.sweep_dir / "0").resolve()) and run["judgments_from"] == "results.jsonl"
+    # every logged metric but those of the calls themselves is recomputed from summary.json, to the same value
+    logged = swept.metrics.set_index("run_id").loc[run["run_id"]].filter(like="/")
+    from_files = job.metrics.filter(like="/").iloc[0]
+    assert set(from_files.index) == {name for name in logged.index if not name.startswith(CALL_FAMILIES)}
+    assert len(from_files) > 30 and "accuracy/mean" in from_files and "agreement/cohen_kappa" in from_files
+    assert from_files.to_dict() == pytest.approx(logged[from_files.index].to_dict())
+    # run.json leaves out the operational choice `tracking`, so a run dir's frames have no such column
+    mine = swept.judgments["run_id"] == run["run_id"]
+    pd.testing.assert_frame_equal(job.judgments, swept.judgments[mine].drop(columns="tracking").reset_index(drop=True))
+    pd.testing.assert_frame_equal(job.items, swept.items[swept.items["run_id"] == run["run_id"]]
+                                  .drop(columns="tracking").reset_index(drop=True))
+
+
+def test_an_untracked_pointwise_run_dir_gives_items_from_detailed_results(runs):
+    loaded = results.load(runs.pointwise_dir)
+    run = loaded.runs.iloc[0]
+    assert run["run_id"] == str(runs.pointwise_dir.resolve()) and run["status"] == "FINISHED"
+    assert run[["prompt.mode", "experiment", "judge"]].tolist() == ["pointwise", "agent_rubric", "local_openai"]
+    items, detailed = loaded.items, summary(runs.pointwise_dir)["detailed_results"]
+    assert items["item_id"].tolist() == [d["id"] for d in detailed] and len(items) == 4
+    assert (items["scores.accuracy"] == 4.0).all() and items["passed"].all() and (items["overall"] == 4.0).all()
+    assert items["tags"].map(len).gt(0).all() and (items["run_id"] == run["run_id"]).all()
+    assert len(loaded.judgments) == 4 and (loaded.judgments["score"] == 4.0).all()
+    metrics = loaded.metrics.iloc[0]
+    assert metrics["score/mean"] == 4.0 and metrics["pass/rate"] == 1.0 and metrics["gate/passed"] == 1.0
+    assert metrics["items/scored"] == summary(runs.pointwise_dir)["summary"]["scored"] == 4
+
+
+def test_an_unfinished_run_is_read_from_its_journal(runs, tmp_path):
+    crashed = tmp_path / "crashed"
+    shutil.copytree(runs.pointwise_dir, crashed)
+    (crashed / "summary.json").unlink()
+    (crashed / "results.jsonl").unlink()
+    journal = crashed / "journal.jsonl"
+    first = json.loads(journal.read_text().splitlines()[0])
+    # a call retried on resume (its last line counts) and a line torn by a crash
+    journal.write_text(journal.read_text() + json.dumps({**first, "raw_response": "retried"}) + "\n" + '{"item_id": ')
+    loaded = results.load(crashed)
+    assert loaded.runs[["status", "judgments_from"]].values.tolist() == [["INCOMPLETE", "journal.jsonl"]]
+    assert len(loaded.judgments) == 4 and "latency_s" in loaded.judgments
+    assert (loaded.judgments["raw_response"] == "retried").sum() == 1
+    assert loaded.items.empty and not any("/" in column for column in loaded.metrics.columns)
+
+
+def test_a_sweep_without_a_store_is_read_from_its_job_dirs(swept, runs, tmp_path):
+    loaded = results.load(runs.sweep_dir, tracking_uri=f"sqlite:///{tmp_path / 'none.db'}")
+    assert loaded.runs["run_id"].tolist() == swept.runs["run_id"].tolist()  # run.json keeps the MLflow ids
+    assert len(loaded.judgments) == 40 and loaded.runs["judgments_from"].tolist() == ["results.jsonl"] * 2
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_unknown_refs_raise_lookup_error(runs, tmp_path):
+    with pytest.raises(LookupError, match="no MLflow run '0123456789abcdef0123456789abcdef'"):
+        results.load("0123456789abcdef0123456789abcdef", tracking_uri=runs.sweep_uri)
+    with pytest.raises(LookupError, match="'no-such-run' is not a run directory, a sweep directory or an MLflow"):
+        results.load("no-such-run", tracking_uri=runs.sweep_uri)
+    with pytest.raises(LookupError, match="is neither a run directory nor a sweep"):
+        results.load(tmp_path, tracking_uri=runs.sweep_uri)
+    client = MlflowClient(tracking_uri=runs.sweep_uri)
+    comparison = client.create_run(client.get_experiment_by_name("judgesweep").experiment_id,
+                                   tags={"judgesweep.kind": "comparison"}).info.run_id
+    with pytest.raises(LookupError, match=f"MLflow run {comparison} is a comparison run, not a judge run"):
+        results.load(comparison, tracking_uri=runs.sweep_uri)
+    with pytest.raises(LookupError, match="no MLflow store at sqlite:///"):
+        results.load("0123456789abcdef0123456789abcdef", tracking_uri=f"sqlite:///{tmp_path / 'none.db'}")
+    assert not (tmp_path / "none.db").exists()
