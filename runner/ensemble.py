@@ -6,8 +6,7 @@ a tie or a 0, so an item nobody judged gets no ensemble label (``None``). Aggreg
 from :data:`LABEL_COMBINERS` (``majority_vote``, ``weighted``, ``dawid_skene``) and
 :data:`SCORE_COMBINERS` (``mean``, ``median``, ``weighted``).
 
-Dawid-Skene is numpy EM here: the maintained PyPI implementation (crowd-kit) hard-depends on transformers,
-nltk and pyarrow, far too much for a ~40-line algorithm.
+Dawid-Skene's EM is in :mod:`runner.dawid_skene`.
 """
 
 from __future__ import annotations
@@ -19,16 +18,15 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from runner.aggregation import MAJORITY, NO_CONSENSUS, UNANIMOUS
 from runner.agreement import cohen_kappa, inter_judge
+from runner.dawid_skene import dawid_skene
 from runner.registry import Registry
 from runner.types import TIE
+from runner.votes import Votes, cast_votes, item_keys
 
 logger = logging.getLogger(__name__)
 
-Votes = Mapping[str, Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -125,78 +123,10 @@ def combine_scores(votes: Votes, method: str, weights: Mapping[str, float] | Non
     SCORE_COMBINERS.check_params(method, params)
     fn = SCORE_COMBINERS.get(method)
     result: dict[str, float | None] = {}
-    for key in _item_keys(votes):
+    for key in item_keys(votes):
         scores = {judge: float(v[key]) for judge, v in votes.items() if v.get(key) is not None}
         result[key] = fn(scores, **params) if scores else None
     return result
-
-
-def dawid_skene(
-    votes: Votes,
-    labels: Sequence[Hashable] | None = None,
-    max_iter: int = 100,
-    tol: float = 1e-6,
-    smoothing: float = 1.0,
-) -> dict[str, Any]:
-    """Estimate each judge's confusion matrix and each item's true label from the judges' agreement alone.
-
-    EM for the Dawid & Skene (1979) model: judges err independently given the true class, each with its
-    own confusion matrix. It starts from the vote shares of each item (a soft majority vote), so it is
-    deterministic and needs no seed. Laplace smoothing adds ``smoothing`` pseudo-counts to every prior and
-    confusion cell in each M-step (a MAP estimate under a symmetric Dirichlet prior): no probability is
-    ever 0, so one disagreement with a so-far perfect judge cannot make a class impossible. The price is a
-    pull toward chance where data are few (about 3 points at 30 items a class, negligible at hundreds).
-
-    The model needs at least 3 informative judges to be identifiable, and it cannot see errors the judges
-    share: on LLMBar's Natural subset it estimates GPT-4's and ChatGPT's accuracies (each order as its own
-    judge) within 2.3 points, on the adversarial subsets, built to mislead them alike, 6-19 points too high.
-
-    Args:
-        votes: Judge -> item key -> label, ``None`` for a missing vote.
-        labels: The classes in matrix order; default: every label voted, sorted.
-        max_iter: At most this many EM iterations.
-        tol: Converged when no posterior probability moves by more than this in one iteration.
-        smoothing: The Laplace pseudo-count (> 0).
-
-    Returns:
-        ``labels``, ``priors`` (label -> p), ``confusion`` (judge -> K x K list, rows = true class, columns =
-        voted class), ``accuracy`` (judge -> sum over classes of prior x diagonal, ``None`` for a judge
-        without votes), ``posteriors`` (item -> label -> p, only items with a vote), ``iterations``,
-        ``converged``, ``log_likelihood`` (of the votes, final parameters), ``smoothing``.
-
-    Raises:
-        ValueError: If a vote is not in ``labels``, ``smoothing`` is not positive or ``max_iter`` < 1.
-    """
-    if smoothing <= 0 or max_iter < 1:
-        raise ValueError(f"dawid_skene needs smoothing > 0 and max_iter >= 1, got {smoothing}, {max_iter}")
-    judges = list(votes)
-    if len(judges) < 3:
-        logger.warning("dawid_skene with %d judges: the model is not identifiable below 3", len(judges))
-    classes = list(labels) if labels is not None else _sorted_labels(votes)
-    items, counts = _one_hot(votes, judges, classes)
-    posterior = counts.sum(axis=1) / counts.sum(axis=(1, 2))[:, None]
-    iterations, delta = 0, math.inf
-    while iterations < max_iter and delta > tol:
-        priors, confusion = _m_step(posterior, counts, smoothing)
-        new, log_likelihood = _e_step(priors, confusion, counts)
-        delta, posterior, iterations = float(np.abs(new - posterior).max(initial=0.0)), new, iterations + 1
-    if delta > tol:
-        logger.warning("dawid_skene did not converge in %d iterations (last change %.2g)", max_iter, delta)
-    accuracy = np.einsum("k,jkk->j", priors, confusion)
-    voted = counts.sum(axis=(0, 2)) > 0
-    return {
-        "labels": classes,
-        "priors": dict(zip(classes, priors.tolist(), strict=True)),
-        "confusion": {judge: confusion[j].tolist() for j, judge in enumerate(judges)},
-        "accuracy": {judge: float(accuracy[j]) if voted[j] else None for j, judge in enumerate(judges)},
-        "posteriors": {
-            key: dict(zip(classes, row, strict=True)) for key, row in zip(items, posterior.tolist(), strict=True)
-        },
-        "iterations": iterations,
-        "converged": delta <= tol,
-        "log_likelihood": log_likelihood,
-        "smoothing": smoothing,
-    }
 
 
 def member_comparison(
@@ -231,7 +161,7 @@ def inter_judge_agreement(votes: Votes) -> dict[str, Any]:
     Returns:
         What :func:`runner.agreement.inter_judge` returns.
     """
-    keys = _item_keys(votes)
+    keys = item_keys(votes)
     return inter_judge({judge: [by_item.get(key) for key in keys] for judge, by_item in votes.items()})
 
 
@@ -258,8 +188,8 @@ def _dawid_skene(
     """Strict majority of the Dawid-Skene posterior; the parameters are :func:`dawid_skene`'s."""
     fit = dawid_skene(votes, labels, max_iter, tol, smoothing)
     items = {}
-    for key in _item_keys(votes):
-        cast = _cast(votes, key)
+    for key in item_keys(votes):
+        cast = cast_votes(votes, key)
         posterior = fit["posteriors"].get(key)
         label, confidence = _decide(posterior or {}, cast)
         items[key] = EnsembleItem(key, label, confidence, cast, posterior)
@@ -288,8 +218,8 @@ def _weighted_mean(scores: Mapping[str, float], weights: Mapping[str, float]) ->
 def _weighted_vote(votes: Votes, weights: Mapping[str, float], method: str) -> EnsembleResult:
     """Per item, the label with more than half of the voting judges' weight, else a tie."""
     items = {}
-    for key in _item_keys(votes):
-        cast = _cast(votes, key)
+    for key in item_keys(votes):
+        cast = cast_votes(votes, key)
         shares: dict[Hashable, float] = {}
         for judge, label in cast.items():
             shares[label] = shares.get(label, 0.0) + weights[judge]
@@ -306,36 +236,6 @@ def _decide(shares: Mapping[Hashable, float], cast: Mapping[str, Hashable]) -> t
     if top * 2 <= total or math.isclose(top * 2, total, rel_tol=1e-9):  # isclose: 0.1 + 0.2 vs 0.3
         return TIE, NO_CONSENSUS
     return label, UNANIMOUS if all(vote == label for vote in cast.values()) else MAJORITY
-
-
-def _m_step(posterior: np.ndarray, counts: np.ndarray, smoothing: float) -> tuple[np.ndarray, np.ndarray]:
-    """Smoothed class priors (K) and confusion matrices (J x K true x K voted) given item posteriors."""
-    n_classes = posterior.shape[1]
-    priors = (posterior.sum(axis=0) + smoothing) / (posterior.shape[0] + n_classes * smoothing)
-    confusion = np.einsum("ik,ijl->jkl", posterior, counts) + smoothing
-    return priors, confusion / confusion.sum(axis=2, keepdims=True)
-
-
-def _e_step(priors: np.ndarray, confusion: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, float]:
-    """Item posteriors (I x K) and the log-likelihood of the votes given the parameters."""
-    joint = np.log(priors) + np.einsum("ijl,jkl->ik", counts, np.log(confusion))
-    peak = joint.max(axis=1, keepdims=True, initial=-np.inf)
-    likelihood = np.exp(joint - peak)  # shifted so the largest term is 1: no underflow with many judges
-    total = likelihood.sum(axis=1, keepdims=True)
-    return likelihood / total, float((np.log(total) + peak).sum())
-
-
-def _one_hot(votes: Votes, judges: Sequence[str], classes: Sequence[Hashable]) -> tuple[list[str], np.ndarray]:
-    """The items with at least one vote and their I x J x K one-hot vote counts."""
-    label_index, judge_index = {label: k for k, label in enumerate(classes)}, {j: i for i, j in enumerate(judges)}
-    items = [key for key in _item_keys(votes) if _cast(votes, key)]
-    counts = np.zeros((len(items), len(judges), len(classes)))
-    for i, key in enumerate(items):
-        for judge, label in _cast(votes, key).items():
-            if label not in label_index:
-                raise ValueError(f"vote {label!r} of {judge!r} on {key!r} is not among the labels {list(classes)}")
-            counts[i, judge_index[judge], label_index[label]] = 1.0
-    return items, counts
 
 
 def _versus_gold(
@@ -362,18 +262,3 @@ def _checked_weights(votes: Votes, weights: Mapping[str, float]) -> dict[str, fl
     if bad:
         raise ValueError(f"weights must be finite and >= 0, got {bad}")
     return {judge: float(weights[judge]) for judge in votes}
-
-
-def _cast(votes: Votes, key: str) -> dict[str, Hashable]:
-    """Judge -> label for the judges that voted on item ``key``."""
-    return {judge: by_item[key] for judge, by_item in votes.items() if by_item.get(key) is not None}
-
-
-def _item_keys(votes: Votes) -> list[str]:
-    """Every item key in any judge's votes, in first-seen order."""
-    return list(dict.fromkeys(key for by_item in votes.values() for key in by_item))
-
-
-def _sorted_labels(votes: Votes) -> list[Hashable]:
-    """Every label voted, sorted by ``str`` so that labels of mixed types still sort."""
-    return sorted({v for by_item in votes.values() for v in by_item.values() if v is not None}, key=str)
