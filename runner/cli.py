@@ -7,6 +7,7 @@ everything down as frozen records.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -23,7 +24,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError
 
-from runner import client, pipeline, sweep, tracking
+from runner import client, html_report, pipeline, report, sweep, tracking
 from runner.config import JudgeConfig, RunConfig, TrackingConfig, register_configs
 from runner.datasets import DatasetError
 from runner.judge import RunAborted
@@ -120,9 +121,25 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: node}
 
 
+def _parallel_workers(hc: Any) -> int:
+    """How many processes of this sweep run jobs at once on this machine (joblib's ``n_jobs``; 1 otherwise):
+    each has its own limiters, so each gets that share of a judge's rpm/tpm."""
+    if hc.mode != RunMode.MULTIRUN or "joblib" not in str(hc.launcher.get("_target_", "")).lower():
+        return 1
+    n_jobs = int(hc.launcher.n_jobs)
+    return n_jobs if n_jobs > 0 else max(1, (os.cpu_count() or 1) + 1 + n_jobs)  # joblib: -1 = every CPU
+
+
+def _share(limit: int | None, workers: int) -> int | None:
+    return None if limit is None else max(1, limit // workers)
+
+
 def _context(dcfg: DictConfig, cfg: RunConfig) -> pipeline.RunContext:
     hc = HydraConfig.get()
     root = Path(hc.runtime.cwd)
+    workers = _parallel_workers(hc)
+    if workers > 1:
+        log.info("%d parallel workers: this job paces each model at 1/%d of its rpm/tpm", workers, workers)
     choices = {k: v for k, v in hc.runtime.choices.items() if not k.startswith("hydra") and v is not None}
     params = _flatten(OmegaConf.to_container(dcfg, resolve=True, enum_to_str=True))
     params.update({f"choice.{k}": v for k, v in choices.items()})
@@ -147,31 +164,54 @@ def _context(dcfg: DictConfig, cfg: RunConfig) -> pipeline.RunContext:
         project_root=root,
         api_key=_api_key(cfg, cfg.judge, "judge"),
         generator_api_key=_api_key(cfg, cfg.generator, "generator"),
-        generator_limiter=(_limiters.get(f"{cfg.generator.name}|{cfg.generator.model}", cfg.generator.rpm,
-                                         cfg.generator.tpm) if cfg.generator is not None else None),
+        generator_limiter=(_limiters.get(f"{cfg.generator.name}|{cfg.generator.model}",
+                                         _share(cfg.generator.rpm, workers), _share(cfg.generator.tpm, workers))
+                           if cfg.generator is not None else None),
         run_name=name,
         params=params,
         tags=tags,
         resolved_config_yaml=OmegaConf.to_yaml(dcfg, resolve=True),
         identity=identity,
         identity_sha256=identity_sha,
-        limiter=_limiters.get(f"{cfg.judge.name}|{cfg.judge.model}", cfg.judge.rpm, cfg.judge.tpm),
+        limiter=_limiters.get(f"{cfg.judge.name}|{cfg.judge.model}", _share(cfg.judge.rpm, workers),
+                              _share(cfg.judge.tpm, workers)),
     )
 
 
+@functools.cache
+def _prepare_process() -> None:
+    """Process-wide settings, once per process: the launching process and each launcher worker (joblib's
+    loky processes import this module to run ``_job`` but never run ``main()``)."""
+    register_configs()
+    client.configure()
+    if not OmegaConf.has_resolver("resume_or"):
+        # hydra.run.dir / hydra.sweep.dir: the directory being resumed, else a new timestamped one.
+        OmegaConf.register_new_resolver("resume_or", lambda resume, fresh: resume or fresh)
+
+
 def _job(dcfg: DictConfig) -> None:
+    _prepare_process()
     job = HydraConfig.get().runtime.output_dir
+    failure = Path(job) / sweep.FAILURE_NAME
+    failure.unlink(missing_ok=True)  # a resumed job that failed before
     try:
         _check_keys(dcfg)
         cfg: RunConfig = OmegaConf.to_object(dcfg)  # type: ignore[assignment]
         outcome = pipeline.run(_context(dcfg, cfg))
     except EXPECTED_ERRORS as exc:
         log.error("judgesweep: %s: %s", type(exc).__name__, exc)
-        _failed_jobs.append(job)
+        _fail(job, f"{type(exc).__name__}: {exc}")
         return
     if outcome is not None and outcome.failed:
         log.error("judgesweep: run failed: %s", outcome.reason)
-        _failed_jobs.append(job)
+        _fail(job, outcome.reason)
+
+
+def _fail(job: str, reason: str) -> None:
+    """Record a failed job in this process and in its directory: a launcher worker's list never reaches
+    ``main()``, the file does (``SweepSummary`` reads it in the launching process)."""
+    _failed_jobs.append(job)
+    sweep.write_failure(Path(job), reason)
 
 
 class SweepSummary(Callback):
@@ -188,8 +228,13 @@ class SweepSummary(Callback):
         if not sweep_dir.is_dir():
             return
         rows = sweep.collect(sweep_dir)
-        files = sweep.write(sweep_dir, rows)
+        # jobs that ran in other processes (joblib workers) marked their failure in their directory
+        _failed_jobs.extend(str(path.parent) for path in sweep_dir.glob(f"*/{sweep.FAILURE_NAME}"))
+        pages = html_report.write_sweep_report(sweep_dir, rows)  # frontier.csv/png (with labels), report.html
+        files = [*sweep.write(sweep_dir, rows), *pages]
         sweep.render(rows)
+        if pages:
+            report.print_line(f"report: {pages[-1]}")
         try:
             tracking_cfg: TrackingConfig = OmegaConf.to_object(
                 OmegaConf.merge(OmegaConf.structured(TrackingConfig), config.tracking))  # type: ignore[assignment]
@@ -203,11 +248,7 @@ class SweepSummary(Callback):
 
 def main() -> None:
     """Console-script entry point: compose the config, run the job(s), exit non-zero on failure."""
-    register_configs()
-    client.configure()
-    if not OmegaConf.has_resolver("resume_or"):
-        # hydra.run.dir / hydra.sweep.dir: the directory being resumed, else a new timestamped one.
-        OmegaConf.register_new_resolver("resume_or", lambda resume, fresh: resume or fresh)
+    _prepare_process()
     hydra.main(config_path=CONFIG_DIR, config_name="config", version_base="1.3")(_job)()
     if _failed_jobs:
         sys.exit(1)

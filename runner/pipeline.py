@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner import gates, pairwise, pointwise, report, scorecard, stages, store, tracking, trust
+from runner import gates, html_report, pairwise, pointwise, report, scorecard, stages, store, tracking, trust
 from runner.client import litellm_version, supports_json_schema
 from runner.config import JudgeConfig, PromptMode, RunConfig, StructuredOutput
 from runner.datasets import ItemRef, LoadedDataset, Shape, load_items, resolve_path
@@ -287,6 +287,7 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     store.write_json(ctx.run_dir / store.SUMMARY_NAME, summary)
     metrics["run/wall_s"] = time.monotonic() - started
     store.write_json(ctx.run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
+    report_path = html_report.write_run_report(ctx.run_dir, summary, metrics, ctx.run_name)
     failed, reason = _judge_failure(cfg, judgments)
     crossed = [g.message for g in gate_results if not g.passed]
     if crossed and not failed:
@@ -302,6 +303,8 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
             report.print_line(line)
     else:
         pointwise.render_console(summary, judge_stats, ctx.run_name, gate_lines)
+    if report_path is not None:
+        report.print_line(f"report: {report_path}")
     return RunOutcome(summary, gold, judge_stats, failed, reason, mlflow_run_id)
 
 

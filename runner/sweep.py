@@ -20,6 +20,7 @@ from rich.text import Text
 
 TABLE_CSV = "sweep_table.csv"
 TABLE_JSON = "sweep_table.json"
+FAILURE_NAME = "failure.json"  # written into a job directory by the job that failed (runner/cli.py)
 # metric -> column; those no job has are left out
 HEADLINE = {
     "accuracy/mean": "accuracy", "agreement/accuracy_all": "agreement", "agreement/accuracy_all_ci_low": "agr low",
@@ -47,10 +48,15 @@ def collect(sweep_dir: Path) -> list[dict[str, Any]]:
         metrics_path = job_dir / "metrics.json"
         metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
         row: dict[str, Any] = {"job": int(job_dir.name), **_overrides(job_dir),
-                               "status": "ok" if metrics else "failed"}
+                               "status": "ok" if metrics and not (job_dir / FAILURE_NAME).is_file() else "failed"}
         row.update({name: metrics.get(key) for key, name in HEADLINE.items()})
         rows.append(row)
     return _drop_empty_columns(rows)
+
+
+def write_failure(job_dir: Path, reason: str) -> None:
+    """Mark a job directory as failed (with why), for the sweep table and the launching process's exit code."""
+    (job_dir / FAILURE_NAME).write_text(json.dumps({"reason": reason}, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _drop_empty_columns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

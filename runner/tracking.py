@@ -26,7 +26,8 @@ MAX_PARAM_CHARS = 6000  # MLflow's limit on one param value
 BATCH = 100  # MLflow's limit on params per log_batch call
 # Names that hold credentials. A bare "key" is not one (rubric.parser.params.key names a JSON field).
 SECRET_KEY = re.compile(r"(^|[._])(api_key|apikey|private_key|token|access_token|secret|password)$", re.IGNORECASE)
-ARTIFACTS = ("summary.json", "metrics.json", "results.jsonl", "journal.jsonl", "generations.jsonl", "run.json")
+ARTIFACTS = ("summary.json", "metrics.json", "results.jsonl", "journal.jsonl", "generations.jsonl", "run.json",
+             "report.html")
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,15 @@ def _experiment_id(client: Any, cfg: TrackingConfig) -> str:
     exp = client.get_experiment_by_name(cfg.experiment)
     if exp is not None:
         return exp.experiment_id
-    return client.create_experiment(cfg.experiment, artifact_location=cfg.artifact_location)
+    from mlflow.exceptions import MlflowException
+    from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, ErrorCode
+
+    try:
+        return client.create_experiment(cfg.experiment, artifact_location=cfg.artifact_location)
+    except MlflowException as exc:  # a parallel job created it between our lookup and our create
+        if exc.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
+            raise
+        return client.get_experiment_by_name(cfg.experiment).experiment_id
 
 
 def start_run(cfg: TrackingConfig, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 
 import yaml
@@ -41,7 +42,20 @@ def test_six_job_sweep_reproduces_all_published_statistics(run_cli):
     (table_run,) = [r for r in runs if r.data.tags.get("judgesweep.kind") == "sweep"]
     assert table_run.data.metrics["sweep/jobs"] == 6 and table_run.data.metrics["sweep/failed"] == 0
     artifacts = {a.path for a in client.list_artifacts(table_run.info.run_id)}
-    assert {"sweep_table.csv", "sweep_table.json"} <= artifacts
+    assert {"sweep_table.csv", "sweep_table.json", "frontier.csv", "frontier.png", "report.html"} <= artifacts
+    assert all((result.run_dir / name).is_file() for name in ("frontier.csv", "frontier.png", "report.html"))
+    assert (result.run_dir / "frontier.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    # replayed judges cost nothing: the frontier is the best agreement (GPT-4, vanilla prompt, 0.955) alone
+    frontier = list(csv.DictReader((result.run_dir / "frontier.csv").open()))
+    assert [(r["config"], r["pareto"]) for r in frontier if r["pareto"] == "True"] == [
+        ("judge=replay_gpt4, prompt=llmbar_vanilla", "True")]
+    assert len(frontier) == 6 and float(frontier[0]["cost/1k items"]) == 0.0
+    sweep_html = (result.run_dir / "report.html").read_text()
+    assert sweep_html.count("data:image/png;base64,") == 1 and "<td>replay_chatgpt</td>" in sweep_html
+    assert f"report: {result.run_dir / 'report.html'}" in result.output
+    # each job has its report, logged with its run
+    assert all((p.parent / "report.html").is_file() for p in result.run_dir.glob("*/summary.json"))
+    assert all("report.html" in {a.path for a in client.list_artifacts(r.info.run_id)} for r in jobs)
     table = json.loads((result.run_dir / "sweep_table.json").read_text())
     by_job = {(row["judge"], row["prompt"]): row for row in table}
     assert set(by_job) == set(JOBS)

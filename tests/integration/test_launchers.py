@@ -1,0 +1,93 @@
+"""hydra/launcher=joblib: a sweep's jobs run in parallel worker processes on one machine and log to one
+real `mlflow server` on 127.0.0.1 (a sqlite file shared by parallel writers is what the server avoids)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import threading
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+
+from tests.fakes.openai_server import Reply
+from tests.integration import test_mlflow_server
+from tests.integration.conftest import live_judge
+
+mlflow_server = test_mlflow_server.mlflow_server  # the fixture: a real `mlflow server` on a free loopback port
+
+PARALLEL = ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+# Every job log line carries the PID of the process that ran the job.
+PID_LOG = "hydra.job_logging.formatters.simple.format='pid=%(process)d %(name)s %(message)s'"
+RENDEZVOUS_TIMEOUT_S = 30.0
+
+
+class Rendezvous:
+    """Reply policy that holds every request until requests of all ``seeds`` have arrived.
+
+    Each job of the sweep has its own ``judge.seed``, sent with each of its requests: the barrier opens
+    only if the jobs are in flight at the same time, which jobs run one after another never are.
+    """
+
+    def __init__(self, seeds: set[int]) -> None:
+        self.seeds, self.seen = seeds, set()
+        self.lock, self.met = threading.Lock(), threading.Event()
+
+    def __call__(self, body: dict) -> Reply:
+        with self.lock:
+            self.seen.add(body.get("seed"))
+            if self.seen >= self.seeds:
+                self.met.set()
+        self.met.wait(RENDEZVOUS_TIMEOUT_S)
+        return Reply(content="Assistant A follows the instruction. [[A]]")
+
+
+def job_pids(job_dir: Path) -> set[int]:
+    """The PIDs that wrote a job's judgesweep.log (with PID_LOG)."""
+    return {int(pid) for pid in re.findall(r"^pid=(\d+) ", (job_dir / "judgesweep.log").read_text(), re.M)}
+
+
+def test_joblib_sweep_runs_jobs_in_parallel_processes_into_one_mlflow_server(run_cli, fake_server, mlflow_server):
+    # Created up front: two jobs that both find no experiment both create it, and one fails with
+    # RESOURCE_ALREADY_EXISTS (runner/tracking.py _experiment_id does not handle that race yet).
+    client = MlflowClient(tracking_uri=mlflow_server)
+    experiment_id = client.create_experiment("launcher-test")
+    rendezvous = Rendezvous({1, 2})
+    fake_server.reply = rendezvous
+    result = run_cli(*PARALLEL, PID_LOG, *live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict",
+                     "judge.seed=1,2", "max_items=10", "tracking=server", f"tracking.uri={mlflow_server}",
+                     "tracking.artifact_location=null", "tracking.experiment=launcher-test", multirun=True)
+    assert result.proc.returncode == 0, result.output
+    assert "Joblib.Parallel(n_jobs=2" in result.output
+    jobs = [result.run_dir / "0", result.run_dir / "1"]
+    assert all((job / "summary.json").is_file() for job in jobs), result.output
+    # two worker processes, each job in one of them, and both jobs in flight at once
+    pids = [job_pids(job) for job in jobs]
+    assert all(len(p) == 1 for p in pids) and pids[0] != pids[1], pids
+    assert rendezvous.met.is_set(), f"the jobs never overlapped; seeds seen: {rendezvous.seen}"
+
+    runs = client.search_runs([experiment_id])
+    job_runs = [r for r in runs if "judgesweep.kind" not in r.data.tags]
+    assert sorted(r.data.params["judge.seed"] for r in job_runs) == ["1", "2"]
+    assert all(r.info.status == "FINISHED" and r.data.metrics["judge/calls"] == 20 for r in job_runs)
+    assert {r.data.tags["judgesweep.sweep"] for r in runs} == {str(result.run_dir.resolve())}
+    (table_run,) = [r for r in runs if r.data.tags.get("judgesweep.kind") == "sweep"]
+    assert table_run.data.metrics["sweep/jobs"] == 2 and table_run.data.metrics["sweep/failed"] == 0
+    assert "sweep_table.csv" in {a.path for a in client.list_artifacts(table_run.info.run_id)}
+
+    with (result.run_dir / "sweep_table.csv").open(newline="") as fh:
+        table = list(csv.DictReader(fh))
+    assert [(row["job"], row["judge.seed"], row["status"]) for row in table] == [("0", "1", "ok"), ("1", "2", "ok")]
+
+
+def test_joblib_workers_serve_replay_judges_and_a_failed_job_fails_the_multirun(run_cli):
+    # job 0 is a replay judge (no network); job 1 names an API-key variable that is not set and fails before any call
+    result = run_cli(*PARALLEL, "judge=replay_gpt4", "judge.api_key_env=null,JUDGESWEEP_TEST_UNSET_KEY", "max_items=5",
+                     "tracking=off", multirun=True)
+    assert "JUDGESWEEP_TEST_UNSET_KEY is not set" in (result.run_dir / "1" / "judgesweep.log").read_text()
+    metrics = json.loads((result.run_dir / "0" / "metrics.json").read_text())
+    assert metrics["judge/calls"] == 10 and metrics["judge/errors"] == 0, "replay/gpt-4 unknown in the worker"
+    with (result.run_dir / "sweep_table.csv").open(newline="") as fh:
+        assert [row["status"] for row in csv.DictReader(fh)] == ["ok", "failed"], result.output
+    assert result.proc.returncode == 1, "the failed job did not fail the multirun"
