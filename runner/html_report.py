@@ -19,6 +19,7 @@ from jinja2 import Environment
 
 from runner import frontier, sweep
 from runner.frontier import figure, literal, png_bytes
+from runner.sweep import cell
 
 log = logging.getLogger(__name__)
 
@@ -66,15 +67,6 @@ class Section:
 def render(title: str, sections: Sequence[Section]) -> str:
     """The HTML page: the sections in order, every text autoescaped."""
     return Environment(autoescape=True).from_string(TEMPLATE).render(title=title, sections=sections)
-
-
-def cell(value: Any) -> str:
-    """A table cell: 4 significant digits for floats, ``-`` for missing values."""
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.0f}"
-    return str(value)
 
 
 def wilson(count: int, n: int) -> tuple[float, float]:

@@ -75,7 +75,8 @@ def write(sweep_dir: Path, rows: Sequence[dict[str, Any]]) -> list[Path]:
     return [csv_path, json_path]
 
 
-def _cell(value: Any) -> str:
+def cell(value: Any) -> str:
+    """A table cell: 4 significant digits for floats (whole numbers from 1000 up), ``-`` for missing values."""
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -91,8 +92,8 @@ def _shown(row: dict[str, Any], name: str) -> str:
     """A cell, with its CI bounds appended where the table has them: ``0.955 [0.92, 0.975]``."""
     low, high = CI_COLUMNS.get(name, (None, None))
     if low is None or row.get(low) is None or row.get(name) is None:
-        return _cell(row.get(name))
-    return f"{_cell(row[name])} [{_cell(row[low])}, {_cell(row[high])}]"
+        return cell(row.get(name))
+    return f"{cell(row[name])} [{cell(row[low])}, {cell(row[high])}]"
 
 
 def render(rows: Sequence[dict[str, Any]], console: Console | None = None) -> None:
