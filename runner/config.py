@@ -61,8 +61,26 @@ class StructuredOutput(str, Enum):
 
 
 @dataclass
+class ReplicaConfig:
+    """One server of a replicated judge (e.g. one of several vLLM servers holding the same model).
+
+    The replicas of a judge share its load through a litellm Router; each has its own address, key
+    variable and rate limits.
+    """
+
+    api_base: str = MISSING  # up to and including /v1
+    api_key_env: str | None = None  # NAME of the variable holding this replica's key; default: the judge's
+    rpm: int | None = None
+    tpm: int | None = None
+
+
+@dataclass
 class JudgeConfig:
-    """One judge deployment: a litellm model string and its decoding and transport settings."""
+    """One judge deployment: a litellm model string and its decoding and transport settings.
+
+    An ensemble judge (``model: ensemble``) lists its ``members``, each a judge of its own; every member
+    judges every item and ``combine`` turns their verdicts into the ensemble's.
+    """
 
     name: str = MISSING
     model: str = MISSING  # litellm model string, e.g. openai/gpt-4o-mini, replay/gpt-4
@@ -80,6 +98,10 @@ class JudgeConfig:
     structured_output: StructuredOutput = StructuredOutput.auto
     version: str = ""  # free text recorded with every run (e.g. a dated model snapshot)
     family: str | None = None  # the judge's model family (e.g. gpt-4): self-preference when a system shares it
+    replicas: list[ReplicaConfig] = field(default_factory=list)  # several servers of this judge (litellm Router)
+    members: dict[str, JudgeConfig] = field(default_factory=dict)  # model: ensemble: name -> member judge
+    combine: str = "majority_vote"  # ensemble: majority_vote | mean | median | weighted | dawid_skene
+    weights: dict[str, float] = field(default_factory=dict)  # ensemble, combine=weighted: member -> weight
 
 
 @dataclass
