@@ -58,16 +58,32 @@ class MissingApiKey(pipeline.ConfigurationError):
     """The chosen judge names an API-key variable that is not set."""
 
 
-def _api_key(cfg: RunConfig, model: JudgeConfig | None, role: str) -> Secret | None:
-    """The key of the judge (or generator) from the variable its config names; checked before any call."""
-    name = model.api_key_env if model is not None else None
-    if not name or cfg.dry_run:  # a dry run calls nothing, so it needs no key
-        return None
-    value = os.environ.get(name, "")
-    if not value:
-        raise MissingApiKey(f"{role} {model.name}: environment variable {name} is not set "
-                            f"({role}.api_key_env={name}); set it or choose another {role}")
-    return Secret(value)
+def _key_variables(model: JudgeConfig | None, path: str) -> list[tuple[str, str]]:
+    """(config path, variable name) of every API-key variable a judge, its replicas and members name."""
+    if model is None:
+        return []
+    found = [(f"{path}.api_key_env", model.api_key_env)] if model.api_key_env else []
+    found += [(f"{path}.replicas[{n}].api_key_env", r.api_key_env) for n, r in enumerate(model.replicas)
+              if r.api_key_env]
+    for name, member in model.members.items():
+        found += _key_variables(member, f"{path}.members.{name}")
+    return found
+
+
+def _api_keys(cfg: RunConfig) -> dict[str, Secret]:
+    """The keys of the judge(s) and generator, read from the variables their configs name (variable name ->
+    key); a missing one fails before any call, naming the config path."""
+    if cfg.dry_run:  # a dry run calls nothing, so it needs no key
+        return {}
+    keys: dict[str, Secret] = {}
+    for path, name in _key_variables(cfg.judge, "judge") + _key_variables(cfg.generator, "generator"):
+        value = os.environ.get(name, "")
+        if not value:
+            role = path.split(".", 1)[0]
+            raise MissingApiKey(f"{path}={name}: environment variable {name} is not set; set it or choose "
+                                f"another {role}")
+        keys[name] = Secret(value)
+    return keys
 
 
 INSTANTIATE_KEYS = frozenset({"_target_", "_partial_", "_args_", "_recursive_", "_convert_"})
@@ -162,8 +178,7 @@ def _context(dcfg: DictConfig, cfg: RunConfig) -> pipeline.RunContext:
         cfg=cfg,
         run_dir=Path(hc.runtime.output_dir),
         project_root=root,
-        api_key=_api_key(cfg, cfg.judge, "judge"),
-        generator_api_key=_api_key(cfg, cfg.generator, "generator"),
+        api_keys=_api_keys(cfg),
         generator_limiter=(_limiters.get(f"{cfg.generator.name}|{cfg.generator.model}",
                                          _share(cfg.generator.rpm, workers), _share(cfg.generator.tpm, workers))
                            if cfg.generator is not None else None),

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import random
 import time
+from collections.abc import Mapping
 from importlib import metadata
 from typing import Any
 
@@ -119,16 +120,16 @@ class JudgeClient:
 
     Args:
         judge: The judge's config (model string, api_base, decoding parameters, limits, retries).
-        api_key: The key read from ``judge.api_key_env`` by the CLI, or None.
+        api_keys: API-key variable name -> key, as the CLI read them; the judge uses ``judge.api_key_env``'s.
         limiter: The judge's rate limiter, shared by every job of this judge in the process.
         response_format: A response_format to request (JSON schema from the rubric), or None.
         seed: Seeds the backoff jitter, so a rerun waits the same way.
     """
 
-    def __init__(self, judge: JudgeConfig, api_key: Secret | None, limiter: RateLimiter | None = None,
+    def __init__(self, judge: JudgeConfig, api_keys: Mapping[str, Secret], limiter: RateLimiter | None = None,
                  response_format: dict[str, Any] | None = None, seed: int = 0) -> None:
         self.judge = judge
-        self._api_key = api_key
+        self._api_key = api_keys.get(judge.api_key_env) if judge.api_key_env else None
         self._limiter = limiter
         self._retry = RetryPolicy(max_retries=judge.max_retries, base_s=judge.retry_base_s, max_s=judge.retry_max_s)
         self._rng = random.Random(seed)

@@ -38,7 +38,7 @@ class RunContext:
     cfg: RunConfig
     run_dir: Path
     project_root: Path
-    api_key: Secret | None
+    api_keys: Mapping[str, Secret]  # API-key variable name -> key, for every variable the config names
     run_name: str
     params: Mapping[str, Any] = field(default_factory=dict)  # flattened, secret-free, for MLflow
     tags: Mapping[str, str] = field(default_factory=dict)
@@ -46,7 +46,6 @@ class RunContext:
     identity: Mapping[str, Any] = field(default_factory=dict)  # settings a resume must not change
     identity_sha256: str = ""
     limiter: RateLimiter | None = None  # the judge's, shared across the jobs of this process
-    generator_api_key: Secret | None = None
     generator_limiter: RateLimiter | None = None
 
 
@@ -198,7 +197,7 @@ def _generate(ctx: RunContext, prepared: Prepared) -> dict[str, Generation]:
     assert gen is not None and prepared.point is not None and prepared.point.generator_template is not None
     return stages.generate(
         gen, prepared.point.generator_template, prepared.dataset.iter_items(), run_dir=ctx.run_dir,
-        root=ctx.project_root, cache_cfg=cfg.cache, api_key=ctx.generator_api_key, limiter=ctx.generator_limiter,
+        root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.generator_limiter,
         seed=cfg.seed, concurrency=gen.concurrency, total=len(prepared.refs),
         prior=stages.prior_answers(ctx.run_dir, GENERATIONS_NAME) if cfg.resume else {},
         max_error_rate=cfg.max_error_rate, progress=cfg.progress, neutralize=cfg.prompt.neutralize_delimiters)
@@ -222,7 +221,7 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run_id
         total = planned_calls(cfg.order, cfg.repeats, len(prepared.refs), pointwise=pointwise_run)
         judgments = stages.judge(
             cfg.judge, prepared.plan, _candidates(ctx, prepared, generations), prepared.refs, run_dir=ctx.run_dir,
-            root=ctx.project_root, cache_cfg=cfg.cache, api_key=ctx.api_key, limiter=ctx.limiter,
+            root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.limiter,
             response_format=prepared.response_format, seed=cfg.seed, total=total, prior=prior, progress=cfg.progress)
     except RunAborted as exc:
         if mlflow_run_id is not None:

@@ -42,11 +42,11 @@ def prior_answers(run_dir: Path, name: str) -> dict[tuple, JudgeResponse]:
 
 
 def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, run_dir: Path, root: Path,
-             cache_cfg: CacheConfig, api_key: Secret | None, limiter: RateLimiter | None, seed: int,
+             cache_cfg: CacheConfig, api_keys: Mapping[str, Secret], limiter: RateLimiter | None, seed: int,
              concurrency: int, total: int, prior: Mapping[tuple, JudgeResponse], max_error_rate: float,
              progress: bool, neutralize: bool) -> dict[str, Generation]:
     """Run the generation stage: one output per item, journaled to generations.jsonl as it completes."""
-    client = JudgeClient(model, api_key, limiter, None, seed)
+    client = JudgeClient(model, api_keys, limiter, None, seed)
     with _cache(cache_cfg, root) as cache:
         sources = AnswerSources(prior, cache, model.model, model.api_base, client.decoding_params)
         with store.Journal(run_dir / GENERATIONS_NAME) as journal, \
@@ -57,11 +57,11 @@ def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, r
 
 
 def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: tuple[ItemRef, ...], *,
-          run_dir: Path, root: Path, cache_cfg: CacheConfig, api_key: Secret | None, limiter: RateLimiter | None,
-          response_format: dict[str, Any] | None, seed: int, total: int,
+          run_dir: Path, root: Path, cache_cfg: CacheConfig, api_keys: Mapping[str, Secret],
+          limiter: RateLimiter | None, response_format: dict[str, Any] | None, seed: int, total: int,
           prior: Mapping[tuple, JudgeResponse], progress: bool) -> list[Judgment]:
     """Run the judge stage over ``items``; judgments come back in dataset order (item, repeat, order, stage)."""
-    client = JudgeClient(judge_cfg, api_key, limiter, response_format, seed)
+    client = JudgeClient(judge_cfg, api_keys, limiter, response_format, seed)
     with _cache(cache_cfg, root) as cache:
         sources = AnswerSources(prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params)
         with store.Journal(run_dir / store.JOURNAL_NAME) as journal, ProgressBar(total, enabled=progress) as bar:
