@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner import gates, html_report, pairwise, pointwise, report, scorecard, stages, store, tracking, trust
+from runner import gates, html_report, pairwise, panel, pointwise, report, scorecard, stages, store, tracking, trust
 from runner.client import litellm_version, supports_json_schema
 from runner.config import JudgeConfig, PromptMode, RunConfig, StructuredOutput
 from runner.datasets import ItemRef, LoadedDataset, Shape, load_items, resolve_path
@@ -47,6 +47,7 @@ class RunContext:
     identity_sha256: str = ""
     limiter: RateLimiter | None = None  # the judge's, shared across the jobs of this process
     generator_limiter: RateLimiter | None = None
+    member_limiters: Mapping[str, RateLimiter | None] = field(default_factory=dict)  # ensemble: member -> limiter
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class Prepared:
     response_format: dict[str, Any] | None
     point: pointwise.PointwiseSetup | None = None  # pointwise runs: scoring, checks, generator template
     baseline: gates.Baseline | None = None  # gate.baseline_run, resolved before any call
+    member_formats: Mapping[str, dict[str, Any] | None] | None = None  # ensemble: member -> response_format
 
     @property
     def refs(self) -> tuple[ItemRef, ...]:
@@ -79,7 +81,7 @@ class RunOutcome:
 
 def _json_schema_format(judge: JudgeConfig, schema: dict[str, Any] | None) -> dict[str, Any] | None:
     mode = judge.structured_output
-    if schema is None or mode is StructuredOutput.off:
+    if schema is None or mode is StructuredOutput.off or judge.model == panel.ENSEMBLE_MODEL:
         return None
     if mode is StructuredOutput.auto and not supports_json_schema(judge.model):
         return None
@@ -116,6 +118,12 @@ def prepare(ctx: RunContext) -> Prepared:
         pairwise.check_rubric(cfg)
         template, synthesis = pairwise.load_templates(cfg, resolve_path(cfg.prompts_dir, ctx.project_root))
         response_format = _json_schema_format(cfg.judge, pairwise.response_schema_for(cfg))
+    member_formats = None
+    if panel.is_ensemble(cfg):
+        panel.check(cfg)
+        schema = pairwise.response_schema_for(cfg)
+        member_formats = {name: _json_schema_format(m, schema) for name, m in cfg.judge.members.items()}
+        response_format = None
     shape = Shape(mode=cfg.prompt.mode, with_candidate=cfg.generator is None)
     loaded = load_items(cfg.dataset, resolve_path(cfg.dataset.path, ctx.project_root), cfg.max_items,
                         on_bad_row=cfg.on_bad_row, shape=shape)
@@ -130,7 +138,7 @@ def prepare(ctx: RunContext) -> Prepared:
         scoring=point.scoring if point else None, score_truncated=cfg.rubric.score_truncated,
     )
     return Prepared(dataset=loaded, plan=plan, response_format=response_format, point=point,
-                    baseline=_baseline(ctx))
+                    baseline=_baseline(ctx), member_formats=member_formats)
 
 
 def _baseline(ctx: RunContext) -> gates.Baseline | None:
@@ -151,9 +159,11 @@ def _baseline(ctx: RunContext) -> gates.Baseline | None:
 def _resume_state(ctx: RunContext) -> tuple[dict, str | None]:
     """Answers already in the journal and the MLflow run to continue; checks the run may be resumed."""
     journal = ctx.run_dir / store.JOURNAL_NAME
+    members = _member_dirs(ctx)
     manifest = store.read_manifest(ctx.run_dir)
     if not ctx.cfg.resume:
-        if journal.is_file() and journal.stat().st_size > 0:
+        if any(j.is_file() and j.stat().st_size > 0 for j in [journal, *(d / store.JOURNAL_NAME
+                                                                         for d in members.values())]):
             raise ConfigurationError(f"{ctx.run_dir} already holds a journal; continue it with resume={ctx.run_dir}")
         return {}, None
     if manifest is None:
@@ -164,9 +174,19 @@ def _resume_state(ctx: RunContext) -> tuple[dict, str | None]:
                          if manifest.config.get(k) != ctx.identity.get(k))
         raise ConfigurationError(f"resume={ctx.cfg.resume}: the config differs from the interrupted run's in "
                                  f"{changed}; resume with the same settings or start a new run")
-    answers = store.journal_answers(store.read_journal(journal))
-    log.info("resuming %s: %d answers already in the journal", ctx.run_dir, len(answers))
+    if members:
+        answers = {name: stages.prior_answers(d, store.JOURNAL_NAME) for name, d in members.items()}
+        count = sum(map(len, answers.values()))
+    else:
+        answers = store.journal_answers(store.read_journal(journal))
+        count = len(answers)
+    log.info("resuming %s: %d answers already in the journal", ctx.run_dir, count)
     return answers, manifest.mlflow_run_id
+
+
+def _member_dirs(ctx: RunContext) -> dict[str, Path]:
+    """Ensemble runs: member -> its directory (journal, results, summary); empty for a single judge."""
+    return {name: ctx.run_dir / panel.MEMBERS_DIR / name for name in ctx.cfg.judge.members}
 
 
 def _run_params(ctx: RunContext, prepared: Prepared) -> dict[str, Any]:
@@ -212,13 +232,27 @@ def _candidates(ctx: RunContext, prepared: Prepared, generations: dict[str, Gene
     return with_outputs(items, generations, ctx.cfg.generator.name)
 
 
+def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int) -> dict[str, list[Judgment]]:
+    cfg = ctx.cfg
+    return stages.judge_panel(
+        cfg.judge.members, prepared.plan, prepared.dataset.iter_items, prepared.refs, member_dirs=_member_dirs(ctx),
+        root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiters=ctx.member_limiters,
+        response_formats=prepared.member_formats or {}, seed=cfg.seed, total=total, priors=prior,
+        progress=cfg.progress)
+
+
 def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run_id: str | None
-                 ) -> tuple[dict[str, Generation] | None, list[Judgment]]:
+                 ) -> tuple[dict[str, Generation] | None, list[Judgment], dict[str, list[Judgment]] | None]:
+    """Generation (optional) and judging; an ensemble's judgments also come back per member."""
     cfg = ctx.cfg
     pointwise_run = prepared.point is not None
+    by_member = None
     try:
         generations = _generate(ctx, prepared) if cfg.generator is not None else None
         total = planned_calls(cfg.order, cfg.repeats, len(prepared.refs), pointwise=pointwise_run)
+        if prepared.member_formats is not None:
+            by_member = _judge_panel(ctx, prepared, prior, total)
+            return generations, [j for js in by_member.values() for j in js], by_member
         judgments = stages.judge(
             cfg.judge, prepared.plan, _candidates(ctx, prepared, generations), prepared.refs, run_dir=ctx.run_dir,
             root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.limiter,
@@ -228,7 +262,17 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run_id
             tracking.fail_run(cfg.tracking, mlflow_run_id, str(exc))
         raise RunAborted(f"{exc}. The journal keeps every answer so far: fix the cause and continue with "
                          f"resume={ctx.run_dir}") from None
-    return generations, judgments
+    return generations, judgments, by_member
+
+
+def _write_members(ctx: RunContext, members: Mapping[str, tuple[dict, dict | None, dict[str, float]]],
+                   by_member: Mapping[str, list[Judgment]], labels: Mapping[str, dict]) -> None:
+    """Each member's own results, summary and metrics beside its journal (members/<name>/)."""
+    for name, (summary, _, metrics) in members.items():
+        member_dir = _member_dirs(ctx)[name]
+        store.write_results(member_dir / store.RESULTS_NAME, by_member[name], labels)
+        store.write_json(member_dir / store.SUMMARY_NAME, summary)
+        store.write_json(member_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
 
 
 def _pointwise_report(ctx: RunContext, prepared: Prepared, judgments: list[Judgment],
@@ -266,9 +310,16 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
         mlflow_run_id = tracking.start_run(cfg.tracking, ctx.run_name, _run_params(ctx, prepared), ctx.tags,
                                            run_id=mlflow_run_id)
     store.write_manifest(ctx.run_dir, store.Manifest(ctx.identity_sha256, dict(ctx.identity), mlflow_run_id))
-    generations, judgments = _paid_stages(ctx, prepared, prior, mlflow_run_id)
+    generations, judgments, by_member = _paid_stages(ctx, prepared, prior, mlflow_run_id)
     gold = None
-    if prepared.point is None:
+    labels = {r.id: {"gold": r.gold, "human_score": r.human_score} for r in prepared.refs
+              if r.gold is not None or r.human_score is not None}
+    judges: list[str] | None = None
+    if by_member is not None:
+        summary, metrics, members = panel.build(cfg, prepared.refs, by_member)
+        _write_members(ctx, members, by_member, labels)
+        judges = [name for name, js in by_member.items() for _ in js]
+    elif prepared.point is None:
         summary, gold, metrics = pairwise.build(cfg, prepared.refs, judgments)
     else:
         summary, metrics = _pointwise_report(ctx, prepared, judgments, generations)
@@ -280,9 +331,7 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     if gate_results:
         summary["gates"] = [g.to_dict() for g in gate_results]
         metrics["gate/passed"] = float(all(g.passed for g in gate_results))
-    labels = {r.id: {"gold": r.gold, "human_score": r.human_score} for r in prepared.refs
-              if r.gold is not None or r.human_score is not None}
-    store.write_results(ctx.run_dir / store.RESULTS_NAME, judgments, labels)
+    store.write_results(ctx.run_dir / store.RESULTS_NAME, judgments, labels, judges)
     store.write_json(ctx.run_dir / store.SUMMARY_NAME, summary)
     metrics["run/wall_s"] = time.monotonic() - started
     store.write_json(ctx.run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
@@ -294,17 +343,25 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     if mlflow_run_id is not None:
         tracking.finish_run(cfg.tracking, mlflow_run_id, tracking.RunRecord(
             metrics=metrics, run_dir=ctx.run_dir, resolved_config_yaml=ctx.resolved_config_yaml,
-            rows=[store.judgment_record(j) for j in judgments], failed=failed))
+            rows=_rows(judgments, judges), failed=failed))
     gate_lines = [("PASS " if g.passed else "FAIL ") + g.message for g in gate_results]
     if prepared.point is None:
         report.render_console(summary, gold, judge_stats, title=ctx.run_name)
-        for line in [*trust.console_lines(summary["trust"]), *trust.bias_lines(summary["bias"]), *gate_lines]:
+        extra = panel.console_lines(summary["ensemble"]) if "ensemble" in summary else trust.bias_lines(summary["bias"])
+        for line in [*trust.console_lines(summary["trust"]), *extra, *gate_lines]:
             report.print_line(line)
     else:
         pointwise.render_console(summary, judge_stats, ctx.run_name, gate_lines)
     if report_path is not None:
         report.print_line(f"report: {report_path}")
     return RunOutcome(summary, gold, judge_stats, failed, reason, mlflow_run_id)
+
+
+def _rows(judgments: list[Judgment], judges: list[str] | None) -> list[dict[str, Any]]:
+    rows = [store.judgment_record(j) for j in judgments]
+    if judges is not None:
+        rows = [{"judge": judge, **row} for judge, row in zip(judges, rows, strict=True)]
+    return rows
 
 
 def run(ctx: RunContext) -> RunOutcome | None:

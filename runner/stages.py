@@ -7,8 +7,8 @@ looks answers up in the interrupted run's journal and the response cache before 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,40 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: 
         with store.Journal(run_dir / store.JOURNAL_NAME) as journal, ProgressBar(total, enabled=progress) as bar:
             executor = Executor(plan, client, Sinks(journal, bar), sources)
             judgments = asyncio.run(executor.run(items))
+    return _in_dataset_order(judgments, refs)
+
+
+def _in_dataset_order(judgments: list[Judgment], refs: tuple[ItemRef, ...]) -> list[Judgment]:
     index = {ref.id: n for n, ref in enumerate(refs)}
     judgments.sort(key=lambda j: (index[j.item_id], j.request.repeat,
                                   j.request.order.value if j.request.order else "", j.request.stage != "judge"))
     return judgments
+
+
+def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Callable[[], Iterable[Item]],
+                refs: tuple[ItemRef, ...], *, member_dirs: Mapping[str, Path], root: Path, cache_cfg: CacheConfig,
+                api_keys: Mapping[str, Secret], limiters: Mapping[str, RateLimiter | None],
+                response_formats: Mapping[str, dict[str, Any] | None], seed: int, total: int,
+                priors: Mapping[str, Mapping[tuple, JudgeResponse]], progress: bool) -> dict[str, list[Judgment]]:
+    """Run the judge stage of an ensemble: every member judges every item, all members at once in one event
+    loop, each with its own client (limits, retries), concurrency slots and journal in ``member_dirs[name]``.
+
+    Returns:
+        Member name -> its judgments in dataset order.
+    """
+    with _cache(cache_cfg, root) as cache, ExitStack() as stack:
+        bar = stack.enter_context(ProgressBar(total * len(members), enabled=progress))
+        executors = {}
+        for name, member in members.items():
+            client = JudgeClient(member, api_keys, limiters.get(name), response_formats.get(name), seed)
+            sources = AnswerSources(priors.get(name, {}), cache, member.model, member.api_base,
+                                    client.decoding_params)
+            member_dirs[name].mkdir(parents=True, exist_ok=True)
+            journal = stack.enter_context(store.Journal(member_dirs[name] / store.JOURNAL_NAME))
+            executors[name] = Executor(plan, client, Sinks(journal, bar), sources)
+
+        async def run_all() -> list[list[Judgment]]:
+            return list(await asyncio.gather(*(executor.run(items()) for executor in executors.values())))
+
+        done = asyncio.run(run_all())
+    return {name: _in_dataset_order(judgments, refs) for name, judgments in zip(executors, done, strict=True)}

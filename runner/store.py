@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -190,17 +190,20 @@ def write_json(path: Path, obj: Any) -> None:
     tmp.replace(path)
 
 
-def write_results(path: Path, judgments: Iterable[Judgment], labels: Mapping[str, dict[str, Any]] | None = None
-                  ) -> None:
+def write_results(path: Path, judgments: Sequence[Judgment], labels: Mapping[str, dict[str, Any]] | None = None,
+                  judges: Sequence[str] | None = None) -> None:
     """Write every judgment as one JSONL row (without operational fields), in the order given.
 
     ``labels`` (item id -> e.g. ``{"gold": ..., "human_score": ...}``) are added to the item's rows, so a
-    results file alone is enough to compare runs (runner.compare).
+    results file alone is enough to compare runs (runner.compare). ``judges`` (an ensemble run: the member
+    of each judgment, aligned with ``judgments``) adds a ``judge`` column.
     """
     labels = labels or {}
     tmp = path.with_suffix(path.suffix + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
-        for j in judgments:
+        for n, j in enumerate(judgments):
             row = {**judgment_record(j, operational=False), **labels.get(j.item_id, {})}
+            if judges is not None:
+                row = {"judge": judges[n], **row}
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     tmp.replace(path)

@@ -20,7 +20,8 @@ from runner.datasets import ItemRef
 from runner.types import TIE, ItemResult, Judgment, Status
 
 
-def _ci(cfg: MetricsConfig, seed: int) -> dict[str, Any]:
+def bootstrap_settings(cfg: MetricsConfig, seed: int) -> dict[str, Any]:
+    """The bootstrap's level, resample count and seed, recorded beside the intervals they produced."""
     return {"level": cfg.ci_level, "resamples": cfg.ci_resamples, "seed": seed}
 
 
@@ -49,8 +50,11 @@ def gold_agreement(refs: Sequence[ItemRef], judgments: Sequence[Judgment], cfg: 
     gold = {r.id: r.gold for r in refs if r.gold is not None}
     rows = [(j.winner if j.status is Status.SCORED else None, gold[j.item_id])
             for j in final_judgments(judgments) if j.item_id in gold]
-    if not rows:
-        return None
+    return label_rows_agreement(rows, cfg, seed) if rows else None
+
+
+def label_rows_agreement(rows: Sequence[tuple[str | None, str]], cfg: MetricsConfig, seed: int) -> dict[str, Any]:
+    """Agreement of (predicted or None, gold) rows: accuracy, kappa, macro-F1, alpha, confusion, bootstrap CIs."""
     if cfg.unscored_as is UnscoredAs.tie:
         rows = [(TIE if pred is None else pred, g) for pred, g in rows]
     # macro-F1 over the labels that occur (gold or predicted): a tie nobody gave or expected is not a class
@@ -68,7 +72,8 @@ def gold_agreement(refs: Sequence[ItemRef], judgments: Sequence[Judgment], cfg: 
 def pairwise_trust(refs: Sequence[ItemRef], judgments: Sequence[Judgment], results: Sequence[ItemResult],
                    ours: str, baseline: str, cfg: MetricsConfig, seed: int) -> dict[str, Any]:
     """The ``trust`` section of a pairwise summary: win rate with ties and, with gold, agreement."""
-    out: dict[str, Any] = {"bootstrap": _ci(cfg, seed), "win_rate": win_rate(results, ours, baseline, cfg, seed)}
+    out: dict[str, Any] = {"bootstrap": bootstrap_settings(cfg, seed),
+                           "win_rate": win_rate(results, ours, baseline, cfg, seed)}
     gold = gold_agreement(refs, judgments, cfg, seed)
     if gold is not None:
         out["gold_agreement"] = gold
