@@ -190,6 +190,8 @@ def _context(dcfg: DictConfig, cfg: RunConfig) -> pipeline.RunContext:
         identity_sha256=identity_sha,
         limiter=_limiters.get(f"{cfg.judge.name}|{cfg.judge.model}", _share(cfg.judge.rpm, workers),
                               _share(cfg.judge.tpm, workers)),
+        member_limiters={name: _limiters.get(f"{m.name}|{m.model}", _share(m.rpm, workers), _share(m.tpm, workers))
+                         for name, m in cfg.judge.members.items()},
     )
 
 
