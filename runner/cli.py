@@ -158,7 +158,8 @@ def _context(dcfg: DictConfig, cfg: RunConfig) -> pipeline.RunContext:
         log.info("%d parallel workers: this job paces each model at 1/%d of its rpm/tpm", workers, workers)
     choices = {k: v for k, v in hc.runtime.choices.items() if not k.startswith("hydra") and v is not None}
     params = _flatten(OmegaConf.to_container(dcfg, resolve=True, enum_to_str=True))
-    params.update({f"choice.{k}": v for k, v in choices.items()})
+    # a group chosen under another package (an ensemble's members: judge@judge.members.x) -> choice.judge.members.x
+    params.update({f"choice.{k.split('@', 1)[-1] if '@' in k else k}": v for k, v in choices.items()})
     sha = _git(root, "rev-parse", "HEAD")
     params["git_sha"] = sha
     tags = {

@@ -168,6 +168,28 @@ def _pairwise_sections(summary: Mapping[str, Any]) -> list[Section]:
     return out
 
 
+def _ensemble_sections(section: Mapping[str, Any]) -> list[Section]:
+    """An ensemble run: every aggregation and every member against gold, Dawid-Skene's estimates."""
+    by_combine = section.get("by_combine") or {}
+    agreement = {f"ensemble: {m}": s.get("accuracy_all") for m, s in by_combine.items() if "accuracy_all" in s}
+    members = section.get("member_agreement") or {}
+    agreement.update({f"member: {m}": h.get("accuracy_all") for m, h in members.items()})
+    ds = section.get("dawid_skene") or {}
+    estimated, truth = ds.get("estimated_accuracy") or {}, ds.get("true_accuracy") or {}
+    out = [Section("Ensemble aggregations", columns=("aggregation", "agreement with gold", "tie rate", "ours win rate"),
+                   rows=tuple((m, cell(s.get("accuracy_all")), cell(s.get("tie_rate")), cell(s.get("ours_win_rate")))
+                              for m, s in by_combine.items()),
+                   notes=(f"headline aggregation: {section.get('combine')}; inter-judge Fleiss kappa "
+                          f"{cell((section.get('inter_judge') or {}).get('fleiss_kappa'))}",)),
+           Section("Ensemble members", columns=("member", "agreement (per judgment)", "Dawid-Skene estimate",
+                                                "true accuracy (of votes)"),
+                   rows=tuple((m, cell(h.get("accuracy_all")), cell(estimated.get(m)), cell(truth.get(m)))
+                              for m, h in members.items()))]
+    if any(v is not None for v in agreement.values()):
+        out.append(Section("Agreement with gold: ensemble vs members", bars_png(agreement, "agreement", (0, 1))))
+    return out
+
+
 def _family_sections(summary: Mapping[str, Any], scale: Sequence[float] | None) -> list[Section]:
     out = []
     for family, noun in (("by_tag", "tag"), ("by_category", "category")):
@@ -203,6 +225,8 @@ def run_report(summary: Mapping[str, Any], metrics: Mapping[str, float], title: 
         title: The page title (the run name).
     """
     plots = _pointwise_sections(summary) if "detailed_results" in summary else _pairwise_sections(summary)
+    if summary.get("ensemble"):
+        plots += _ensemble_sections(summary["ensemble"])
     sections = [_headline(metrics), *plots]
     gates = summary.get("gates") or []
     if gates:

@@ -6,7 +6,7 @@ repeat), and for Dawid-Skene each ``member/order[/repeat]`` is its own annotator
 bias shows up as two annotators that disagree. The ensemble's verdict per item comes from ``judge.combine``:
 
 - ``majority_vote``: a strict majority of all the members' votes (a tie without one);
-- ``weighted``: the same with each member's votes weighted by ``judge.weights``;
+- ``weighted``: the same with each member's votes weighted by ``judge.weights`` (1.0 for a member not named);
 - ``mean`` / ``median``: of each member's preference for ours (its share of votes for ours, a tie = 1/2):
   ours above 1/2, the baseline below, a tie at exactly 1/2;
 - ``dawid_skene``: the EM posterior (no labels needed); each member's estimated accuracy is the vote-count
@@ -64,16 +64,21 @@ def check(cfg: RunConfig) -> None:
                                  f"is {cfg.prompt.mode.value}); run one job per judge with -m for pointwise rubrics")
     if judge.combine not in COMBINES:
         raise ConfigurationError(f"judge.combine={judge.combine!r} is not one of {list(COMBINES)}")
-    if judge.combine == "weighted" or judge.weights:
-        missing, unknown = set(judge.members) - set(judge.weights), set(judge.weights) - set(judge.members)
-        if missing or unknown:
-            raise ConfigurationError(f"judge.weights must name every member: missing {sorted(missing)}, "
-                                     f"unknown {sorted(unknown)}")
-        if any(not w >= 0 for w in judge.weights.values()) or not any(judge.weights.values()):
-            raise ConfigurationError(f"judge.weights must be >= 0 and not all 0, got {dict(judge.weights)}")
+    unknown = sorted(set(judge.weights) - set(judge.members))
+    if unknown:
+        raise ConfigurationError(f"judge.weights.{unknown[0]}: not a member of the ensemble (members: "
+                                 f"{sorted(judge.members)}); drop it with '~judge.weights.{unknown[0]}'")
+    weights = member_weights(cfg)
+    if any(not w >= 0 for w in weights.values()) or not any(weights.values()):
+        raise ConfigurationError(f"judge.weights must be >= 0 and not all 0, got {weights}")
     if judge.combine == "dawid_skene" and len(judge.members) * annotators_per_member(cfg) < 3:
         raise ConfigurationError("judge.combine=dawid_skene needs three or more annotators (member x order x "
                                  "repeat); with two members judge both orders (order=both)")
+
+
+def member_weights(cfg: RunConfig) -> dict[str, float]:
+    """Member -> the weight of each of its votes under ``weighted`` (1.0 for a member judge.weights leaves out)."""
+    return {name: float(cfg.judge.weights.get(name, 1.0)) for name in cfg.judge.members}
 
 
 def member_config(cfg: RunConfig, name: str) -> RunConfig:
@@ -137,7 +142,7 @@ def combine(method: str, votes: Mapping[str, Mapping[str, Any]], cfg: RunConfig,
     else:
         weights = None
         if method == "weighted":
-            weights = {a: float(cfg.judge.weights[_member_of(a)]) for a in votes}
+            weights = {a: member_weights(cfg)[_member_of(a)] for a in votes}
         result = combine_labels(votes, method, weights)
         labels = result.labels
         if method == "dawid_skene":
@@ -230,14 +235,14 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Seque
     metrics = {**report.flat_metrics(summary, None, {}), **trust.trust_metrics(summary["trust"]),
                **ensemble_metrics(section)}
     for m, (_, _, member_metrics) in members.items():
+        member_metrics.update({k: float(v) for k, v in report.judge_metrics(by_member[m]).items() if v is not None})
         metrics.update({f"member/{m}/{k}": v for k, v in member_metrics.items()})
     return summary, metrics, members
 
 
 def _methods(cfg: RunConfig, n_annotators: int) -> list[str]:
-    """Every aggregation that applies (weighted needs weights; Dawid-Skene three annotators), chosen first."""
-    usable = [m for m in COMBINES
-              if (m != "weighted" or cfg.judge.weights) and (m != "dawid_skene" or n_annotators >= 3)]
+    """Every aggregation that applies (Dawid-Skene needs three annotators), the chosen one first."""
+    usable = [m for m in COMBINES if m != "dawid_skene" or n_annotators >= 3]
     return [cfg.judge.combine, *[m for m in usable if m != cfg.judge.combine]]
 
 

@@ -1,0 +1,88 @@
+"""judge=ensemble through the real CLI: replayed GPT-4 + ChatGPT on LLMBar Natural (every aggregation,
+Dawid-Skene against the truth, read back from MLflow), and two live members on the loopback server."""
+
+from __future__ import annotations
+
+import json
+
+from mlflow.tracking import MlflowClient
+
+from tests.integration.test_launchers import Rendezvous
+
+COMBINES = ("majority_vote", "weighted", "mean", "median", "dawid_skene")
+
+
+def test_replayed_gpt4_and_chatgpt_ensemble_on_llmbar_with_every_aggregation(run_cli):
+    result = run_cli("judge=ensemble", "judge.combine=dawid_skene", "dataset=llmbar_natural")
+    assert result.proc.returncode == 0, result.output
+    section = result.summary()["ensemble"]
+    assert section["members"] == ["replay_gpt4", "replay_chatgpt"]
+    assert section["annotators"] == ["replay_chatgpt/ab", "replay_chatgpt/ba", "replay_gpt4/ab", "replay_gpt4/ba"]
+    assert set(section["by_combine"]) == set(COMBINES)
+    # Dawid-Skene, from the four annotators' agreement alone, lands within a few points of each judge's true
+    # accuracy on Natural (GPT-4 95.5 %, ChatGPT 81.5 % of their verdicts)
+    ds = section["dawid_skene"]
+    assert ds["converged"]
+    for member, truth in ds["true_accuracy"].items():
+        assert abs(ds["estimated_accuracy"][member] - truth) < 0.03, (member, ds)
+    assert ds["true_accuracy"]["replay_gpt4"] > ds["true_accuracy"]["replay_chatgpt"]
+    for line in ("ensemble of replay_gpt4, replay_chatgpt: combine=dawid_skene", "dawid_skene replay_gpt4: estimated"):
+        assert line in result.output
+
+    client = MlflowClient(tracking_uri=result.mlflow_uri)
+    (run,) = client.search_runs(client.search_experiments()[0].experiment_id)
+    metrics = run.data.metrics
+    for method in COMBINES:
+        assert 0.5 < metrics[f"ensemble/{method}/accuracy_all"] <= 1.0, method
+    # the headline is the chosen aggregation's; every member keeps its own metrics
+    assert metrics["agreement/accuracy_all"] == metrics["ensemble/dawid_skene/accuracy_all"]
+    assert metrics["member/replay_gpt4/judge/calls"] == metrics["member/replay_chatgpt/judge/calls"] == 200
+    assert metrics["judge/calls"] == 400
+    assert abs(metrics["dawid_skene/replay_chatgpt/estimated_accuracy"]
+               - metrics["dawid_skene/replay_chatgpt/true_accuracy"]) < 0.03
+    assert run.data.params["judge.combine"] == "dawid_skene"
+
+    for member in ("replay_gpt4", "replay_chatgpt"):
+        member_dir = result.run_dir / "members" / member
+        assert len((member_dir / "journal.jsonl").read_text().splitlines()) == 200
+        assert json.loads((member_dir / "summary.json").read_text())["trust"]["gold_agreement"]["n"] == 200
+    rows = [json.loads(line) for line in (result.run_dir / "results.jsonl").read_text().splitlines()]
+    assert {r["judge"] for r in rows} == {"replay_gpt4", "replay_chatgpt"} and len(rows) == 400
+    assert "Ensemble aggregations" in (result.run_dir / "report.html").read_text()
+
+
+def live_members(server, seeds=(1, 2)) -> list[str]:
+    """An ensemble of two local_openai members on the fake server, told apart by their seed."""
+    out = ["judge=ensemble", "~judge@judge.members.replay_gpt4", "~judge@judge.members.replay_chatgpt",
+           "~judge.weights.replay_gpt4", "~judge.weights.replay_chatgpt"]
+    for name, seed in zip(("a", "b"), seeds, strict=True):
+        out += [f"+judge@judge.members.{name}=local_openai", f"judge.members.{name}.api_base={server.base_url}",
+                f"judge.members.{name}.model=openai/fake-judge", f"judge.members.{name}.seed={seed}"]
+    return out
+
+
+def test_live_members_judge_at_the_same_time_and_a_resumed_run_pays_for_nothing(run_cli, fake_server):
+    rendezvous = Rendezvous({1, 2})  # opens only when both members have a request in flight
+    fake_server.reply = rendezvous
+    overrides = (*live_members(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "max_items=6",
+                 "tracking=off", "cache.mode=off")
+    result = run_cli(*overrides)
+    assert result.proc.returncode == 0, result.output
+    assert rendezvous.met.is_set(), f"the members never overlapped; seeds seen: {rendezvous.seen}"
+    seeds = [body.get("seed") for body in fake_server.requests]
+    assert sorted(seeds) == [1] * 12 + [2] * 12
+    summary = result.summary()
+    assert summary["summary"]["final_verdict_distribution"]  # every item got the ensemble's verdict
+    assert summary["summary"]["successful_evaluations"] == 6
+    assert "dawid_skene" in summary["ensemble"]["by_combine"]
+
+    again = run_cli(*overrides, f"resume={result.run_dir}", run_dir=result.run_dir)
+    assert again.proc.returncode == 0, again.output
+    assert len(fake_server.requests) == 24  # every answer came from the members' journals
+
+
+def test_an_ensemble_with_one_member_fails_before_any_call(run_cli, fake_server):
+    result = run_cli("judge=ensemble", "~judge@judge.members.replay_chatgpt", "~judge.weights.replay_chatgpt",
+                     "tracking=off")
+    assert result.proc.returncode == 1
+    assert "two or more judge.members" in result.output

@@ -1,0 +1,148 @@
+"""Unit tests for runner.panel: an ensemble judge's checks, votes, aggregations and summary, on hand-built
+judgments of the real composed config (judge=ensemble)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
+
+from runner import panel
+from runner.config import OrderPolicy, RunConfig, register_configs
+from runner.errors import ConfigurationError
+from tests.unit.test_bias import AB, BA, judgment, picking, ref
+from tests.unit.test_config import CONF, to_run_config
+
+OURS, BASE = "ours", "base"
+
+
+@pytest.fixture()
+def hydra_conf() -> Iterator[None]:
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        HydraConfig.instance().set_config(compose(config_name="config", return_hydra_config=True))
+        try:
+            yield
+        finally:
+            HydraConfig.instance().cfg = None  # type: ignore[assignment]
+
+
+def ensemble_cfg(*overrides: str) -> RunConfig:
+    """judge=ensemble on a dataset whose systems are named ours / base."""
+    cfg = to_run_config(["judge=ensemble", *overrides])
+    if cfg.dataset.ours is None or cfg.dataset.baseline is None:
+        return cfg
+    dataset = dataclasses.replace(cfg.dataset, ours=dataclasses.replace(cfg.dataset.ours, name=OURS),
+                                  baseline=dataclasses.replace(cfg.dataset.baseline, name=BASE))
+    return dataclasses.replace(cfg, dataset=dataset)
+
+
+def test_the_shipped_ensemble_composes_two_replay_members(hydra_conf: None) -> None:
+    cfg = ensemble_cfg()
+    assert panel.is_ensemble(cfg)
+    assert list(cfg.judge.members) == ["replay_gpt4", "replay_chatgpt"]
+    assert cfg.judge.members["replay_gpt4"].model == "replay/gpt-4"
+    panel.check(cfg)
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["~judge@judge.members.replay_chatgpt", "~judge.weights.replay_chatgpt"], "two or more judge.members"),
+    (["+judge.weights.nobody=1"], "judge.weights.nobody: not a member of the ensemble"),
+    (["judge.combine=vote"], "judge.combine='vote' is not one of"),
+    (["judge.weights={replay_gpt4: 0, replay_chatgpt: 0}"], "not all 0"),
+    (["judge.combine=dawid_skene", "order=fixed"], "three or more annotators"),
+    (["prompt=agent_output", "rubric=agent_output", "dataset=agent_examples"], "ensembles judge pairwise prompts"),
+])
+def test_bad_ensembles_fail_naming_the_key(hydra_conf: None, overrides: list[str], message: str) -> None:
+    with pytest.raises(ConfigurationError, match="") as err:
+        panel.check(ensemble_cfg(*overrides))
+    assert message in str(err.value)
+
+
+def test_a_member_cannot_be_an_ensemble(hydra_conf: None) -> None:
+    cfg = ensemble_cfg()
+    members = dict(cfg.judge.members)
+    members["replay_chatgpt"] = dataclasses.replace(members["replay_chatgpt"], model="ensemble")
+    with pytest.raises(ConfigurationError, match="judge.members.replay_chatgpt: a member cannot itself"):
+        panel.check(dataclasses.replace(cfg, judge=dataclasses.replace(cfg.judge, members=members)))
+
+
+def test_each_member_order_and_repeat_is_an_annotator(hydra_conf: None) -> None:
+    by_member = {"a": [picking("1", OURS, AB), judgment("1", BA, None)], "b": [picking("1", BASE, AB)]}
+    assert panel.annotator_votes(by_member, ensemble_cfg()) == {
+        "a/ab": {"1": OURS}, "a/ba": {"1": None}, "b/ab": {"1": BASE}}
+    fixed = dataclasses.replace(ensemble_cfg(), order=OrderPolicy.fixed, repeats=2)
+    by_member = {"a": [picking("1", OURS, AB), picking("1", BASE, AB, repeat=1)]}
+    assert panel.annotator_votes(by_member, fixed) == {"a/r0": {"1": OURS}, "a/r1": {"1": BASE}}
+
+
+def votes_of(*labels: str | None) -> dict:
+    return {f"m{n}/ab": {"1": label} for n, label in enumerate(labels)}
+
+
+def test_mean_and_median_average_each_members_preference_for_ours(hydra_conf: None) -> None:
+    cfg = ensemble_cfg()
+    # member a: ours in both orders (1.0); member b: split (0.5); member c: base (0.0)
+    votes = {"a/ab": {"1": OURS}, "a/ba": {"1": OURS}, "b/ab": {"1": OURS}, "b/ba": {"1": BASE},
+             "c/ab": {"1": BASE}, "c/ba": {"1": BASE}}
+    (mean,), _ = panel.combine("mean", votes, cfg, ["1"])
+    (median,), _ = panel.combine("median", votes, cfg, ["1"])
+    (majority,), _ = panel.combine("majority_vote", votes, cfg, ["1"])
+    assert (mean.final_verdict, median.final_verdict, majority.final_verdict) == ("tie", "tie", "tie")
+    votes["c/ba"] = {"1": "tie"}  # c: 0.25, so the mean is 1.75 / 3 > 1/2 while the median stays 0.5
+    (mean,), _ = panel.combine("mean", votes, cfg, ["1"])
+    (median,), _ = panel.combine("median", votes, cfg, ["1"])
+    assert (mean.final_verdict, median.final_verdict) == (OURS, "tie")
+    assert mean.confidence == "no_consensus" and mean.details["num_votes"] == 6
+
+
+def test_weighted_multiplies_each_members_votes_by_its_weight(hydra_conf: None) -> None:
+    cfg = ensemble_cfg("judge.weights={replay_gpt4: 3, replay_chatgpt: 1}")
+    votes = {"replay_gpt4/ab": {"1": OURS}, "replay_chatgpt/ab": {"1": BASE}, "replay_chatgpt/ba": {"1": BASE}}
+    (weighted,), _ = panel.combine("weighted", votes, cfg, ["1"])
+    (majority,), _ = panel.combine("majority_vote", votes, cfg, ["1"])
+    assert (weighted.final_verdict, majority.final_verdict) == (OURS, BASE)
+
+
+def test_an_item_nobody_could_judge_has_no_verdict_under_any_aggregation(hydra_conf: None) -> None:
+    cfg = ensemble_cfg()
+    votes = {"a/ab": {"1": OURS, "2": None}, "a/ba": {"1": OURS, "2": None}, "b/ab": {"1": OURS, "2": None}}
+    for method in ("majority_vote", "mean", "median", "dawid_skene"):
+        results, _ = panel.combine(method, votes, cfg, ["1", "2"])
+        assert [r.final_verdict for r in results] == [OURS, None], method
+        assert results[1].confidence is None
+
+
+def member_judgments(picks: dict[str, tuple[str, str]]) -> list:
+    """item -> (winner shown first, winner shown second): one judgment per order."""
+    return [j for item, (ab, ba) in picks.items() for j in (picking(item, ab, AB), picking(item, ba, BA))]
+
+
+def test_build_scores_every_aggregation_each_member_and_dawid_skene_against_gold(hydra_conf: None) -> None:
+    cfg = ensemble_cfg()
+    items = [str(n) for n in range(12)]
+    refs = [ref(i, gold=OURS if int(i) % 2 == 0 else BASE) for i in items]
+    gold = {r.id: r.gold for r in refs}
+    # gpt4 always right; chatgpt right when ours is shown first's better... i.e. always picks the first shown
+    good = {i: (gold[i], gold[i]) for i in items}
+    first_shown = {i: (OURS, BASE) for i in items}
+    by_member = {"replay_gpt4": member_judgments(good), "replay_chatgpt": member_judgments(first_shown)}
+    summary, metrics, members = panel.build(cfg, refs, by_member)
+    section = summary["ensemble"]
+    assert set(section["by_combine"]) == {"majority_vote", "weighted", "mean", "median", "dawid_skene"}
+    # majority: 3 of 4 votes right on every item -> all right; each member's own per-judgment agreement
+    assert section["by_combine"]["majority_vote"]["accuracy_all"] == 1.0
+    assert section["member_agreement"]["replay_gpt4"]["accuracy_all"] == 1.0
+    assert section["member_agreement"]["replay_chatgpt"]["accuracy_all"] == 0.5
+    assert section["dawid_skene"]["true_accuracy"] == {"replay_gpt4": 1.0, "replay_chatgpt": 0.5}
+    assert section["dawid_skene"]["estimated_accuracy"]["replay_gpt4"] > 0.85
+    assert metrics["agreement/accuracy_all"] == 1.0
+    assert metrics["member/replay_chatgpt/agreement/accuracy_all"] == 0.5
+    assert metrics["ensemble/weighted/accuracy_all"] == 1.0
+    assert "dawid_skene/replay_gpt4/estimated_accuracy" in metrics and "interjudge/fleiss_kappa" in metrics
+    assert summary["summary"]["final_verdict_distribution"] == {OURS: 6, BASE: 6, "tie": 0}
+    assert set(members) == {"replay_gpt4", "replay_chatgpt"}
+    assert any("dawid_skene replay_chatgpt: estimated accuracy" in line for line in panel.console_lines(section))
