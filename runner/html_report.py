@@ -168,8 +168,21 @@ def _pairwise_sections(summary: Mapping[str, Any]) -> list[Section]:
     return out
 
 
+def _score_ensemble_sections(section: Mapping[str, Any]) -> list[Section]:
+    """A pointwise ensemble: each member's headline and how far the members' scores agree."""
+    heads = section.get("member_headline") or {}
+    alpha = (section.get("score_agreement") or {}).get("krippendorff_alpha_interval")
+    return [Section("Ensemble members", columns=("member", "mean score", "pass rate", "Pearson with humans"),
+                    rows=tuple((m, *(cell(h.get(k)) for k in ("average_overall", "pass_rate", "human_pearson")))
+                               for m, h in heads.items()),
+                    notes=(f"combine: {section.get('combine')}; Krippendorff's alpha (interval) of the members' "
+                           f"scores {cell(alpha)}",))]
+
+
 def _ensemble_sections(section: Mapping[str, Any]) -> list[Section]:
     """An ensemble run: every aggregation and every member against gold, Dawid-Skene's estimates."""
+    if "member_headline" in section:
+        return _score_ensemble_sections(section)
     by_combine = section.get("by_combine") or {}
     agreement = {f"ensemble: {m}": s.get("accuracy_all") for m, s in by_combine.items() if "accuracy_all" in s}
     members = section.get("member_agreement") or {}

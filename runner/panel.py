@@ -29,6 +29,7 @@ from runner.config import OrderPolicy, PromptMode, RunConfig
 from runner.datasets import ItemRef
 from runner.ensemble import combine_labels, combine_scores, inter_judge_agreement, member_comparison
 from runner.errors import ConfigurationError
+from runner.score_panel import SCORE_COMBINES
 from runner.types import TIE, ItemResult, Judgment, Status
 
 ENSEMBLE_MODEL = "ensemble"
@@ -59,11 +60,12 @@ def check(cfg: RunConfig) -> None:
     nested = [name for name, m in judge.members.items() if m.members or m.model == ENSEMBLE_MODEL]
     if nested:
         raise ConfigurationError(f"judge.members.{nested[0]}: a member cannot itself be an ensemble")
-    if cfg.prompt.mode is not PromptMode.pairwise:
-        raise ConfigurationError(f"judge {judge.name}: ensembles judge pairwise prompts (prompt {cfg.prompt.name} "
-                                 f"is {cfg.prompt.mode.value}); run one job per judge with -m for pointwise rubrics")
     if judge.combine not in COMBINES:
         raise ConfigurationError(f"judge.combine={judge.combine!r} is not one of {list(COMBINES)}")
+    if cfg.prompt.mode is PromptMode.pointwise and judge.combine not in SCORE_COMBINES:
+        raise ConfigurationError(f"judge.combine={judge.combine}: a pointwise ensemble combines scores with one of "
+                                 f"{list(SCORE_COMBINES)} (majority_vote and dawid_skene over the members' "
+                                 f"pass/fail decisions are reported beside it)")
     unknown = sorted(set(judge.weights) - set(judge.members))
     if unknown:
         raise ConfigurationError(f"judge.weights.{unknown[0]}: not a member of the ensemble (members: "
@@ -71,7 +73,8 @@ def check(cfg: RunConfig) -> None:
     weights = member_weights(cfg)
     if any(not w >= 0 for w in weights.values()) or not any(weights.values()):
         raise ConfigurationError(f"judge.weights must be >= 0 and not all 0, got {weights}")
-    if judge.combine == "dawid_skene" and len(judge.members) * annotators_per_member(cfg) < 3:
+    if judge.combine == "dawid_skene" and len(judge.members) * annotators_per_member(cfg) < 3 \
+            and cfg.prompt.mode is PromptMode.pairwise:
         raise ConfigurationError("judge.combine=dawid_skene needs three or more annotators (member x order x "
                                  "repeat); with two members judge both orders (order=both)")
 
@@ -235,7 +238,7 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Seque
     metrics = {**report.flat_metrics(summary, None, {}), **trust.trust_metrics(summary["trust"]),
                **ensemble_metrics(section)}
     for m, (_, _, member_metrics) in members.items():
-        member_metrics.update({k: float(v) for k, v in report.judge_metrics(by_member[m]).items() if v is not None})
+        member_metrics.update(report.numeric(report.judge_metrics(by_member[m])))
         metrics.update({f"member/{m}/{k}": v for k, v in member_metrics.items()})
     return summary, metrics, members
 

@@ -14,7 +14,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner import gates, html_report, pairwise, panel, pointwise, report, scorecard, stages, store, tracking, trust
+from runner import (
+    gates,
+    html_report,
+    pairwise,
+    panel,
+    pointwise,
+    report,
+    score_panel,
+    scorecard,
+    stages,
+    store,
+    tracking,
+    trust,
+)
 from runner.client import litellm_version, supports_json_schema
 from runner.config import JudgeConfig, PromptMode, RunConfig, StructuredOutput
 from runner.datasets import ItemRef, LoadedDataset, Shape, load_items, resolve_path
@@ -121,7 +134,8 @@ def prepare(ctx: RunContext) -> Prepared:
     member_formats = None
     if panel.is_ensemble(cfg):
         panel.check(cfg)
-        schema = pairwise.response_schema_for(cfg)
+        schema = (pointwise.response_format_schema(point, cfg.rubric.parser.name) if point is not None
+                  else pairwise.response_schema_for(cfg))
         member_formats = {name: _json_schema_format(m, schema) for name, m in cfg.judge.members.items()}
         response_format = None
     shape = Shape(mode=cfg.prompt.mode, with_candidate=cfg.generator is None)
@@ -232,10 +246,12 @@ def _candidates(ctx: RunContext, prepared: Prepared, generations: dict[str, Gene
     return with_outputs(items, generations, ctx.cfg.generator.name)
 
 
-def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int) -> dict[str, list[Judgment]]:
+def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
+                 generations: dict[str, Generation] | None) -> dict[str, list[Judgment]]:
     cfg = ctx.cfg
     return stages.judge_panel(
-        cfg.judge.members, prepared.plan, prepared.dataset.iter_items, prepared.refs, member_dirs=_member_dirs(ctx),
+        cfg.judge.members, prepared.plan, lambda: _candidates(ctx, prepared, generations), prepared.refs,
+        member_dirs=_member_dirs(ctx),
         root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiters=ctx.member_limiters,
         response_formats=prepared.member_formats or {}, seed=cfg.seed, total=total, priors=prior,
         progress=cfg.progress)
@@ -251,7 +267,7 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run_id
         generations = _generate(ctx, prepared) if cfg.generator is not None else None
         total = planned_calls(cfg.order, cfg.repeats, len(prepared.refs), pointwise=pointwise_run)
         if prepared.member_formats is not None:
-            by_member = _judge_panel(ctx, prepared, prior, total)
+            by_member = _judge_panel(ctx, prepared, prior, total, generations)
             return generations, [j for js in by_member.values() for j in js], by_member
         judgments = stages.judge(
             cfg.judge, prepared.plan, _candidates(ctx, prepared, generations), prepared.refs, run_dir=ctx.run_dir,
@@ -276,17 +292,28 @@ def _write_members(ctx: RunContext, members: Mapping[str, tuple[dict, dict | Non
 
 
 def _pointwise_report(ctx: RunContext, prepared: Prepared, judgments: list[Judgment],
-                      generations: dict[str, Generation] | None) -> tuple[dict, dict[str, float]]:
+                      generations: dict[str, Generation] | None, by_member: dict[str, list[Judgment]] | None = None
+                      ) -> tuple[dict, dict[str, float], dict[str, tuple[dict, None, dict[str, float]]]]:
     point = prepared.point
     assert point is not None
     violations = pointwise.check_candidates(_candidates(ctx, prepared, generations), point.check_calls)
     failed_gen = frozenset(k for k, g in (generations or {}).items() if not g.ok)
-    rep = pointwise.build(ctx.cfg, point, prepared.refs, judgments, violations, failed_gen)
-    metrics = scorecard.report_metrics(rep)
+    members: dict[str, tuple[dict, None, dict[str, float]]] = {}
+    if by_member is None:
+        rep = pointwise.build(ctx.cfg, point, prepared.refs, judgments, violations, failed_gen)
+        metrics = scorecard.report_metrics(rep)
+    else:
+        rep, reports = pointwise.build_panel(ctx.cfg, point, prepared.refs, by_member, violations, failed_gen)
+        metrics = {**scorecard.report_metrics(rep), **score_panel.ensemble_metrics(rep["ensemble"])}
+        for name, member_rep in reports.items():
+            member_metrics = {**scorecard.report_metrics(member_rep), **report.numeric(
+                report.judge_metrics(by_member[name]))}
+            members[name] = (member_rep, None, member_metrics)
+            metrics.update({f"member/{name}/{k}": v for k, v in member_metrics.items()})
     if generations is not None:
         metrics.update({k: float(v) for k, v in generation_metrics(list(generations.values())).items()
                         if v is not None})
-    return rep, metrics
+    return rep, metrics, members
 
 
 def _gate_results(ctx: RunContext, prepared: Prepared, summary: dict, metrics: dict[str, float]
@@ -315,14 +342,15 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     labels = {r.id: {"gold": r.gold, "human_score": r.human_score} for r in prepared.refs
               if r.gold is not None or r.human_score is not None}
     judges: list[str] | None = None
-    if by_member is not None:
+    if prepared.point is not None:
+        summary, metrics, members = _pointwise_report(ctx, prepared, judgments, generations, by_member)
+    elif by_member is not None:
         summary, metrics, members = panel.build(cfg, prepared.refs, by_member)
+    else:
+        summary, gold, metrics = pairwise.build(cfg, prepared.refs, judgments)
+    if by_member is not None:
         _write_members(ctx, members, by_member, labels)
         judges = [name for name, js in by_member.items() for _ in js]
-    elif prepared.point is None:
-        summary, gold, metrics = pairwise.build(cfg, prepared.refs, judgments)
-    else:
-        summary, metrics = _pointwise_report(ctx, prepared, judgments, generations)
     summary["summary"]["skipped_rows"] = [f"{s.where}: {s.reason}" for s in prepared.dataset.skipped]
     judge_stats = report.judge_metrics(judgments)
     metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
@@ -344,17 +372,26 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
         tracking.finish_run(cfg.tracking, mlflow_run_id, tracking.RunRecord(
             metrics=metrics, run_dir=ctx.run_dir, resolved_config_yaml=ctx.resolved_config_yaml,
             rows=_rows(judgments, judges), failed=failed))
-    gate_lines = [("PASS " if g.passed else "FAIL ") + g.message for g in gate_results]
-    if prepared.point is None:
-        report.render_console(summary, gold, judge_stats, title=ctx.run_name)
-        extra = panel.console_lines(summary["ensemble"]) if "ensemble" in summary else trust.bias_lines(summary["bias"])
-        for line in [*trust.console_lines(summary["trust"]), *extra, *gate_lines]:
-            report.print_line(line)
-    else:
-        pointwise.render_console(summary, judge_stats, ctx.run_name, gate_lines)
-    if report_path is not None:
-        report.print_line(f"report: {report_path}")
+    _print(ctx.run_name, summary, gold, judge_stats, [("PASS " if g.passed else "FAIL ") + g.message
+                                                      for g in gate_results], report_path)
     return RunOutcome(summary, gold, judge_stats, failed, reason, mlflow_run_id)
+
+
+def _print(title: str, summary: dict, gold: dict | None, judge_stats: dict, gate_lines: list[str],
+           report_path: Path | None) -> None:
+    """The end-of-run console summary: pairwise or pointwise, an ensemble's section, gates, the report's path."""
+    ensemble = summary.get("ensemble")
+    if "detailed_results" not in summary:
+        report.render_console(summary, gold, judge_stats, title=title)
+        extra = panel.console_lines(ensemble) if ensemble else trust.bias_lines(summary["bias"])
+        lines = [*trust.console_lines(summary["trust"]), *extra, *gate_lines]
+    else:
+        pointwise.render_console(summary, judge_stats, title, gate_lines)
+        lines = score_panel.console_lines(ensemble) if ensemble else []
+    if report_path is not None:
+        lines.append(f"report: {report_path}")
+    for line in lines:
+        report.print_line(line)
 
 
 def _rows(judgments: list[Judgment], judges: list[str] | None) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from runner import bias, scorecard
+from runner import bias, score_panel, scorecard
 from runner import checks as checks_mod
 from runner.config import RunConfig, Strategy
 from runner.errors import ConfigurationError
@@ -96,7 +96,27 @@ def build(cfg: RunConfig, setup: PointwiseSetup, refs: Sequence[Any], judgments:
     """The users' report for a pointwise run (see runner.scorecard)."""
     items = scorecard.score_items(refs, judgments, setup.scoring, cfg.aggregation.name, cfg.aggregation.params,
                                   violations, not_generated)
-    report = scorecard.build_report(items, setup.scoring, cfg.repeats, cfg.rubric.consistency_threshold,
+    return report_of(cfg, setup, items, cfg.repeats)
+
+
+def build_panel(cfg: RunConfig, setup: PointwiseSetup, refs: Sequence[Any], by_member: Mapping[str, Sequence[Judgment]],
+                violations: Mapping[str, Mapping[str, Sequence[str]]], not_generated: frozenset[str]
+                ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """An ensemble's report (runner.score_panel) and each member's own report."""
+    items = {m: scorecard.score_items(refs, js, setup.scoring, cfg.aggregation.name, cfg.aggregation.params,
+                                      violations, not_generated) for m, js in by_member.items()}
+    reports = {m: report_of(cfg, setup, member_items, cfg.repeats) for m, member_items in items.items()}
+    weights = {m: float(cfg.judge.weights.get(m, 1.0)) for m in by_member}
+    # the ensemble's items carry no repeats of their own: its consistency is each member's
+    report, _ = score_panel.build(reports, items, setup.scoring, cfg.judge.combine, weights,
+                                  lambda combined: report_of(cfg, setup, combined, 1))
+    return report, reports
+
+
+def report_of(cfg: RunConfig, setup: PointwiseSetup, items: Sequence[scorecard.ItemScore], repeats: int
+              ) -> dict[str, Any]:
+    """The users' report over scored items: the scorecard plus the length-preference check."""
+    report = scorecard.build_report(items, setup.scoring, repeats, cfg.rubric.consistency_threshold,
                                     setup.checks, ci=(cfg.metrics.ci_level, cfg.metrics.ci_resamples, cfg.seed))
     # length preference, where the outputs' lengths are known (dataset candidates; not generated ones)
     measured = [i for i in items if i.status == scorecard.SCORED and i.ref.lengths]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -156,6 +156,11 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     pos = (len(ordered) - 1) * q / 100
     lo, hi = math.floor(pos), math.ceil(pos)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def numeric(values: Mapping[str, Any]) -> dict[str, float]:
+    """The entries of ``values`` that have a value, as floats (for MLflow)."""
+    return {k: float(v) for k, v in values.items() if v is not None}
 
 
 def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:

@@ -86,3 +86,32 @@ def test_an_ensemble_with_one_member_fails_before_any_call(run_cli, fake_server)
                      "tracking=off")
     assert result.proc.returncode == 1
     assert "two or more judge.members" in result.output
+
+
+def test_pointwise_ensemble_scores_each_reply_with_the_mean_of_its_members(run_cli, fake_server):
+    fixed = {1: 8, 2: 6}  # member a always scores 8 on every criterion, member b always 6
+
+    def reply(body: dict) -> str:
+        score = fixed[body["seed"]]
+        scores = {"naturalness": score, "appropriateness": score, "intent_match": score}
+        return json.dumps({"scores": scores, "reasoning": f"seed {body['seed']}"})
+
+    fake_server.reply = reply
+    result = run_cli("experiment=reply_quality", *live_members(fake_server), "judge.combine=mean", "repeats=1",
+                     "gate.min_mean_score=7.5", "tracking=off")
+    # the ensemble's mean (7.0) is what the gate sees: below 7.5, exit 1 with the gate's line
+    assert result.proc.returncode == 1, result.output
+    assert "gate.min_mean_score: mean score 7.000 < 7.5" in result.output
+    summary = result.summary()
+    assert summary["summary"]["average_overall"] == 7.0
+    assert {d["overall"] for d in summary["detailed_results"]} == {7.0}
+    assert all(d["scores"] == {"naturalness": 7.0, "appropriateness": 7.0, "intent_match": 7.0}
+               for d in summary["detailed_results"])
+    section = summary["ensemble"]
+    assert {m: h["average_overall"] for m, h in section["member_headline"].items()} == {"a": 8.0, "b": 6.0}
+    assert section["score_agreement"]["pairwise"][0]["mean_abs_diff"] == 2.0
+    assert "human_correlation" in summary["summary"]  # the ensemble's scores against the human ratings
+    assert "member a: mean 8.00" in result.output
+    metrics = json.loads((result.run_dir / "metrics.json").read_text())
+    assert metrics["score/mean"] == 7.0 and metrics["member/a/score/mean"] == 8.0
+    assert metrics["member/b/judge/calls"] == metrics["member/a/judge/calls"] == len(summary["detailed_results"])

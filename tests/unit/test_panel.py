@@ -54,7 +54,7 @@ def test_the_shipped_ensemble_composes_two_replay_members(hydra_conf: None) -> N
     (["judge.combine=vote"], "judge.combine='vote' is not one of"),
     (["judge.weights={replay_gpt4: 0, replay_chatgpt: 0}"], "not all 0"),
     (["judge.combine=dawid_skene", "order=fixed"], "three or more annotators"),
-    (["prompt=agent_output", "rubric=agent_output", "dataset=agent_examples"], "ensembles judge pairwise prompts"),
+    (["prompt=agent_output", "rubric=agent_output", "dataset=agent_examples"], "a pointwise ensemble combines scores"),
 ])
 def test_bad_ensembles_fail_naming_the_key(hydra_conf: None, overrides: list[str], message: str) -> None:
     with pytest.raises(ConfigurationError, match="") as err:
