@@ -4,30 +4,22 @@ judgments of the real composed config (judge=ensemble)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.hydra_config import HydraConfig
 
 from runner import panel
 from runner.config import OrderPolicy, RunConfig, register_configs
 from runner.errors import ConfigurationError
 from tests.unit.test_bias import AB, BA, judgment, picking, ref
-from tests.unit.test_config import CONF, to_run_config
+from tests.unit.test_config import hydra_conf, to_run_config  # noqa: F401 - hydra_conf is a fixture
 
 OURS, BASE = "ours", "base"
+pytestmark = pytest.mark.usefixtures("hydra_conf")
 
 
-@pytest.fixture()
-def hydra_conf() -> Iterator[None]:
+@pytest.fixture(autouse=True)
+def _schemas() -> None:
     register_configs()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        HydraConfig.instance().set_config(compose(config_name="config", return_hydra_config=True))
-        try:
-            yield
-        finally:
-            HydraConfig.instance().cfg = None  # type: ignore[assignment]
 
 
 def ensemble_cfg(*overrides: str) -> RunConfig:
@@ -40,7 +32,7 @@ def ensemble_cfg(*overrides: str) -> RunConfig:
     return dataclasses.replace(cfg, dataset=dataset)
 
 
-def test_the_shipped_ensemble_composes_two_replay_members(hydra_conf: None) -> None:
+def test_the_shipped_ensemble_composes_two_replay_members() -> None:
     cfg = ensemble_cfg()
     assert panel.is_ensemble(cfg)
     assert list(cfg.judge.members) == ["replay_gpt4", "replay_chatgpt"]
@@ -56,13 +48,13 @@ def test_the_shipped_ensemble_composes_two_replay_members(hydra_conf: None) -> N
     (["judge.combine=dawid_skene", "order=fixed"], "three or more annotators"),
     (["prompt=agent_output", "rubric=agent_output", "dataset=agent_examples"], "a pointwise ensemble combines scores"),
 ])
-def test_bad_ensembles_fail_naming_the_key(hydra_conf: None, overrides: list[str], message: str) -> None:
+def test_bad_ensembles_fail_naming_the_key(overrides: list[str], message: str) -> None:
     with pytest.raises(ConfigurationError, match="") as err:
         panel.check(ensemble_cfg(*overrides))
     assert message in str(err.value)
 
 
-def test_a_member_cannot_be_an_ensemble(hydra_conf: None) -> None:
+def test_a_member_cannot_be_an_ensemble() -> None:
     cfg = ensemble_cfg()
     members = dict(cfg.judge.members)
     members["replay_chatgpt"] = dataclasses.replace(members["replay_chatgpt"], model="ensemble")
@@ -70,7 +62,7 @@ def test_a_member_cannot_be_an_ensemble(hydra_conf: None) -> None:
         panel.check(dataclasses.replace(cfg, judge=dataclasses.replace(cfg.judge, members=members)))
 
 
-def test_each_member_order_and_repeat_is_an_annotator(hydra_conf: None) -> None:
+def test_each_member_order_and_repeat_is_an_annotator() -> None:
     by_member = {"a": [picking("1", OURS, AB), judgment("1", BA, None)], "b": [picking("1", BASE, AB)]}
     assert panel.annotator_votes(by_member, ensemble_cfg()) == {
         "a/ab": {"1": OURS}, "a/ba": {"1": None}, "b/ab": {"1": BASE}}
@@ -83,7 +75,7 @@ def votes_of(*labels: str | None) -> dict:
     return {f"m{n}/ab": {"1": label} for n, label in enumerate(labels)}
 
 
-def test_mean_and_median_average_each_members_preference_for_ours(hydra_conf: None) -> None:
+def test_mean_and_median_average_each_members_preference_for_ours() -> None:
     cfg = ensemble_cfg()
     # member a: ours in both orders (1.0); member b: split (0.5); member c: base (0.0)
     votes = {"a/ab": {"1": OURS}, "a/ba": {"1": OURS}, "b/ab": {"1": OURS}, "b/ba": {"1": BASE},
@@ -99,7 +91,7 @@ def test_mean_and_median_average_each_members_preference_for_ours(hydra_conf: No
     assert mean.confidence == "no_consensus" and mean.details["num_votes"] == 6
 
 
-def test_weighted_multiplies_each_members_votes_by_its_weight(hydra_conf: None) -> None:
+def test_weighted_multiplies_each_members_votes_by_its_weight() -> None:
     cfg = ensemble_cfg("judge.weights={replay_gpt4: 3, replay_chatgpt: 1}")
     votes = {"replay_gpt4/ab": {"1": OURS}, "replay_chatgpt/ab": {"1": BASE}, "replay_chatgpt/ba": {"1": BASE}}
     (weighted,), _ = panel.combine("weighted", votes, cfg, ["1"])
@@ -107,7 +99,7 @@ def test_weighted_multiplies_each_members_votes_by_its_weight(hydra_conf: None) 
     assert (weighted.final_verdict, majority.final_verdict) == (OURS, BASE)
 
 
-def test_an_item_nobody_could_judge_has_no_verdict_under_any_aggregation(hydra_conf: None) -> None:
+def test_an_item_nobody_could_judge_has_no_verdict_under_any_aggregation() -> None:
     cfg = ensemble_cfg()
     votes = {"a/ab": {"1": OURS, "2": None}, "a/ba": {"1": OURS, "2": None}, "b/ab": {"1": OURS, "2": None}}
     for method in ("majority_vote", "mean", "median", "dawid_skene"):
@@ -121,7 +113,7 @@ def member_judgments(picks: dict[str, tuple[str, str]]) -> list:
     return [j for item, (ab, ba) in picks.items() for j in (picking(item, ab, AB), picking(item, ba, BA))]
 
 
-def test_build_scores_every_aggregation_each_member_and_dawid_skene_against_gold(hydra_conf: None) -> None:
+def test_build_scores_every_aggregation_each_member_and_dawid_skene_against_gold() -> None:
     cfg = ensemble_cfg()
     items = [str(n) for n in range(12)]
     refs = [ref(i, gold=OURS if int(i) % 2 == 0 else BASE) for i in items]
