@@ -28,7 +28,7 @@ from runner import client, html_report, pipeline, report, sweep, tracking
 from runner.config import JudgeConfig, RunConfig, TrackingConfig, register_configs
 from runner.datasets import DatasetError
 from runner.judge import RunAborted
-from runner.pacing import LimiterPool
+from runner.pacing import LimiterPool, RateLimiter
 from runner.prompts import TemplateError
 from runner.registry import UnknownNameError
 from runner.scoring import RubricError
@@ -49,7 +49,7 @@ _limiters = LimiterPool()
 # Settings that do not change what is asked or how answers are read; a resumed run may change them.
 OPERATIONAL_PREFIXES = ("resume", "dry_run", "progress", "concurrency", "max_error_rate", "tracking.", "cache.",
                         "choice.tracking", "judge.rpm", "judge.tpm", "judge.max_retries", "judge.retry_",
-                        "judge.timeout_s", "generator.rpm", "generator.tpm", "generator.max_retries",
+                        "judge.timeout_s", "judge.replicas", "generator.rpm", "generator.tpm", "generator.max_retries",
                         "generator.retry_", "generator.timeout_s", "generator.concurrency", "git_sha", "on_bad_row",
                         "gate.", "metrics.")
 
@@ -150,6 +150,13 @@ def _share(limit: int | None, workers: int) -> int | None:
     return None if limit is None else max(1, limit // workers)
 
 
+def _limiter(model: JudgeConfig, workers: int) -> RateLimiter:
+    """The model's limiter, shared by every job of this process (replicas: their rpm/tpm summed), paced at
+    1/workers of its limits when parallel workers share them."""
+    return _limiters.get(f"{model.name}|{model.model}",
+                         *(_share(limit, workers) for limit in client.pacing_limits(model)))
+
+
 def _context(dcfg: DictConfig, cfg: RunConfig) -> pipeline.RunContext:
     hc = HydraConfig.get()
     root = Path(hc.runtime.cwd)
@@ -180,19 +187,15 @@ def _context(dcfg: DictConfig, cfg: RunConfig) -> pipeline.RunContext:
         run_dir=Path(hc.runtime.output_dir),
         project_root=root,
         api_keys=_api_keys(cfg),
-        generator_limiter=(_limiters.get(f"{cfg.generator.name}|{cfg.generator.model}",
-                                         _share(cfg.generator.rpm, workers), _share(cfg.generator.tpm, workers))
-                           if cfg.generator is not None else None),
+        generator_limiter=_limiter(cfg.generator, workers) if cfg.generator is not None else None,
         run_name=name,
         params=params,
         tags=tags,
         resolved_config_yaml=OmegaConf.to_yaml(dcfg, resolve=True),
         identity=identity,
         identity_sha256=identity_sha,
-        limiter=_limiters.get(f"{cfg.judge.name}|{cfg.judge.model}", _share(cfg.judge.rpm, workers),
-                              _share(cfg.judge.tpm, workers)),
-        member_limiters={name: _limiters.get(f"{m.name}|{m.model}", _share(m.rpm, workers), _share(m.tpm, workers))
-                         for name, m in cfg.judge.members.items()},
+        limiter=_limiter(cfg.judge, workers),
+        member_limiters={name: _limiter(m, workers) for name, m in cfg.judge.members.items()},
     )
 
 

@@ -5,6 +5,14 @@ rate-limit, timeout, connection and 5xx errors, honouring Retry-After; authentic
 errors are not retried. Errors are classified by exception type (litellm's exceptions subclass
 openai's), never by message text, and come back inside the JudgeResponse: one failed call never
 stops the run.
+
+A judge with ``replicas`` sends its calls through a litellm Router (one per client, model list from
+:mod:`runner.replicas`). ``simple-shuffle`` draws a replica weighted by its rpm (or tpm), with no per-call
+usage bookkeeping; the judge's limiter paces the group at the replicas' summed rpm/tpm (:func:`pacing_limits`).
+Retries stay ours (Router ``num_retries=0``). An error worth retrying (connection, timeout, 429, 5xx) is
+failed over at once to a replica not yet tried in that attempt; auth and bad-request errors are not, so a
+replica with a wrong key shows up as failed calls instead of hiding behind the others. Cooldowns are off:
+they would turn the provider's error into the Router's own "no deployments available" (not an APIError).
 """
 
 from __future__ import annotations
@@ -13,6 +21,8 @@ import asyncio
 import logging
 import random
 import time
+import weakref
+from collections import Counter
 from collections.abc import Mapping
 from importlib import metadata
 from typing import Any
@@ -22,7 +32,7 @@ import openai
 from litellm import CustomLLM
 from litellm.types.utils import ModelResponse
 
-from runner import replay
+from runner import replay, replicas
 from runner.config import JudgeConfig
 from runner.pacing import RateLimiter, estimate_tokens
 from runner.retry import RetryPolicy, parse_retry_after
@@ -115,12 +125,72 @@ def _retryable(exc: openai.APIError) -> bool:
     return isinstance(exc, litellm.APIError) and isinstance(status, int) and status >= 500
 
 
-class JudgeClient:
-    """Sends rendered messages to one judge deployment.
+def pacing_limits(judge: JudgeConfig) -> tuple[int | None, int | None]:
+    """(rpm, tpm) the judge's client-side limiter paces at: the judge's own when set, else the sum over its
+    replicas when every replica sets that limit, else None (no limit)."""
+
+    def summed(values: list[int | None]) -> int | None:
+        return sum(values) if values and all(v is not None for v in values) else None  # type: ignore[arg-type]
+
+    rpm = judge.rpm if judge.rpm is not None else summed([r.rpm for r in judge.replicas])
+    tpm = judge.tpm if judge.tpm is not None else summed([r.tpm for r in judge.replicas])
+    return rpm, tpm
+
+
+class ReplicaRouter(litellm.Router):
+    """litellm's Router over the replicas of one judge, failing over only on errors worth retrying.
+
+    It narrows litellm 1.100's private failover hook (``_maybe_run_weighted_failover``); a unit test fails
+    if an upgrade renames it.
 
     Args:
-        judge: The judge's config (model string, api_base, decoding parameters, limits, retries).
-        api_keys: API-key variable name -> key, as the CLI read them; the judge uses ``judge.api_key_env``'s.
+        judge_name: The judge (its model group), for log lines.
+        bases: Deployment id -> api_base, to name a failed replica without its key.
+        **kwargs: litellm.Router's arguments.
+    """
+
+    def __init__(self, judge_name: str, bases: Mapping[str, str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.judge_name = judge_name
+        self.bases = dict(bases)
+        self.failures: Counter[str] = Counter()  # api_base -> errors worth retrying it answered with
+
+    async def _maybe_run_weighted_failover(self, exception: Exception, *args: Any, **kwargs: Any) -> Any | None:
+        # litellm fails over on any error; an auth or bad-request error is the caller's to see, not to hide.
+        if not (isinstance(exception, openai.APIError) and _retryable(exception)):
+            return None
+        base = self.bases.get(getattr(exception, "failed_deployment_id", None) or "", "?")
+        self.failures[base] += 1
+        # the first failure of a replica is news; a replica that is down would otherwise log every call it draws
+        log.log(logging.WARNING if self.failures[base] == 1 else logging.DEBUG,
+                "%s: replica %s failed (%s); failing over to a replica not tried yet, if any", self.judge_name, base,
+                type(exception).__name__)
+        return await super()._maybe_run_weighted_failover(exception, *args, **kwargs)
+
+
+def build_router(judge: JudgeConfig, api_keys: Mapping[str, Secret]) -> ReplicaRouter:
+    """A Router over ``judge.replicas`` (see the module docstring for the choices it makes).
+
+    Raises:
+        ConfigurationError: A replica's rpm/tpm is not positive, or two replicas share an api_base.
+    """
+    deployments = replicas.model_list(judge, api_keys)
+    return ReplicaRouter(
+        judge.name, {d["model_info"]["id"]: d["litellm_params"]["api_base"] for d in deployments},
+        model_list=deployments, routing_strategy="simple-shuffle", num_retries=0, timeout=judge.timeout_s,
+        disable_cooldowns=True, enable_weighted_failover=True, max_fallbacks=len(deployments))
+
+
+class JudgeClient:
+    """Sends rendered messages to one judge deployment, or through a Router to the judge's replicas.
+
+    A client with replicas owns a Router, which hooks itself into litellm's callback lists; :meth:`close`
+    (or the client being garbage-collected) unhooks it.
+
+    Args:
+        judge: The judge's config (model string, api_base, decoding parameters, limits, retries, replicas).
+        api_keys: API-key variable name -> key, as the CLI read them; the judge uses ``judge.api_key_env``'s,
+            each replica its own ``api_key_env``'s or else the judge's.
         limiter: The judge's rate limiter, shared by every job of this judge in the process.
         response_format: A response_format to request (JSON schema from the rubric), or None.
         seed: Seeds the backoff jitter, so a rerun waits the same way.
@@ -130,6 +200,10 @@ class JudgeClient:
                  response_format: dict[str, Any] | None = None, seed: int = 0) -> None:
         self.judge = judge
         self._api_key = api_keys.get(judge.api_key_env) if judge.api_key_env else None
+        self._secrets = replicas.judge_secrets(judge, api_keys)
+        self._router = build_router(judge, api_keys) if judge.replicas else None
+        self._discard = weakref.finalize(self, self._router.discard) if self._router is not None else None
+        self.replica_calls: Counter[str] = Counter()  # api_base -> calls it answered (replicas only)
         self._limiter = limiter
         self._retry = RetryPolicy(max_retries=judge.max_retries, base_s=judge.retry_base_s, max_s=judge.retry_max_s)
         self._rng = random.Random(seed)
@@ -138,6 +212,24 @@ class JudgeClient:
             self.decoding_params["seed"] = judge.seed
         if response_format is not None:
             self.decoding_params["response_format"] = response_format
+
+    def close(self) -> None:
+        """Unhook the Router (if any) from litellm's callback lists; the client must not be used after."""
+        if self._discard is not None:
+            self._discard()
+
+    @property
+    def replica_failures(self) -> Mapping[str, int]:
+        """api_base -> connection, timeout, 429 and 5xx errors of that replica, each failed over to another
+        replica when one was left untried in that attempt (replicas only)."""
+        return self._router.failures if self._router is not None else {}
+
+    async def _send(self, payload: list[dict[str, str]]) -> Any:
+        if self._router is None:
+            return await litellm.acompletion(messages=payload, **self._kwargs())
+        # the Router adds each replica's api_base and key; the model group is the judge's name
+        return await self._router.acompletion(model=self.judge.name, messages=payload, timeout=self.judge.timeout_s,
+                                              num_retries=0, **self.decoding_params)
 
     def _kwargs(self) -> dict[str, Any]:
         j = self.judge
@@ -154,8 +246,8 @@ class JudgeClient:
 
     def _error(self, exc: Exception, started: float, attempts: int, limited: int) -> JudgeResponse:
         text = str(exc)
-        if self._api_key is not None and self._api_key.reveal():
-            text = text.replace(self._api_key.reveal(), "***")
+        for secret in self._secrets:
+            text = text.replace(secret.reveal(), "***")
         return JudgeResponse(text=None, latency_s=time.perf_counter() - started, error_type=type(exc).__name__,
                              error=text[:2000], attempts=attempts, rate_limited=limited)
 
@@ -169,7 +261,7 @@ class JudgeClient:
             if self._limiter is not None:
                 await self._limiter.acquire(estimate)
             try:
-                resp = await litellm.acompletion(messages=payload, **self._kwargs())
+                resp = await self._send(payload)
             except openai.APIError as exc:
                 retry_after = None
                 if isinstance(exc, litellm.RateLimitError):
@@ -194,7 +286,10 @@ class JudgeClient:
         if self._limiter is not None:
             self._limiter.settle(estimate, prompt_tokens + completion_tokens)
             self._limiter.record_success()
-        cost = (getattr(resp, "_hidden_params", None) or {}).get("response_cost")
+        hidden = getattr(resp, "_hidden_params", None) or {}
+        cost = hidden.get("response_cost")
+        if self._router is not None:
+            self.replica_calls[str(hidden.get("api_base"))] += 1
         return JudgeResponse(
             text=choice.message.content,
             finish_reason=choice.finish_reason,
