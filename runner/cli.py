@@ -11,6 +11,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import os
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError
 
-from runner import client, html_report, pipeline, report, sweep, tracking
+from runner import client, html_report, pipeline, report, store, sweep, tracking
 from runner.config import JudgeConfig, RunConfig, TrackingConfig, register_configs
 from runner.datasets import DatasetError
 from runner.judge import RunAborted
@@ -210,7 +211,9 @@ def _prepare_process() -> None:
         OmegaConf.register_new_resolver("resume_or", lambda resume, fresh: resume or fresh)
 
 
-def _job(dcfg: DictConfig) -> None:
+def _job(dcfg: DictConfig) -> float:
+    """One job; returns its ``objective`` metric for a sweeper (NaN when the job failed or lacks the metric,
+    which Optuna records as a failed trial and the study goes on)."""
     _prepare_process()
     job = HydraConfig.get().runtime.output_dir
     failure = Path(job) / sweep.FAILURE_NAME
@@ -222,10 +225,18 @@ def _job(dcfg: DictConfig) -> None:
     except EXPECTED_ERRORS as exc:
         log.error("judgesweep: %s: %s", type(exc).__name__, exc)
         _fail(job, f"{type(exc).__name__}: {exc}")
-        return
+        return math.nan
     if outcome is not None and outcome.failed:
         log.error("judgesweep: run failed: %s", outcome.reason)
         _fail(job, outcome.reason)
+        return math.nan
+    return _objective(Path(job), cfg.objective)
+
+
+def _objective(job: Path, name: str) -> float:
+    metrics = job / store.METRICS_NAME
+    value = json.loads(metrics.read_text()).get(name) if metrics.is_file() else None
+    return math.nan if value is None else float(value)
 
 
 def _fail(job: str, reason: str) -> None:

@@ -214,6 +214,10 @@ class DatasetConfig:
     tags_field: str | None = None  # a list of strings (or one string) per row: pass rate per tag
     category_field: str | None = None  # one string per row: every metric per category, category weights
     human_score_field: str | None = None  # a number per row on the rubric's scale: correlation with humans
+    # A seeded split by item id (calibration): dev = tune on it, test = held out; None = every item.
+    split: str | None = None  # dev | test
+    split_test_fraction: float = 0.5  # share of items in test
+    split_seed: int = 0
 
 
 @dataclass
@@ -305,6 +309,7 @@ class RunConfig:
     resume: str | None = None  # a run (or sweep) directory to continue; see README "Resume"
     dry_run: bool = False  # render every request, count tokens, price them; make no call
     progress: bool = True  # a live progress bar on a terminal (never when output is not a TTY)
+    objective: str = "agreement/accuracy_all"  # the metric a multirun's sweeper maximises (the job's return value)
 
 
 def register_configs() -> None:

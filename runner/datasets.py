@@ -7,6 +7,7 @@ judge call is made. A bad row either stops the load (``on_bad_row: error``) or i
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Iterator
@@ -277,6 +278,23 @@ def check_systems(cfg: DatasetConfig, shape: Shape) -> None:
                            "or a generator to write it")
 
 
+SPLITS = ("dev", "test")
+
+
+def check_split(cfg: DatasetConfig) -> None:
+    """``dataset.split`` is dev, test or unset, and the test fraction leaves both sides non-empty in principle."""
+    if cfg.split is not None and cfg.split not in SPLITS:
+        raise DatasetError(f"dataset.split={cfg.split!r} is not one of {list(SPLITS)} (or null for every item)")
+    if not 0.0 < cfg.split_test_fraction < 1.0:
+        raise DatasetError(f"dataset.split_test_fraction={cfg.split_test_fraction} must be between 0 and 1")
+
+
+def split_of(item_id: str, cfg: DatasetConfig) -> str:
+    """The split an item belongs to: a seeded hash of its id, stable across processes, machines and file order."""
+    digest = hashlib.sha256(f"{cfg.split_seed}:{item_id}".encode()).digest()
+    return "test" if int.from_bytes(digest[:8], "big") / 2**64 < cfg.split_test_fraction else "dev"
+
+
 def load_items(
     cfg: DatasetConfig,
     path: Path,
@@ -301,6 +319,7 @@ def load_items(
     """
     skip = OnBadRow(on_bad_row) is OnBadRow.skip
     check_systems(cfg, shape)
+    check_split(cfg)
     if max_items is not None and max_items < 1:
         raise DatasetError(f"max_items must be >= 1 (got {max_items})")
     refs: list[ItemRef] = []
@@ -319,6 +338,8 @@ def load_items(
             skipped.append(SkippedRow(where=where, reason=str(exc)))
             continue
         seen[item.id] = where
+        if cfg.split is not None and split_of(item.id, cfg) != cfg.split:
+            continue
         refs.append(ItemRef(id=item.id, gold=item.gold, source=where, tags=item.tags, category=item.category,
                             human_score=item.human_score, lengths=tuple(len(c.text) for c in item.candidates),
                             annotations=annotations))

@@ -269,9 +269,11 @@ def download_artifact(cfg: TrackingConfig, run_id: str, artifact_path: str, dst_
 SWEEP_KIND = "sweep"
 
 
-def log_sweep(cfg: TrackingConfig, sweep_dir: Path, files: list[Path], metrics: Mapping[str, float]) -> str:
+def log_sweep(cfg: TrackingConfig, sweep_dir: Path, files: list[Path], metrics: Mapping[str, float],
+              kind: str = SWEEP_KIND) -> str:
     """Log a sweep's summary as a finished MLflow run tagged like its jobs (``judgesweep.sweep``) and
-    ``judgesweep.kind=sweep``: filtering the experiment on the sweep tag shows the jobs and their table.
+    ``judgesweep.kind=<kind>`` (``sweep``: the table; ``calibration``: a calibration search's outcome):
+    filtering the experiment on the sweep tag shows the jobs and their table.
 
     Returns:
         The new run's id.
@@ -281,8 +283,8 @@ def log_sweep(cfg: TrackingConfig, sweep_dir: Path, files: list[Path], metrics: 
     from mlflow.entities import Metric, RunStatus
 
     client = _client(cfg)
-    tags = {KIND_TAG: SWEEP_KIND, SWEEP_TAG: str(sweep_dir.resolve())}
-    run_id = client.create_run(_experiment_id(client, cfg), run_name=f"sweep {sweep_dir.name}", tags=tags).info.run_id
+    tags = {KIND_TAG: kind, SWEEP_TAG: str(sweep_dir.resolve())}
+    run_id = client.create_run(_experiment_id(client, cfg), run_name=f"{kind} {sweep_dir.name}", tags=tags).info.run_id
     stamp = int(time.time() * 1000)
     client.log_batch(run_id, metrics=[Metric(k, float(v), stamp, 0) for k, v in metrics.items()])
     for path in files:

@@ -52,10 +52,15 @@ def test_preset_runs_in_a_multirun(run_cli, fake_server, preset):
     if needs_key(preset, "generator"):
         extra += ["generator=local_openai", f"generator.api_base={fake_server.base_url}",
                   "generator.model=openai/fake-generator"]
+    search = "/hydra/sweeper: optuna" in (REPO / "conf" / "experiment" / f"{preset}.yaml").read_text()
+    if search:  # a calibration search: two trials on dev, then its held-out test run
+        extra += ["hydra.sweeper.n_trials=2"]
     result = run_cli(f"experiment={preset}", "max_items=4", *extra, multirun=True)
     assert result.proc.returncode == 0, result.output
-    summaries = list(result.run_dir.glob("*/summary.json"))
-    assert len(summaries) == 1
+    summaries = sorted(result.run_dir.glob("*/summary.json"))
+    assert len(summaries) == (3 if search else 1)
+    if search:
+        assert json.loads((result.run_dir / "calibration.json").read_text())["test"]["ok"]
     summary = json.loads(summaries[0].read_text())["summary"]
     if "total_subsets" in summary:  # pairwise
         assert summary["total_subsets"] == 4 and summary["successful_evaluations"] >= 1

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from runner.config import DatasetConfig, OnBadRow, SystemConfig
-from runner.datasets import DatasetError, load_items, resolve_path
+from runner.datasets import DatasetError, check_split, load_items, resolve_path, split_of
 from runner.types import TIE
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -364,3 +365,28 @@ def test_loaded_dataset_keeps_only_refs_and_streams_items_again(tmp_path: Path) 
     assert [r.source for r in loaded.refs] == [f"{path}:1", f"{path}:3"]
     assert not any(hasattr(r, "candidates") for r in loaded.refs)  # no texts are held
     assert list(loaded.iter_items()) == list(loaded.iter_items())  # each pass re-reads the file
+
+
+# --- the seeded dev/test split (dataset.split) ---------------------------------------------------------
+
+
+def _split_cfg(**kw) -> DatasetConfig:
+    return DatasetConfig(name="s", path="x", **kw)
+
+
+def test_split_is_deterministic_disjoint_complete_and_near_its_fraction() -> None:
+    ids = [f"item-{n}" for n in range(2000)]
+    cfg = _split_cfg(split_test_fraction=0.3, split_seed=7)
+    first = [split_of(i, cfg) for i in ids]
+    assert first == [split_of(i, cfg) for i in ids]  # same seed, same split, in any process
+    assert set(first) == {"dev", "test"}
+    assert abs(first.count("test") / len(ids) - 0.3) < 0.04
+    other = [split_of(i, _split_cfg(split_test_fraction=0.3, split_seed=8)) for i in ids]
+    assert other != first  # another seed, another split
+
+
+@pytest.mark.parametrize(("kw", "message"), [({"split": "train"}, "dataset.split='train' is not one of"),
+                                              ({"split_test_fraction": 1.0}, "must be between 0 and 1")])
+def test_bad_split_settings_are_refused(kw: dict, message: str) -> None:
+    with pytest.raises(DatasetError, match=re.escape(message)):
+        check_split(_split_cfg(**kw))

@@ -1,0 +1,40 @@
+"""experiment=calibrate_llmbar through the real CLI: Hydra's Optuna sweeper tunes replay judges on the dev
+split, then the winner runs once on the held-out test split; both are reported and logged to MLflow."""
+
+from __future__ import annotations
+
+import json
+
+from mlflow.tracking import MlflowClient
+
+
+def item_ids(run_dir) -> set[str]:
+    return {json.loads(line)["item_id"] for line in (run_dir / "results.jsonl").read_text().splitlines()}
+
+
+def test_calibration_search_reports_dev_and_held_out_test_agreement(run_cli):
+    result = run_cli("experiment=calibrate_llmbar", "hydra.sweeper.n_trials=3", "max_items=30", multirun=True)
+    assert result.proc.returncode == 0, result.output
+    outcome = json.loads((result.run_dir / "calibration.json").read_text())
+    assert outcome["trials"] == 3 and outcome["failed_trials"] == 0
+    assert set(outcome["best_params"]) == {"judge", "prompt", "judge.temperature", "repeats", "aggregation"}
+    assert 0.5 < outcome["dev"]["value"] <= 1 and 0.5 < outcome["test"]["value"] <= 1
+    assert outcome["test"]["ok"] and outcome["dev"]["items"] == outcome["test"]["items"] == 30
+    # the best value is the best trial's dev agreement
+    trials = [json.loads((result.run_dir / str(n) / "metrics.json").read_text()) for n in range(3)]
+    assert outcome["dev"]["value"] == max(m["agreement/accuracy_all"] for m in trials)
+
+    heldout = result.run_dir / "heldout"
+    dev_ids = set().union(*(item_ids(result.run_dir / str(n)) for n in range(3)))
+    assert item_ids(heldout).isdisjoint(dev_ids) and len(item_ids(heldout)) == 30
+    overrides = (heldout / ".hydra" / "overrides.yaml").read_text()
+    assert "dataset.split=test" in overrides and f"judge={outcome['best_params']['judge']}" in overrides
+    assert "calibration: best of 3 trials on dev (30 items)" in result.output
+    assert "calibration: held-out test (30 items, never tuned on)" in result.output
+
+    client = MlflowClient(tracking_uri=result.mlflow_uri)
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    (calibration,) = [r for r in runs if r.data.tags.get("judgesweep.kind") == "calibration"]
+    assert calibration.data.metrics["calibration/test_agreement/accuracy_all"] == outcome["test"]["value"]
+    assert "calibration.json" in {a.path for a in client.list_artifacts(calibration.info.run_id)}
+    assert len([r for r in runs if r.data.params.get("dataset.split") == "test"]) == 1  # the held-out run
