@@ -139,12 +139,21 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def _parallel_workers(hc: Any) -> int:
-    """How many processes of this sweep run jobs at once on this machine (joblib's ``n_jobs``; 1 otherwise):
-    each has its own limiters, so each gets that share of a judge's rpm/tpm."""
-    if hc.mode != RunMode.MULTIRUN or "joblib" not in str(hc.launcher.get("_target_", "")).lower():
-        return 1
-    n_jobs = int(hc.launcher.n_jobs)
-    return n_jobs if n_jobs > 0 else max(1, (os.cpu_count() or 1) + 1 + n_jobs)  # joblib: -1 = every CPU
+    """How many processes of this sweep run jobs at once (joblib's ``n_jobs``; Ray's cluster CPUs over each
+    job's ``num_cpus``; 1 otherwise): each has its own limiters, so each gets that share of a judge's rpm/tpm.
+
+    For Ray this counts the CPUs given to ``ray.init`` (a local cluster) or, when unset, this machine's; on
+    a cluster of several machines set ``ray.init.num_cpus`` to the cluster's total so the share is right.
+    """
+    target = str(hc.launcher.get("_target_", "")).lower() if hc.mode == RunMode.MULTIRUN else ""
+    if "joblib" in target:
+        n_jobs = int(hc.launcher.n_jobs)
+        return n_jobs if n_jobs > 0 else max(1, (os.cpu_count() or 1) + 1 + n_jobs)  # joblib: -1 = every CPU
+    if "ray" in target:
+        cpus = hc.launcher.ray.init.get("num_cpus") or os.cpu_count() or 1
+        per_job = hc.launcher.ray.remote.get("num_cpus") or 1
+        return max(1, int(cpus // per_job))
+    return 1
 
 
 def _share(limit: int | None, workers: int) -> int | None:
@@ -206,6 +215,8 @@ def _prepare_process() -> None:
     loky processes import this module to run ``_job`` but never run ``main()``)."""
     register_configs()
     client.configure()
+    # Ray (hydra/launcher=ray*) reports usage to the internet unless told not to; no run leaves the machine.
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if not OmegaConf.has_resolver("resume_or"):
         # hydra.run.dir / hydra.sweep.dir: the directory being resumed, else a new timestamped one.
         OmegaConf.register_new_resolver("resume_or", lambda resume, fresh: resume or fresh)

@@ -1,0 +1,44 @@
+"""hydra/launcher=ray_local: a sweep's jobs run as Ray tasks on a local Ray cluster on 127.0.0.1 and log to
+one real `mlflow server`, as on a cluster (see test_launchers.py for the joblib launcher)."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.integration import test_mlflow_server
+from tests.integration.conftest import live_judge
+from tests.integration.test_launchers import PID_LOG, Rendezvous, job_pids
+
+mlflow_server = test_mlflow_server.mlflow_server  # the fixture: a real `mlflow server` on a free loopback port
+
+pytestmark = pytest.mark.ray
+
+
+def test_ray_sweep_runs_jobs_as_parallel_ray_tasks_into_one_mlflow_server(run_cli, fake_server, mlflow_server):
+    client = MlflowClient(tracking_uri=mlflow_server)
+    experiment_id = client.create_experiment("ray-test")
+    rendezvous = Rendezvous({1, 2})  # opens only when both jobs have a request in flight
+    fake_server.reply = rendezvous
+    result = run_cli("hydra/launcher=ray_local", PID_LOG, *live_judge(fake_server), "prompt=mtbench_pair",
+                     "rubric=mtbench_verdict", "judge.seed=1,2", "max_items=5", "tracking=server",
+                     f"tracking.uri={mlflow_server}", "tracking.artifact_location=null",
+                     "tracking.experiment=ray-test", multirun=True)
+    assert result.proc.returncode == 0, result.output
+    assert "Ray Launcher is launching 2 jobs" in result.output
+    assert "2 parallel workers: this job paces each model at 1/2 of its rpm/tpm" in result.output
+    jobs = [result.run_dir / "0", result.run_dir / "1"]
+    assert all((job / "summary.json").is_file() for job in jobs), result.output
+    pids = [job_pids(job) for job in jobs]
+    assert all(len(p) == 1 for p in pids) and pids[0] != pids[1], pids  # two Ray worker processes
+    assert rendezvous.met.is_set(), f"the jobs never overlapped; seeds seen: {rendezvous.seen}"
+
+    runs = client.search_runs([experiment_id])
+    job_runs = [r for r in runs if "judgesweep.kind" not in r.data.tags]
+    assert sorted(r.data.params["judge.seed"] for r in job_runs) == ["1", "2"]
+    assert all(r.info.status == "FINISHED" and r.data.metrics["judge/calls"] == 10 for r in job_runs)
+    assert {r.data.tags["judgesweep.sweep"] for r in runs} == {str(result.run_dir.resolve())}
+    with (result.run_dir / "sweep_table.csv").open(newline="") as fh:
+        assert [(row["judge.seed"], row["status"]) for row in csv.DictReader(fh)] == [("1", "ok"), ("2", "ok")]
