@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,11 @@ OPERATIONAL_PREFIXES = ("resume", "dry_run", "progress", "concurrency", "max_err
                         "judge.timeout_s", "judge.replicas", "generator.rpm", "generator.tpm", "generator.max_retries",
                         "generator.retry_", "generator.timeout_s", "generator.concurrency", "git_sha", "on_bad_row",
                         "gate.", "metrics.")
+
+
+def _operational(key: str) -> bool:
+    """Whether a flattened config key may change on resume; an ensemble member's keys count as a judge's."""
+    return re.sub(r"^judge\.members\.[^.]+\.", "judge.", key).startswith(OPERATIONAL_PREFIXES)
 
 
 class MissingApiKey(pipeline.ConfigurationError):
@@ -190,7 +196,7 @@ def _context(dcfg: DictConfig, cfg: RunConfig) -> pipeline.RunContext:
         "hydra.overrides": ",".join(hc.overrides.task),
     }
     name = ",".join(f"{k}={choices[k]}" for k in ("generator", "judge", "prompt", "rubric", "dataset") if k in choices)
-    identity = {k: v for k, v in params.items() if not k.startswith(OPERATIONAL_PREFIXES)}
+    identity = {k: v for k, v in params.items() if not _operational(k)}
     identity_sha = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
     return pipeline.RunContext(
         cfg=cfg,

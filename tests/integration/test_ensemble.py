@@ -76,7 +76,8 @@ def test_live_members_judge_at_the_same_time_and_a_resumed_run_pays_for_nothing(
     assert summary["summary"]["successful_evaluations"] == 6
     assert "dawid_skene" in summary["ensemble"]["by_combine"]
 
-    again = run_cli(*overrides, f"resume={result.run_dir}", run_dir=result.run_dir)
+    # a member's rate limit is operational: a resume may change it (its prompt or model may not)
+    again = run_cli(*overrides, "judge.members.a.rpm=6000", f"resume={result.run_dir}", run_dir=result.run_dir)
     assert again.proc.returncode == 0, again.output
     assert len(fake_server.requests) == 24  # every answer came from the members' journals
 
