@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from runner import bias, report, scorecard, store, tracking, trust
+from runner import bias, panel, report, score_panel, scorecard, store, tracking, trust
 from runner.config import TrackingConfig
 
 log = logging.getLogger(__name__)
@@ -184,15 +184,16 @@ def _read_tracked(cfg: TrackingConfig, run: tracking.TrackedRun, metrics: Mappin
 
     summary_path = fetch(store.SUMMARY_NAME)
     rows_path = fetch(store.RESULTS_NAME)
-    if rows_path is None and local is not None and (local / store.JOURNAL_NAME).is_file():
-        rows_path = local / store.JOURNAL_NAME
+    judgments = _read_rows(rows_path) if rows_path is not None else None
+    if judgments is None and local is not None:
+        judgments, rows_path = _unfinished_rows(local)
     info = {"run_id": run.run_id, "run_name": run.run_name, "status": run.status,
             "start_time": pd.Timestamp(run.start_time, unit="ms", tz="UTC"),
             "run_dir": run.tags.get("hydra.run_dir") or None, "sweep": run.tags.get(tracking.SWEEP_TAG) or None,
             "git_commit": run.tags.get("git.commit") or None,
             "judgments_from": rows_path.name if rows_path is not None else None}
     return _Run(info=info, choices=_choices(run.params), params=dict(run.params), metrics=metrics,
-                summary=_read_json(summary_path), judgments=_read_rows(rows_path))
+                summary=_read_json(summary_path), judgments=judgments)
 
 
 def _read_run_dir(path: Path) -> _Run:
@@ -202,8 +203,11 @@ def _read_run_dir(path: Path) -> _Run:
     params = tracking.safe_params(manifest.config if manifest is not None else {})
     choices = _choices(params)
     summary = _read_json(path / store.SUMMARY_NAME)
-    rows_path = next((path / name for name in (store.RESULTS_NAME, store.JOURNAL_NAME) if (path / name).is_file()),
-                     None)
+    rows_path: Path | None = path / store.RESULTS_NAME
+    if rows_path.is_file():
+        judgments = _read_rows(rows_path)
+    else:
+        judgments, rows_path = _unfinished_rows(path)
     started = path / store.MANIFEST_NAME if (path / store.MANIFEST_NAME).is_file() else path
     info = {"run_id": (manifest.mlflow_run_id if manifest is not None else None) or str(path),
             "run_name": ",".join(f"{k}={choices[k]}" for k in NAME_GROUPS if k in choices) or path.name,
@@ -212,7 +216,19 @@ def _read_run_dir(path: Path) -> _Run:
             "sweep": str(path.parent) if (path.parent / "multirun.yaml").is_file() else None, "git_commit": None,
             "judgments_from": rows_path.name if rows_path is not None else None}
     return _Run(info=info, choices=choices, params=params, metrics=summary_metrics(summary) if summary else {},
-                summary=summary, judgments=_read_rows(rows_path))
+                summary=summary, judgments=judgments)
+
+
+def _unfinished_rows(run_dir: Path) -> tuple[pd.DataFrame, Path | None]:
+    """The judgments of a run without results.jsonl: its journal, or an ensemble's member journals (with a
+    ``judge`` column); an empty frame and None when there is neither."""
+    if (run_dir / store.JOURNAL_NAME).is_file():
+        return _read_rows(run_dir / store.JOURNAL_NAME), run_dir / store.JOURNAL_NAME
+    journals = sorted((run_dir / panel.MEMBERS_DIR).glob(f"*/{store.JOURNAL_NAME}"))
+    frames = [_read_rows(j).assign(judge=j.parent.name) for j in journals if j.stat().st_size]
+    if not frames:
+        return pd.DataFrame(), None
+    return pd.concat(frames, ignore_index=True), journals[0]
 
 
 def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
@@ -226,6 +242,10 @@ def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
     else:
         out = {**report.flat_metrics(dict(summary), summary.get("gold"), {}),
                **trust.trust_metrics(summary.get("trust") or {}), **bias.bias_metrics(summary.get("bias") or {})}
+    ensemble = summary.get("ensemble")
+    if ensemble:
+        out.update(score_panel.ensemble_metrics(ensemble) if "member_headline" in ensemble
+                   else panel.ensemble_metrics(ensemble))
     out["items/skipped_rows"] = float(len(summary["summary"].get("skipped_rows") or []))
     if summary.get("gates"):
         out["gate/passed"] = float(all(gate["passed"] for gate in summary["gates"]))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from mlflow.tracking import MlflowClient
 
+from runner import results
 from tests.integration.test_launchers import Rendezvous
 
 COMBINES = ("majority_vote", "weighted", "mean", "median", "dawid_skene")
@@ -49,6 +51,16 @@ def test_replayed_gpt4_and_chatgpt_ensemble_on_llmbar_with_every_aggregation(run
     rows = [json.loads(line) for line in (result.run_dir / "results.jsonl").read_text().splitlines()]
     assert {r["judge"] for r in rows} == {"replay_gpt4", "replay_chatgpt"} and len(rows) == 400
     assert "Ensemble aggregations" in (result.run_dir / "report.html").read_text()
+
+    # the results API: every member's calls with a judge column, from results.jsonl or, for a run that never
+    # finished, from the members' journals
+    loaded = results.load(result.run_dir)
+    assert loaded.judgments.groupby("judge").size().to_dict() == {"replay_chatgpt": 200, "replay_gpt4": 200}
+    assert loaded.metrics.iloc[0]["ensemble/dawid_skene/accuracy_all"] == pytest.approx(
+        metrics["ensemble/dawid_skene/accuracy_all"])
+    (result.run_dir / "results.jsonl").unlink()
+    unfinished = results.load(result.run_dir)
+    assert unfinished.judgments.groupby("judge").size().to_dict() == {"replay_chatgpt": 200, "replay_gpt4": 200}
 
 
 def live_members(server, seeds=(1, 2)) -> list[str]:
