@@ -148,15 +148,20 @@ def _parallel_workers(hc: Any) -> int:
     """How many processes of this sweep run jobs at once (joblib's ``n_jobs``; Ray's cluster CPUs over each
     job's ``num_cpus``; 1 otherwise): each has its own limiters, so each gets that share of a judge's rpm/tpm.
 
-    For Ray this counts the CPUs given to ``ray.init`` (a local cluster) or, when unset, this machine's; on
-    a cluster of several machines set ``ray.init.num_cpus`` to the cluster's total so the share is right.
+    For Ray the CPUs are those of the cluster this job runs on, read from Ray in the worker (a local cluster:
+    ``ray.init.num_cpus``; an existing one, which refuses ``num_cpus`` in ``ray.init``: all its nodes' CPUs
+    when the job starts, so an autoscaling cluster that grows later is over its limits until the next sweep).
+    Outside a connected worker: ``ray.init.num_cpus``, else this machine's CPUs.
     """
     target = str(hc.launcher.get("_target_", "")).lower() if hc.mode == RunMode.MULTIRUN else ""
     if "joblib" in target:
         n_jobs = int(hc.launcher.n_jobs)
         return n_jobs if n_jobs > 0 else max(1, (os.cpu_count() or 1) + 1 + n_jobs)  # joblib: -1 = every CPU
     if "ray" in target:
-        cpus = hc.launcher.ray.init.get("num_cpus") or os.cpu_count() or 1
+        import ray  # the `ray` extra: imported only by the jobs of a Ray launcher, which run in a Ray worker
+
+        cpus = ray.cluster_resources().get("CPU") if ray.is_initialized() else None
+        cpus = cpus or hc.launcher.ray.init.get("num_cpus") or os.cpu_count() or 1
         per_job = hc.launcher.ray.remote.get("num_cpus") or 1
         return max(1, int(cpus // per_job))
     return 1
@@ -228,9 +233,12 @@ def _prepare_process() -> None:
         OmegaConf.register_new_resolver("resume_or", lambda resume, fresh: resume or fresh)
 
 
-def _job(dcfg: DictConfig) -> float:
-    """One job; returns its ``objective`` metric for a sweeper (NaN when the job failed or lacks the metric,
-    which Optuna records as a failed trial and the study goes on)."""
+def _job(dcfg: DictConfig) -> float | None:
+    """One job; returns its ``objective`` metric for a sweeper, or None when the job failed or lacks the metric.
+
+    None, not NaN: hydra-optuna-sweeper records a None as a failed trial and the study goes on, while a NaN
+    makes it tell Optuna a failed trial with a value, which raises and ends the whole study.
+    """
     _prepare_process()
     job = HydraConfig.get().runtime.output_dir
     failure = Path(job) / sweep.FAILURE_NAME
@@ -242,18 +250,18 @@ def _job(dcfg: DictConfig) -> float:
     except EXPECTED_ERRORS as exc:
         log.error("judgesweep: %s: %s", type(exc).__name__, exc)
         _fail(job, f"{type(exc).__name__}: {exc}")
-        return math.nan
+        return None
     if outcome is not None and outcome.failed:
         log.error("judgesweep: run failed: %s", outcome.reason)
         _fail(job, outcome.reason)
-        return math.nan
+        return None
     return _objective(Path(job), cfg.objective)
 
 
-def _objective(job: Path, name: str) -> float:
+def _objective(job: Path, name: str) -> float | None:
     metrics = job / store.METRICS_NAME
     value = json.loads(metrics.read_text()).get(name) if metrics.is_file() else None
-    return math.nan if value is None else float(value)
+    return None if value is None or math.isnan(value) else float(value)
 
 
 def _fail(job: str, reason: str) -> None:

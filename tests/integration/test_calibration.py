@@ -38,3 +38,14 @@ def test_calibration_search_reports_dev_and_held_out_test_agreement(run_cli):
     assert calibration.data.metrics["calibration/test_agreement/accuracy_all"] == outcome["test"]["value"]
     assert "calibration.json" in {a.path for a in client.list_artifacts(calibration.info.run_id)}
     assert len([r for r in runs if r.data.params.get("dataset.split") == "test"]) == 1  # the held-out run
+
+
+def test_a_failed_trial_is_recorded_and_the_study_goes_on(run_cli):
+    # replay_pandalm_gpt35 has no answer for LLMBar's prompts: a trial that draws it fails (seeded sampler: 1 of 4)
+    result = run_cli("experiment=calibrate_llmbar", "hydra.sweeper.n_trials=4", "max_items=4", "tracking=off",
+                     "judge=replay_pandalm_gpt35,replay_gpt4", multirun=True)
+    assert result.proc.returncode == 1, result.output  # a failed job fails the command, after the study
+    outcome = json.loads((result.run_dir / "calibration.json").read_text())
+    assert outcome["trials"] == 4 and outcome["failed_trials"] >= 1
+    assert outcome["best_params"]["judge"] == "replay_gpt4" and outcome["test"]["ok"]
+    assert "Failed experiment" in result.output and "calibration: held-out test (4 items" in result.output

@@ -4,6 +4,8 @@ one real `mlflow server`, as on a cluster (see test_launchers.py for the joblib 
 from __future__ import annotations
 
 import csv
+import re
+from importlib.util import find_spec
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -15,24 +17,30 @@ from tests.integration.test_launchers import PID_LOG, Rendezvous, job_pids
 mlflow_server = test_mlflow_server.mlflow_server  # the fixture: a real `mlflow server` on a free loopback port
 
 pytestmark = pytest.mark.ray
+# The launching process's lines carry its PID too, to tell it apart from the Ray workers that run the jobs.
+LAUNCHER_PID_LOG = "hydra.hydra_logging.formatters.simple.format='[HYDRA] pid=%(process)d %(message)s'"
 
 
 def test_ray_sweep_runs_jobs_as_parallel_ray_tasks_into_one_mlflow_server(run_cli, fake_server, mlflow_server):
+    # the dev extra installs Ray: without it this test fails instead of skipping
+    assert find_spec("ray") and find_spec("hydra_plugins.hydra_ray_launcher"), "pip install -e '.[dev]'"
     client = MlflowClient(tracking_uri=mlflow_server)
     experiment_id = client.create_experiment("ray-test")
     rendezvous = Rendezvous({1, 2})  # opens only when both jobs have a request in flight
     fake_server.reply = rendezvous
-    result = run_cli("hydra/launcher=ray_local", PID_LOG, *live_judge(fake_server), "prompt=mtbench_pair",
-                     "rubric=mtbench_verdict", "judge.seed=1,2", "max_items=5", "tracking=server",
-                     f"tracking.uri={mlflow_server}", "tracking.artifact_location=null",
+    result = run_cli("hydra/launcher=ray_local", PID_LOG, LAUNCHER_PID_LOG, *live_judge(fake_server),
+                     "prompt=mtbench_pair", "rubric=mtbench_verdict", "judge.seed=1,2", "max_items=5",
+                     "tracking=server", f"tracking.uri={mlflow_server}", "tracking.artifact_location=null",
                      "tracking.experiment=ray-test", multirun=True)
     assert result.proc.returncode == 0, result.output
-    assert "Ray Launcher is launching 2 jobs" in result.output
+    launcher = re.search(r"^\[HYDRA\] pid=(\d+) Ray Launcher is launching 2 jobs", result.output, re.M)
+    assert launcher, result.output
     assert "2 parallel workers: this job paces each model at 1/2 of its rpm/tpm" in result.output
     jobs = [result.run_dir / "0", result.run_dir / "1"]
     assert all((job / "summary.json").is_file() for job in jobs), result.output
     pids = [job_pids(job) for job in jobs]
     assert all(len(p) == 1 for p in pids) and pids[0] != pids[1], pids  # two Ray worker processes
+    assert int(launcher[1]) not in pids[0] | pids[1], (launcher[1], pids)  # neither of them the launching one
     assert rendezvous.met.is_set(), f"the jobs never overlapped; seeds seen: {rendezvous.seen}"
 
     runs = client.search_runs([experiment_id])
@@ -40,5 +48,7 @@ def test_ray_sweep_runs_jobs_as_parallel_ray_tasks_into_one_mlflow_server(run_cl
     assert sorted(r.data.params["judge.seed"] for r in job_runs) == ["1", "2"]
     assert all(r.info.status == "FINISHED" and r.data.metrics["judge/calls"] == 10 for r in job_runs)
     assert {r.data.tags["judgesweep.sweep"] for r in runs} == {str(result.run_dir.resolve())}
+    (table_run,) = [r for r in runs if r.data.tags.get("judgesweep.kind") == "sweep"]
+    assert table_run.data.metrics["sweep/jobs"] == 2 and table_run.data.metrics["sweep/failed"] == 0
     with (result.run_dir / "sweep_table.csv").open(newline="") as fh:
         assert [(row["judge.seed"], row["status"]) for row in csv.DictReader(fh)] == [("1", "ok"), ("2", "ok")]

@@ -390,3 +390,27 @@ def test_split_is_deterministic_disjoint_complete_and_near_its_fraction() -> Non
 def test_bad_split_settings_are_refused(kw: dict, message: str) -> None:
     with pytest.raises(DatasetError, match=re.escape(message)):
         check_split(_split_cfg(**kw))
+
+
+def test_load_items_splits_a_file_into_disjoint_complete_dev_and_test_whatever_the_row_order(tmp_path: Path) -> None:
+    rows = [row(i) for i in range(200)]
+    path = write_jsonl(tmp_path / "d.jsonl", rows)
+    shuffled = write_jsonl(tmp_path / "shuffled.jsonl", rows[::-1])
+
+    def ids(split: str | None, file: Path = path, max_items: int | None = None, **kw: object) -> list[str]:
+        return [r.id for r in load_items(dataset_cfg(split=split, split_seed=3, **kw), file, max_items).refs]
+
+    dev, test = ids("dev"), ids("test")
+    assert set(dev).isdisjoint(test) and sorted(dev + test) == sorted(ids(None))  # disjoint and complete
+    assert dev == [i for i in ids(None) if i in set(dev)]  # file order kept
+    assert 80 <= len(test) <= 120  # split_test_fraction 0.5
+    assert set(ids("test", shuffled)) == set(test)  # by id, not by position
+    assert ids("dev", max_items=5) == dev[:5]  # max_items caps the split, not the file
+    assert 25 <= len(ids("test", split_test_fraction=0.2)) <= 55
+
+
+@pytest.mark.parametrize("fraction", [0.0, -0.1, 1.5])
+def test_split_fraction_outside_zero_one_is_refused_when_loading(tmp_path: Path, fraction: float) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [row(1)])
+    with pytest.raises(DatasetError, match=re.escape(f"dataset.split_test_fraction={fraction}")):
+        load_items(dataset_cfg(split="dev", split_test_fraction=fraction), path)
