@@ -98,6 +98,9 @@ class JudgeConfig:
     structured_output: StructuredOutput = StructuredOutput.auto
     version: str = ""  # free text recorded with every run (e.g. a dated model snapshot)
     family: str | None = None  # the judge's model family (e.g. gpt-4): self-preference when a system shares it
+    # litellm model whose list price values this judge's calls when litellm prices them not itself (a replay of a
+    # recorded model, a self-hosted copy of a listed one): the cost-quality frontier's cost/usd_list, never a spend
+    price_as: str | None = None
     replicas: list[ReplicaConfig] = field(default_factory=list)  # several servers of this judge (litellm Router)
     members: dict[str, JudgeConfig] = field(default_factory=dict)  # model: ensemble: name -> member judge
     combine: str = "majority_vote"  # ensemble: majority_vote | mean | median | weighted | dawid_skene

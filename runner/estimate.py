@@ -1,15 +1,16 @@
-"""dry_run: render every request a run would send, count its tokens and price it; call nothing."""
+"""What judging costs: before a run (dry_run renders every request, counts its tokens and prices it, calling
+nothing) and after it (the list price of the answers a run got, whoever served them)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from runner.client import count_tokens, price
 from runner.config import JudgeConfig, Strategy
 from runner.judge import JudgePlan, pair_variables, plan_orders
 from runner.prompts import Template
-from runner.types import Item, Message
+from runner.types import Item, JudgeResponse, Judgment, Message
 
 
 @dataclass(frozen=True)
@@ -86,3 +87,47 @@ def estimate_run(judge: JudgeConfig, plan: JudgePlan, items: Iterable[Item], gen
     conditional = calls if plan.strategy is Strategy.swap_synthesize else 0
     judged = _estimate(judge, calls, prompt_tokens, conditional)
     return [judged] if generator is None else [_estimate(generator, gen_calls, gen_tokens, role="generator"), judged]
+
+
+LIST_USD, LIST_UNPRICED = "cost/usd_list", "cost/list_unpriced_calls"
+
+
+def list_cost(responses: Iterable[JudgeResponse], price_as: str | None) -> dict[str, float]:
+    """What a run's answers are worth at list price, whoever served them (a call, the cache, a resumed journal,
+    a replay): each answer's own cost where litellm priced it, else its tokens at ``price_as``'s price.
+
+    This is the cost of a configuration rather than of this run, which is what a cost-quality comparison
+    needs: a sweep served from the cache paid nothing but is worth what its calls cost, and a replayed judge
+    is worth what the recorded model charges. A failed call is worth nothing.
+
+    Returns:
+        ``cost/usd_list`` and ``cost/list_unpriced_calls`` (answers neither priced nor priceable: a local
+        model without ``price_as``; when there are any, the dollars leave them out).
+    """
+    usd, unpriced = 0.0, 0
+    for response in responses:
+        if response.error_type is not None:
+            continue
+        value = response.cost_usd
+        if value is None and price_as is not None:
+            value = price(price_as, response.prompt_tokens, response.completion_tokens)
+        if value is None:
+            unpriced += 1
+        else:
+            usd += value
+    return {LIST_USD: usd, LIST_UNPRICED: float(unpriced)}
+
+
+def run_list_cost(judge: JudgeConfig, judgments: Sequence[Judgment],
+                  by_member: Mapping[str, Sequence[Judgment]] | None = None) -> dict[str, float]:
+    """:func:`list_cost` of a run's judge calls; for an ensemble, each member's calls at its own ``price_as``
+    (also as ``member/<name>/cost/...``) and the run's as their sum."""
+    if by_member is None:
+        return list_cost((j.response for j in judgments), judge.price_as)
+    out = {LIST_USD: 0.0, LIST_UNPRICED: 0.0}
+    for name, member_judgments in by_member.items():
+        member = list_cost((j.response for j in member_judgments), judge.members[name].price_as)
+        for key, value in member.items():
+            out[f"member/{name}/{key}"] = value
+            out[key] += value
+    return out

@@ -1,12 +1,15 @@
 """The cost-quality frontier of a sweep: the configs that no other config beats on both cost and quality.
 
-Cost is put per 1,000 items judged (``cost/usd_total / items/total * 1000``), so configs run on
-different numbers of items compare; quality is a sweep column, agreement with the labels by default.
+Cost is the list price of a config's judge calls per 1,000 items judged (``cost/usd_list / items/total *
+1000``, :func:`runner.estimate.list_cost`): what the config costs to run, not what this sweep paid, so a job
+served from the cache is not free and a replayed judge is worth what its recorded model charges
+(``judge.price_as``). Per 1,000 items, configs run on different numbers of items compare. Quality is a
+sweep column, agreement with the labels by default.
 A config is Pareto-optimal when no other config has lower-or-equal cost and higher-or-equal quality
 with at least one of the two strictly better. Consequences worth knowing:
 
 - Equal configs (same cost, same quality) do not dominate each other: all of them are on the frontier.
-- Configs that cost nothing (replayed judges, local models litellm cannot price) compete on quality
+- Configs that cost nothing (local models litellm cannot price and no ``price_as`` names) compete on quality
   alone: the best of them is on the frontier with every config that ties it, and it dominates every
   paid config that is not better.
 - A config without the quality metric, the cost or its item count is not compared: its ``pareto`` is
@@ -39,7 +42,8 @@ LABEL = "config"
 # bits, and such noise must not make one "dominate" the other.
 _COST_DIGITS, _QUALITY_DIGITS = 9, 12
 # Columns read from each job's metrics.json that the sweep table does not carry.
-JOB_METRICS = {"items/total": ITEMS, "cost/unknown_calls": UNPRICED}
+JOB_METRICS = {"items/total": ITEMS, "cost/list_unpriced_calls": UNPRICED}
+LIST_COST = "list $"  # the sweep table's column of cost/usd_list
 
 
 def with_job_counts(sweep_dir: Path, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -69,14 +73,14 @@ def _cost_per_1k(row: dict[str, Any], cost_key: str, items_key: str) -> float | 
     return cost / items * 1000
 
 
-def frontier(rows: Sequence[dict[str, Any]], cost_key: str = "cost $", quality_key: str = "agreement",
+def frontier(rows: Sequence[dict[str, Any]], cost_key: str = LIST_COST, quality_key: str = "agreement",
              items_key: str = ITEMS) -> list[dict[str, Any]]:
     """Mark the Pareto-optimal configs on (cost per 1k items, quality).
 
     Args:
         rows: Sweep rows (:func:`runner.sweep.collect`), with ``items_key`` added
             (:func:`with_job_counts`).
-        cost_key: The column with the job's total cost in dollars.
+        cost_key: The column with the list price of the job's judge calls in dollars.
         quality_key: The column to maximize.
         items_key: The column with the number of items the job judged.
 
@@ -110,7 +114,7 @@ def config_labels(rows: Sequence[dict[str, Any]]) -> list[str]:
 def write_csv(path: Path, rows: Sequence[dict[str, Any]], quality_key: str = "agreement") -> Path:
     """Write the frontier table: one line per config, frontier first, cheapest first within each group."""
     ci_keys = [k for k in sweep.CI_COLUMNS.get(quality_key, ()) if k]
-    columns = ["job", LABEL, quality_key, *ci_keys, COST_PER_1K, "cost $", ITEMS, UNPRICED, PARETO]
+    columns = ["job", LABEL, quality_key, *ci_keys, COST_PER_1K, LIST_COST, "cost $", ITEMS, UNPRICED, PARETO]
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
@@ -171,11 +175,11 @@ def frontier_png(rows: Sequence[dict[str, Any]], quality_key: str = "agreement")
     for r in compared:
         ax.annotate(literal(r[LABEL]), (r[COST_PER_1K], float(r[quality_key])), textcoords="offset points",
                     xytext=(5, 4), fontsize=7)
-    ax.set_xlabel(literal("cost per 1,000 items ($)"))
+    ax.set_xlabel(literal("list price of the judge calls per 1,000 items ($)"))
     ax.set_ylabel(literal(quality_key))
     unpriced = any((_number(r.get(UNPRICED)) or 0) > 0 for r in compared)
     ax.set_title("cost-quality frontier" + (" (no config has both values)" if not compared else
-                                            " (costs leave out calls litellm could not price)" if unpriced else ""))
+                                            " (costs leave out calls that have no price)" if unpriced else ""))
     if compared:
         right = max(r[COST_PER_1K] for r in compared) * 1.15 or 1.0  # all free: still a cost axis from 0
         ax.set_xlim(-0.05 * right, right)

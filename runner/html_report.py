@@ -150,7 +150,7 @@ def bars_png(values: Mapping[str, float | None], xlabel: str, limits: Sequence[f
 
 def _headline(metrics: Mapping[str, float]) -> Section:
     rows = [(name, cell(metrics[key])) for key, name in sweep.HEADLINE.items() if metrics.get(key) is not None]
-    for key in ("items/total", "cost/unknown_calls"):
+    for key in ("items/total", "cost/unknown_calls", "cost/list_unpriced_calls"):
         if metrics.get(key) is not None:
             rows.append((key, cell(metrics[key])))
     return Section("Headline", columns=("metric", "value"), rows=tuple(rows))
@@ -259,13 +259,15 @@ def _frontier_section(frontier_rows: Sequence[Mapping[str, Any]], quality_key: s
     ci = [k for k in sweep.CI_COLUMNS.get(quality_key, ()) if k]
     columns, rows = _table(frontier.ordered(list(frontier_rows)), ["job", frontier.LABEL, quality_key, *ci,
                                                                    frontier.COST_PER_1K, frontier.PARETO])
-    notes = ["Pareto-optimal: no other config has lower-or-equal cost per 1,000 items and higher-or-equal "
+    notes = ["Cost: the list price of each config's judge calls (cached and replayed ones included, replays at "
+             "their judge's price_as) per 1,000 items, not what the sweep paid.",
+             "Pareto-optimal: no other config has lower-or-equal cost per 1,000 items and higher-or-equal "
              f"{quality_key}, one of them strictly; equal configs are all kept, and configs that cost nothing "
              "compete on quality alone."]
     unpriced = [r for r in frontier_rows if (r.get(frontier.UNPRICED) or 0) > 0]
     if unpriced:
         notes.append(f"{len(unpriced)} of {len(frontier_rows)} configs made calls litellm could not price "
-                     "(replayed or local judges): their cost is a lower bound.")
+                     "(local judges without price_as): their cost is a lower bound.")
     png = png if png is not None else frontier.frontier_png(frontier_rows, quality_key)
     return Section("Cost-quality frontier", png, columns, rows, tuple(notes))
 

@@ -32,7 +32,7 @@ from runner.client import litellm_version, supports_json_schema
 from runner.config import JudgeConfig, PromptMode, RunConfig, StructuredOutput
 from runner.datasets import ItemRef, LoadedDataset, Shape, load_items, resolve_path
 from runner.errors import ConfigurationError
-from runner.estimate import estimate_run
+from runner.estimate import estimate_run, run_list_cost
 from runner.generation import GENERATIONS_NAME, Generation, generation_metrics, with_outputs
 from runner.judge import (
     JudgePlan,
@@ -354,6 +354,7 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     summary["summary"]["skipped_rows"] = [f"{s.where}: {s.reason}" for s in prepared.dataset.skipped]
     judge_stats = report.judge_metrics(judgments)
     metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
+    metrics.update(run_list_cost(cfg.judge, judgments, by_member))
     metrics["items/skipped_rows"] = float(len(prepared.dataset.skipped))
     gate_results = _gate_results(ctx, prepared, summary, metrics)
     if gate_results:

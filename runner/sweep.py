@@ -29,7 +29,7 @@ HEADLINE = {
     "verdict/win_rate_ci_low": "wr low", "verdict/win_rate_ci_high": "wr high", "score/mean": "mean score",
     "ci/average_overall_low": "score low", "ci/average_overall_high": "score high", "pass/rate": "pass rate",
     "judge/parse_failure_rate": "unscored", "judge/calls": "calls", "tokens/total": "tokens",
-    "cost/usd_total": "cost $", "run/wall_s": "wall s",
+    "cost/usd_total": "cost $", "cost/usd_list": "list $", "run/wall_s": "wall s",
 }
 
 

@@ -45,11 +45,16 @@ def test_six_job_sweep_reproduces_all_published_statistics(run_cli):
     assert {"sweep_table.csv", "sweep_table.json", "frontier.csv", "frontier.png", "report.html"} <= artifacts
     assert all((result.run_dir / name).is_file() for name in ("frontier.csv", "frontier.png", "report.html"))
     assert (result.run_dir / "frontier.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-    # replayed judges cost nothing: the frontier is the best agreement (GPT-4, vanilla prompt, 0.955) alone
-    frontier = list(csv.DictReader((result.run_dir / "frontier.csv").open()))
-    assert [(r["config"], r["pareto"]) for r in frontier if r["pareto"] == "True"] == [
-        ("judge=replay_gpt4, prompt=llmbar_vanilla", "True")]
-    assert len(frontier) == 6 and float(frontier[0]["cost/1k items"]) == 0.0
+    # replayed calls are worth their recorded model's list price (judge.price_as: gpt-4, gpt-3.5-turbo) though
+    # the sweep paid nothing: ChatGPT is the cheap end of the frontier, GPT-4 the accurate end, and the Swap
+    # prompt (about 1.7x the calls of vanilla) is dominated for both judges
+    frontier = {r["config"]: r for r in csv.DictReader((result.run_dir / "frontier.csv").open())}
+    assert {c for c, r in frontier.items() if r["pareto"] == "False"} == {
+        "judge=replay_gpt4, prompt=llmbar_swap", "judge=replay_chatgpt, prompt=llmbar_swap"}
+    assert all(float(r["cost $"]) == 0.0 and float(r["unpriced calls"]) == 0.0 for r in frontier.values())
+    per_1k = {c: float(r["cost/1k items"]) for c, r in frontier.items()}
+    assert 20 < per_1k["judge=replay_gpt4, prompt=llmbar_vanilla"] / per_1k[
+        "judge=replay_chatgpt, prompt=llmbar_vanilla"] < 100  # $30/$60 vs $0.5/$1.5 per million tokens
     sweep_html = (result.run_dir / "report.html").read_text()
     assert sweep_html.count("data:image/png;base64,") == 1 and "<td>replay_chatgpt</td>" in sweep_html
     assert f"report: {result.run_dir / 'report.html'}" in result.output

@@ -26,7 +26,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def row(job: int, cost: float | None, quality: float | None, items: int | None = 100, **extra) -> dict:
     """A sweep row as runner.sweep.collect makes it, with the items column added."""
-    return {"job": job, "judge": f"j{job}", "status": "ok", "agreement": quality, "cost $": cost, "items": items,
+    return {"job": job, "judge": f"j{job}", "status": "ok", "agreement": quality, "list $": cost, "items": items,
             **extra}
 
 
@@ -38,6 +38,12 @@ def test_a_config_is_dominated_by_one_cheaper_or_equal_and_better_or_equal():
     rows = [row(0, 1.0, 0.80), row(1, 2.0, 0.90), row(2, 2.0, 0.70), row(3, 3.0, 0.90), row(4, 0.5, 0.60)]
     # 2: A is cheaper and better; 3: as good as B but dearer; 4: the cheapest, so on the frontier
     assert flags(rows) == [True, True, False, False, True]
+
+
+def test_the_cost_is_the_list_price_of_the_calls_not_what_the_sweep_paid():
+    # job 0 was served from the cache (paid nothing) but its calls are worth 4.0: job 1 is cheaper and better
+    rows = [row(0, 4.0, 0.80, **{"cost $": 0.0}), row(1, 1.0, 0.85, **{"cost $": 1.0})]
+    assert flags(rows) == [False, True]
 
 
 def test_equal_configs_are_all_on_the_frontier():
@@ -86,7 +92,7 @@ def test_labels_name_only_the_overrides_that_vary():
 
 def test_job_counts_are_read_from_each_job_metrics(tmp_path):
     (tmp_path / "0").mkdir()
-    (tmp_path / "0" / "metrics.json").write_text(json.dumps({"items/total": 100.0, "cost/unknown_calls": 200.0}))
+    (tmp_path / "0" / "metrics.json").write_text(json.dumps({"items/total": 100.0, "cost/list_unpriced_calls": 200.0}))
     out = with_job_counts(tmp_path, [row(0, 0.0, 0.9, items=None), row(1, 0.0, 0.8, items=None)])
     assert (out[0]["items"], out[0]["unpriced calls"]) == (100.0, 200.0)
     assert (out[1]["items"], out[1]["unpriced calls"]) == (None, None)  # job 1 wrote no metrics

@@ -91,9 +91,9 @@ def test_a_pointwise_report_has_histogram_criteria_and_category_bars_and_gates()
 
 def sweep_rows() -> list[dict]:
     return [{"job": 0, "judge": "replay_gpt4", "prompt": HOSTILE, "status": "ok", "agreement": 0.955,
-             "agr low": 0.92, "agr high": 0.975, "cost $": 0.0, "items": 100.0},
+             "agr low": 0.92, "agr high": 0.975, "list $": 0.0, "items": 100.0},
             {"job": 1, "judge": "replay_chatgpt", "prompt": HOSTILE, "status": "ok", "agreement": 0.8,
-             "agr low": 0.75, "agr high": 0.85, "cost $": 0.0, "items": 100.0, "unpriced calls": 200.0}]
+             "agr low": 0.75, "agr high": 0.85, "list $": 0.0, "items": 100.0, "unpriced calls": 200.0}]
 
 
 def test_a_sweep_report_has_the_table_the_frontier_and_escapes_override_values():
@@ -124,7 +124,7 @@ def test_the_sweep_files_are_written_with_a_frontier_only_when_there_are_labels(
 
     labelled, unlabelled = tmp_path / "labelled", tmp_path / "unlabelled"
     for num, acc in enumerate((0.9, 0.8)):
-        job(labelled, num, f"j{num}", {"agreement/accuracy_all": acc, "cost/usd_total": 0.0, "items/total": 10.0})
+        job(labelled, num, f"j{num}", {"agreement/accuracy_all": acc, "cost/usd_list": 0.0, "items/total": 10.0})
         job(unlabelled, num, f"j{num}", {"score/mean": acc, "cost/usd_total": 0.1, "items/total": 10.0})
     files = write_sweep_report(labelled, sweep.collect(labelled))
     assert [p.name for p in files] == ["frontier.csv", "frontier.png", "report.html"]
