@@ -19,9 +19,13 @@ install: $(STAMP)
 run: $(STAMP)  ## the default experiment: LLMBar Natural, replayed GPT-4, no key, no network
 	$(BIN)/judgesweep $(ARGS)
 
+# Two test processes (pytest-xdist), a module's tests kept in one of them so its module-scoped fixtures run once.
+# TEST_WORKERS=0 runs everything in this process.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
 	$(BIN)/ruff check runner tests
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 lint: $(STAMP)
 	$(BIN)/ruff check runner tests
