@@ -96,9 +96,9 @@ def check_params(name: str, params: Mapping[str, Any]) -> None:
 
     Raises:
         UnknownNameError: If ``name`` is not registered.
-        TypeError: If a parameter is unknown or a required one is missing.
+        ParamsError: If a parameter is unknown, a required one is missing, or the check refuses a value.
     """
-    CHECKS.check_params(name, dict(params), fixed=1)
+    CHECKS.dry_run(name, dict(params), "")
 
 
 def _phrase_pattern(phrase: str, flags: int) -> re.Pattern[str]:

@@ -39,8 +39,10 @@ from runner.types import Secret
 log = logging.getLogger("judgesweep")
 
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+# A bad parameter from config is a ParamsError (a ConfigurationError); any other TypeError is a bug and keeps
+# its traceback.
 EXPECTED_ERRORS = (pipeline.ConfigurationError, DatasetError, TemplateError, UnknownNameError, RubricError,
-                   TypeError, RunAborted)
+                   RunAborted)
 
 # Process-wide state lives here, the one module allowed it. Jobs of this process that failed (bad
 # input, too many failed calls): a multirun goes on after a failed job and the process exits non-zero

@@ -93,7 +93,7 @@ def combine_labels(
 
     Raises:
         UnknownNameError: If ``method`` is not registered.
-        TypeError: If the parameters do not fit the method.
+        ParamsError: If the parameters do not fit the method (also a TypeError).
         ValueError: If the weights do not name exactly the judges, or one is negative or not finite.
     """
     if weights is not None:
@@ -116,7 +116,7 @@ def combine_scores(votes: Votes, method: str, weights: Mapping[str, float] | Non
 
     Raises:
         UnknownNameError: If ``method`` is not registered.
-        TypeError: If ``weights`` do not fit the method.
+        ParamsError: If ``weights`` do not fit the method (also a TypeError).
         ValueError: If the weights do not name exactly the judges, or one is negative or not finite.
     """
     params: dict[str, Any] = {} if weights is None else {"weights": _checked_weights(votes, weights)}

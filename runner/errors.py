@@ -5,3 +5,9 @@ from __future__ import annotations
 
 class ConfigurationError(ValueError):
     """The composed configuration cannot run; raised before any judge call."""
+
+
+class ParamsError(ConfigurationError, TypeError):
+    """Parameters from config do not fit what they configure (a registered parser, aggregation, check or
+    combiner): a name that is not a parameter, a missing one, or a value it refuses (an invalid regex, a string
+    where a list belongs). Also a TypeError, which these checks raised before it existed."""

@@ -28,9 +28,10 @@ def check_rubric(cfg: RunConfig) -> None:
     if bad or len(cfg.rubric.labels) < 2:
         raise ConfigurationError(f"rubric {cfg.rubric.name}: labels must be two or more of A, B, tie; got "
                                  f"{list(cfg.rubric.labels)}")
-    for parser in (cfg.rubric.parser, cfg.rubric.synthesis_parser):
+    for key, parser in (("parser", cfg.rubric.parser), ("synthesis_parser", cfg.rubric.synthesis_parser)):
         if parser is not None:
-            PARSERS.check_params(parser.name, dict(parser.params), fixed=2)
+            PARSERS.dry_run(parser.name, dict(parser.params), "", tuple(cfg.rubric.labels),
+                            key=f"rubric {cfg.rubric.name}: rubric.{key}.params")
     aggregation.AGGREGATIONS.check_params(cfg.aggregation.name, dict(cfg.aggregation.params), fixed=2)
 
 

@@ -48,9 +48,9 @@ def prepare(ctx: RunContext) -> Prepared:
     """Validate the configuration and load the data; no network, no judge call.
 
     Raises:
-        ConfigurationError, runner.datasets.DatasetError, runner.prompts.TemplateError,
-        runner.registry.UnknownNameError, runner.scoring.RubricError, TypeError: with a message naming
-        the file, line or key.
+        ConfigurationError (runner.errors.ParamsError among them), runner.datasets.DatasetError,
+        runner.prompts.TemplateError, runner.registry.UnknownNameError, runner.scoring.RubricError: with a
+        message naming the file, line or key.
     """
     cfg = ctx.cfg
     if cfg.repeats < 1 or cfg.concurrency < 1:

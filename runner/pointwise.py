@@ -43,12 +43,13 @@ def prepare(cfg: RunConfig, prompts_dir: Path) -> tuple[Template, PointwiseSetup
 
     Raises:
         ConfigurationError, runner.scoring.RubricError, runner.prompts.TemplateError,
-        runner.registry.UnknownNameError, TypeError: naming the rubric, template or key.
+        runner.registry.UnknownNameError, runner.errors.ParamsError: naming the rubric, template or key.
     """
     if cfg.prompt.strategy is not Strategy.single:
         raise ConfigurationError(f"prompt {cfg.prompt.name}: strategy {cfg.prompt.strategy.value} is pairwise only")
     scoring = Scoring.from_config(cfg.rubric)
-    SCORE_PARSERS.check_params(cfg.rubric.parser.name, dict(cfg.rubric.parser.params), fixed=2)
+    SCORE_PARSERS.dry_run(cfg.rubric.parser.name, dict(cfg.rubric.parser.params), "", scoring.criteria,
+                          key=f"rubric {cfg.rubric.name}: rubric.parser.params")
     SCORE_AGGREGATIONS.check_params(cfg.aggregation.name, dict(cfg.aggregation.params), fixed=1)
     for check in cfg.rubric.checks:
         checks_mod.check_params(check.name, dict(check.params))

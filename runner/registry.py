@@ -7,8 +7,11 @@ list of known ones so a typo in YAML is caught at start-up.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
+
+from runner.errors import ParamsError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -64,7 +67,7 @@ class Registry(Generic[F]):
 
         Raises:
             UnknownNameError: If ``name`` is not registered.
-            TypeError: If a parameter is unknown or a required one is missing.
+            ParamsError: If a parameter is unknown or a required one is missing.
         """
         fn = self.get(name)
         sig = inspect.signature(fn)
@@ -72,4 +75,28 @@ class Registry(Generic[F]):
         try:
             sig.bind(*placeholders, **params)
         except TypeError as exc:
-            raise TypeError(f"{self.kind} {name!r}: parameters {params!r} do not fit {sig}: {exc}") from None
+            raise ParamsError(f"{self.kind} {name!r}: parameters {params!r} do not fit {sig}: {exc}") from None
+
+    def dry_run(self, name: str, params: dict[str, Any], *args: Any, key: str = "") -> None:
+        """Check ``params`` by calling the entry once on harmless ``args`` (an empty judge answer, say), so a
+        value it refuses (an invalid regex, a string where a list belongs) fails at start-up rather than on
+        the first paid answer. Only for pure entries: the call's result is dropped.
+
+        Args:
+            name: The registered name.
+            params: Keyword parameters from config.
+            *args: The leading positional arguments of one harmless call.
+            key: The config key the parameters come from, to start the error message with.
+
+        Raises:
+            UnknownNameError: If ``name`` is not registered.
+            ParamsError: If the parameters do not bind or the entry refuses their values.
+        """
+        prefix = f"{key}: " if key else ""
+        try:
+            self.check_params(name, params, fixed=len(args))
+            self.get(name)(*args, **params)
+        except ParamsError as exc:
+            raise ParamsError(f"{prefix}{exc}") from None
+        except (TypeError, ValueError, re.error) as exc:
+            raise ParamsError(f"{prefix}{self.kind} {name!r}: parameters {params!r}: {exc}") from None

@@ -71,3 +71,17 @@ def test_replay_judge_fails_loudly_on_a_request_it_does_not_hold(run_cli):
     assert result.proc.returncode == 1
     assert "the recording holds no answer for this request" in result.output
     assert all(row["status"] == "error" for row in result.journal())
+
+
+def test_a_parser_parameter_the_parser_refuses_fails_before_any_call(run_cli, fake_server):
+    # an invalid regex (and a string where a list of them belongs) used to fail on the first paid answer, after
+    # the call and before its journal line; now the parser is tried on an empty answer at start-up
+    bad_regex = run_cli(*live_judge(fake_server), "++rubric.parser.params.patterns=['Output (a']", "tracking=off")
+    assert bad_regex.proc.returncode == 1
+    assert "ParamsError: rubric llmbar: rubric.parser.params: parser 'llmbar_output'" in bad_regex.output
+    assert "unterminated subpattern" in bad_regex.output and "Traceback" not in bad_regex.output
+    one_string = run_cli(*live_judge(fake_server), "++rubric.parser.params.patterns='Output (a)'", "tracking=off")
+    assert one_string.proc.returncode == 1
+    assert "patterns must be a list of regexes, not one string" in one_string.output
+    assert fake_server.requests == []
+    assert not (bad_regex.run_dir / "journal.jsonl").exists() and not (one_string.run_dir / "journal.jsonl").exists()
