@@ -10,6 +10,7 @@ sources (an interrupted run's journal, the response cache) whether the answer is
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import re
 from collections.abc import Iterable, Iterator
@@ -34,7 +35,10 @@ from runner.types import (
     hash_messages,
 )
 
+log = logging.getLogger(__name__)
+
 STAGE_JUDGE = "judge"
+PARSER_ERROR = "parser_error"  # the reason of an answer whose parser raised: a parser bug, never the judge's
 STAGE_SYNTHESIS = "synthesis"
 PAIRWISE_VARIABLES = frozenset({"output_a", "output_b"})
 POINTWISE_VARIABLES = frozenset({"output", "criteria"})
@@ -186,7 +190,9 @@ class Executor:
             self.sources.put(request, messages, response)
         return response
 
-    def _judgment(self, item: Item, request: JudgeRequest, response: JudgeResponse) -> Judgment:
+    def _read(self, item: Item, request: JudgeRequest, response: JudgeResponse
+              ) -> tuple[Verdict, str | None, float | None]:
+        """(verdict, winner, overall score) of one response."""
         winner = score = None
         if self.plan.scoring is not None:
             criteria = self.plan.scoring.for_item(item)
@@ -197,6 +203,15 @@ class Executor:
             parser = self.plan.synthesis_parser if request.stage == STAGE_SYNTHESIS else self.plan.parser
             verdict = read_verdict(response, parser, self.plan.labels, self.plan.score_truncated)
             winner = _winner(verdict.label, item, request.order)
+        return verdict, winner, score
+
+    def _judgment(self, item: Item, request: JudgeRequest, response: JudgeResponse) -> Judgment:
+        try:
+            verdict, winner, score = self._read(item, request, response)
+        except Exception as exc:  # a parser bug must not lose a paid answer: it is journaled, unscored, with why
+            log.exception("item %s: reading the judge's answer failed; kept unscored with its raw text", item.id)
+            reason = f"{PARSER_ERROR}: {type(exc).__name__}: {exc}"
+            verdict, winner, score = Verdict(label=None, reason=reason), None, None
         if response.error_type is not None:
             status = Status.ERROR
         else:

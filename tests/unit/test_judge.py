@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from runner import judge as judge_module
 from runner.config import OrderPolicy, ParserConfig, Strategy
 from runner.data.llmbar.build_replay import prompt_to_chatml, reverse_output_ab, synthesis_prompt
 from runner.judge import (
+    PARSER_ERROR,
     STAGE_JUDGE,
     STAGE_SYNTHESIS,
     Executor,
@@ -409,3 +411,16 @@ def test_a_truncated_answer_is_unscored_unless_the_rubric_reads_truncated_answer
     assert read_verdict(cut, parser, ("A", "B"), score_truncated=True).label == "A"
     failed = JudgeResponse(text=None, finish_reason="length", error_type="Timeout")
     assert read_verdict(failed, parser, ("A", "B"), score_truncated=True).reason == "call_failed: Timeout"
+
+
+def test_a_parser_that_raises_keeps_the_paid_answer_unscored_and_journaled(monkeypatch, caplog) -> None:
+    def broken_parser(*args, **kwargs):
+        raise IndexError("a parser bug")
+
+    monkeypatch.setattr(judge_module, "parse_verdict", broken_parser)
+    judgments, sink = run(make_plan(), FakeClient(always_first), [make_item()])
+    assert sink.judgments == judgments and len(judgments) == 2  # both answers reached the journal
+    for j in judgments:
+        assert (j.status, j.winner, j.response.text) == (Status.UNSCORED, None, "Output (a)")
+        assert j.verdict.reason == f"{PARSER_ERROR}: IndexError: a parser bug"
+    assert "reading the judge's answer failed" in caplog.text
