@@ -21,7 +21,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from runner import report, store, sweep, tracking
-from runner.config import TrackingConfig
+from runner.config import multirun_tracking
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +100,7 @@ class HeldOutTest(Callback):
 
 
 def _track(config: DictConfig, sweep_dir: Path, path: Path, outcome: Mapping[str, Any]) -> None:
-    tracking_cfg: TrackingConfig = OmegaConf.to_object(
-        OmegaConf.merge(OmegaConf.structured(TrackingConfig), config.tracking))  # type: ignore[assignment]
+    tracking_cfg = multirun_tracking(config)
     if not tracking_cfg.enabled:
         return
     metrics = {f"calibration/{split}_{outcome['objective']}": outcome[split]["value"] for split in ("dev", "test")}

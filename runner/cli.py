@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError
 
 from runner import client, html_report, pipeline, report, store, sweep, tracking
-from runner.config import JudgeConfig, RunConfig, TrackingConfig, register_configs
+from runner.config import JudgeConfig, RunConfig, multirun_tracking, register_configs
 from runner.datasets import DatasetError
 from runner.judge import RunAborted
 from runner.pacing import LimiterPool, RateLimiter
@@ -295,8 +295,7 @@ class SweepSummary(Callback):
         if pages:
             report.print_line(f"report: {pages[-1]}")
         try:
-            tracking_cfg: TrackingConfig = OmegaConf.to_object(
-                OmegaConf.merge(OmegaConf.structured(TrackingConfig), config.tracking))  # type: ignore[assignment]
+            tracking_cfg = multirun_tracking(config)
         except Exception as exc:  # noqa: BLE001 - the table is written; tracking it is a bonus
             log.warning("sweep table not logged to MLflow: %s", exc)
             return

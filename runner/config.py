@@ -12,7 +12,8 @@ from enum import Enum
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import MISSING, DictConfig, OmegaConf
 
 
 class PromptMode(str, Enum):
@@ -319,3 +320,12 @@ def register_configs() -> None:
     """Register the schemas with Hydra's ConfigStore (idempotent)."""
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=RunConfig)
+
+
+def multirun_tracking(config: DictConfig) -> TrackingConfig:
+    """The tracking settings of a multirun, read by a Hydra callback in the launching process when the sweep
+    ends. No job has set HydraConfig there, and the default store's ``${hydra:runtime.cwd}`` needs it: it is set
+    from the callback's own config (the launching process's working directory is the runtime cwd)."""
+    if not HydraConfig.initialized():
+        HydraConfig.instance().set_config(config)
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TrackingConfig), config.tracking))  # type: ignore[return-value]
