@@ -7,7 +7,6 @@ judge call is made. A bad row either stops the load (``on_bad_row: error``) or i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Iterator
@@ -18,13 +17,13 @@ from types import MappingProxyType
 from typing import Any
 
 from runner.config import DatasetConfig, OnBadRow, PromptMode
+from runner.errors import DatasetError
+from runner.splits import check_split, split_of
 from runner.types import TIE, Candidate, Item
 
+__all__ = ["DatasetError", "ItemRef", "LoadedDataset", "Shape", "SkippedRow", "load_items", "resolve_path"]
+
 PKG_PREFIX = "pkg://"
-
-
-class DatasetError(ValueError):
-    """A dataset file or row is malformed; the message names the file and line."""
 
 
 class _RowError(Exception):
@@ -276,23 +275,6 @@ def check_systems(cfg: DatasetConfig, shape: Shape) -> None:
     elif shape.with_candidate and cfg.candidate is None:
         raise DatasetError(f"dataset {cfg.name}: a pointwise prompt needs dataset.candidate (the output to judge) "
                            "or a generator to write it")
-
-
-SPLITS = ("dev", "test")
-
-
-def check_split(cfg: DatasetConfig) -> None:
-    """``dataset.split`` is dev, test or unset, and the test fraction leaves both sides non-empty in principle."""
-    if cfg.split is not None and cfg.split not in SPLITS:
-        raise DatasetError(f"dataset.split={cfg.split!r} is not one of {list(SPLITS)} (or null for every item)")
-    if not 0.0 < cfg.split_test_fraction < 1.0:
-        raise DatasetError(f"dataset.split_test_fraction={cfg.split_test_fraction} must be between 0 and 1")
-
-
-def split_of(item_id: str, cfg: DatasetConfig) -> str:
-    """The split an item belongs to: a seeded hash of its id, stable across processes, machines and file order."""
-    digest = hashlib.sha256(f"{cfg.split_seed}:{item_id}".encode()).digest()
-    return "test" if int.from_bytes(digest[:8], "big") / 2**64 < cfg.split_test_fraction else "dev"
 
 
 def load_items(

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 
+class DatasetError(ValueError):
+    """A dataset file or row is malformed; the message names the file and line."""
+
+
 class ConfigurationError(ValueError):
     """The composed configuration cannot run; raised before any judge call."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import subprocess
 import sys
@@ -19,7 +20,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the
 
 import litellm  # noqa: E402
 
-from tests.fakes.openai_server import FakeOpenAIServer, Reply  # noqa: E402
+from tests.fakes.openai_server import RATE_WINDOW_S, FakeOpenAIServer, Reply  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -148,11 +149,14 @@ def test_scripted_error_status_maps_to_litellm_exception(status: int, exc_type: 
 def test_rpm_limit_answers_429_with_retry_after() -> None:
     with FakeOpenAIServer(rpm_limit=3) as server, httpx.Client(trust_env=False) as client:
         url = f"{server.base_url}/chat/completions"
+        started = time.monotonic()
         statuses = [client.post(url, json={"messages": MESSAGES}).status_code for _ in range(3)]
         limited = client.post(url, json={"messages": MESSAGES})
+        elapsed = time.monotonic() - started
         assert statuses == [200, 200, 200]
         assert limited.status_code == 429
-        assert 1 <= int(limited.headers["Retry-After"]) <= 60
+        # the wait until the first request leaves the 60 s window, in whole seconds rounded up
+        assert math.ceil(RATE_WINDOW_S - elapsed) <= int(limited.headers["Retry-After"]) <= RATE_WINDOW_S
         assert limited.json()["error"]["code"] == "rate_limit_exceeded"
         assert server.count_429 == 1
         assert len(server.requests) == 4

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from runner.config import DatasetConfig, OnBadRow, SystemConfig
-from runner.datasets import DatasetError, check_split, load_items, resolve_path, split_of
+from runner.datasets import DatasetError, load_items, resolve_path
+from runner.splits import check_split, split_of
 from runner.types import TIE
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
