@@ -8,6 +8,7 @@ or, to reproduce papers that map unreadable output to a tie (PandaLM), as a tie 
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Sequence
@@ -63,9 +64,9 @@ def label_rows_agreement(rows: Sequence[tuple[str | None, str]], cfg: MetricsCon
     correct = [float(p == g) for p, g in rows]  # unscored (None) is wrong here, as in accuracy_all
     out["accuracy_all_ci"] = uncertainty.bootstrap_ci(correct, "mean", cfg.ci_level, cfg.ci_resamples, seed)
     scored = [(p, g) for p, g in rows if p is not None]
+    columns, n_labels = agreement.label_codes([p for p, _ in scored], [g for _, g in scored])
     out["cohen_kappa_ci"] = uncertainty.bootstrap_metric_ci(
-        scored, lambda sample: agreement.cohen_kappa([p for p, _ in sample], [g for _, g in sample]),
-        cfg.ci_level, cfg.ci_resamples, seed)
+        columns, functools.partial(agreement.nominal_kappa, n_labels=n_labels), cfg.ci_level, cfg.ci_resamples, seed)
     return out
 
 

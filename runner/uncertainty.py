@@ -22,6 +22,14 @@ from scipy import stats as scipy_stats
 # used instead (the usual textbook rule of thumb).
 MCNEMAR_EXACT_BELOW = 25
 
+# Bounded memory at any size. scipy.stats.bootstrap holds every resample at once unless given a batch; BCa's
+# jackknife also builds n leave-one-out samples (n x n values: 9.3 GiB at n = 100,000). Resamples are therefore
+# drawn BATCH_VALUES values at a time (32 MB of float64), and above BCA_MAX_N values the percentile interval is
+# used: BCa's jackknife costs O(n^2) time even in batches, and its bias and acceleration corrections shrink
+# like 1/sqrt(n), so at that size BCa and percentile bounds agree to the third decimal (tested).
+BATCH_VALUES = 1 << 22
+BCA_MAX_N = 10_000
+
 # Named statistics run vectorized inside scipy.stats.bootstrap, far faster than a Python callable per resample.
 _NAMED_STATISTICS: Mapping[str, Callable[..., Any]] = {"mean": np.mean, "median": np.median}
 
@@ -35,10 +43,11 @@ def bootstrap_ci(
 ) -> dict[str, Any]:
     """Bootstrap confidence interval of a statistic of one sample, via ``scipy.stats.bootstrap``.
 
-    BCa (bias-corrected and accelerated) is tried first. It is degenerate when its jackknife or the
-    bootstrap distribution collapses (few distinct values, e.g. a median of mostly equal scores): scipy
-    then warns and returns NaN bounds, and the percentile interval is used instead. ``method`` says which
-    one produced the bounds.
+    BCa (bias-corrected and accelerated) is tried first for up to ``BCA_MAX_N`` values. It is degenerate
+    when its jackknife or the bootstrap distribution collapses (few distinct values, e.g. a median of
+    mostly equal scores): scipy then warns and returns NaN bounds, and the percentile interval is used
+    instead. Above ``BCA_MAX_N`` values the percentile interval is used directly (see ``BATCH_VALUES``
+    for why). ``method`` says which one produced the bounds. Memory stays within a few times the data.
 
     Args:
         values: The sample (e.g. one score per item).
@@ -70,7 +79,7 @@ def bootstrap_ci(
     }
     if data.size < 2 or np.all(data == data[0]):
         return result
-    for method in ("BCa", "percentile"):
+    for method in ("BCa", "percentile") if data.size <= BCA_MAX_N else ("percentile",):
         low, high = _scipy_interval(data, func, vectorized, method, level, resamples, seed)
         if low is not None and high is not None:
             result.update(low=low, high=high, method=method)
@@ -79,22 +88,25 @@ def bootstrap_ci(
 
 
 def bootstrap_metric_ci(
-    rows: Sequence[Any],
-    metric: Callable[[Sequence[Any]], float | None],
+    columns: Sequence[Sequence[Any]],
+    metric: Callable[..., np.ndarray],
     level: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Percentile bootstrap interval of a statistic of whole rows (e.g. kappa over (pred, gold) pairs).
 
-    Rows are resampled by index with ``numpy.random.Generator(seed)``, so a metric sees each resample as
-    a list of intact rows. A metric may be undefined on a resample (kappa when a resample holds one class
-    only): such resamples are left out of the quantiles and counted in ``undefined_resamples``. The
-    percentile method is used because BCa's jackknife would call the metric n more times.
+    The rows are the positions of ``columns`` (equal-length sequences, e.g. predicted and gold label codes);
+    they are resampled by index with ``numpy.random.Generator(seed)``, ``BATCH_VALUES`` values at a time, so
+    memory does not grow with ``resamples``. ``metric`` is vectorized: it gets one 2-D array per column,
+    a resample per row, and returns one value per resample, NaN where it is undefined (kappa when a
+    resample holds one class only). Undefined resamples are left out of the quantiles and counted in
+    ``undefined_resamples``. The percentile method is used because BCa's jackknife would cost n more metric
+    evaluations of n rows each.
 
     Args:
-        rows: The items, each whatever ``metric`` expects (a tuple, a dict, a record).
-        metric: Maps a list of rows to a float, or to ``None``/NaN where undefined.
+        columns: The rows' fields, one sequence per field, all the same length.
+        metric: Maps 2-D arrays (resamples x rows), one per column, to a 1-D array of values.
         level: Confidence level in (0, 1).
         resamples: Number of bootstrap resamples.
         seed: Seed of the numpy ``Generator`` that draws the resamples.
@@ -105,14 +117,16 @@ def bootstrap_metric_ci(
         when every resample is undefined, or when all defined resamples give the same value.
 
     Raises:
-        ValueError: If ``level`` is outside (0, 1) or ``resamples`` < 1.
+        ValueError: If ``level`` is outside (0, 1), ``resamples`` < 1 or the columns differ in length.
     """
     _check_settings(level, resamples)
-    rows = list(rows)
-    n = len(rows)
+    arrays = [np.asarray(column) for column in columns]
+    n = len(arrays[0]) if arrays else 0
+    if any(len(a) != n for a in arrays):
+        raise ValueError(f"columns differ in length: {[len(a) for a in arrays]}")
     result = {
         "n": n,
-        "estimate": _finite(metric(rows)) if n else None,
+        "estimate": _finite(metric(*(a[np.newaxis, :] for a in arrays))[0]) if n else None,
         "low": None,
         "high": None,
         "level": level,
@@ -122,9 +136,13 @@ def bootstrap_metric_ci(
     }
     if n < 2:
         return result
-    indices = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
-    values = [_finite(metric([rows[i] for i in sample])) for sample in indices]
-    defined = np.array([v for v in values if v is not None])
+    rng = np.random.default_rng(seed)
+    values = np.empty(resamples)
+    batch = max(1, BATCH_VALUES // n)
+    for start in range(0, resamples, batch):
+        indices = rng.integers(0, n, size=(min(batch, resamples - start), n))
+        values[start:start + len(indices)] = metric(*(a[indices] for a in arrays))
+    defined = values[np.isfinite(values)]
     result["undefined_resamples"] = resamples - defined.size
     if defined.size and np.ptp(defined) > 0:
         tail = (1 - level) / 2
@@ -271,6 +289,7 @@ def _scipy_interval(
             confidence_level=level,
             method=method,
             vectorized=vectorized,
+            batch=max(1, BATCH_VALUES // data.size),
             rng=np.random.default_rng(seed),
         ).confidence_interval
     return _finite(interval.low), _finite(interval.high)

@@ -13,8 +13,9 @@ import math
 import numpy as np
 import pytest
 
-from runner.agreement import cohen_kappa
+from runner.agreement import cohen_kappa, label_codes, nominal_kappa
 from runner.uncertainty import (
+    BCA_MAX_N,
     bootstrap_ci,
     bootstrap_metric_ci,
     holm,
@@ -32,9 +33,14 @@ def correctness(counts: dict[tuple[bool, bool], int]) -> tuple[list[bool], list[
     return [a for a, _ in pairs], [b for _, b in pairs]
 
 
-def kappa_of(rows: list[tuple[str, str]]) -> float | None:
-    """Cohen's kappa of (pred, gold) rows, ``None`` where undefined."""
-    return cohen_kappa([p for p, _ in rows], [g for _, g in rows])
+def kappa_ci(rows: list[tuple[str, str]], **kwargs) -> dict:
+    """bootstrap_metric_ci of the vectorized kappa over (pred, gold) rows, as runner.trust calls it."""
+    columns, n_labels = label_codes([p for p, _ in rows], [g for _, g in rows])
+    return bootstrap_metric_ci(columns, lambda a, b: nominal_kappa(a, b, n_labels), **kwargs)
+
+
+def mean_of(values: np.ndarray) -> np.ndarray:
+    return np.mean(values, axis=-1)
 
 
 class TestBootstrapCI:
@@ -87,8 +93,9 @@ class TestBootstrapMetricCI:
         gold = rng.choice(["A", "B", "tie"], size=120).tolist()
         pred = [g if keep else "A" for g, keep in zip(gold, rng.random(120) < 0.7, strict=True)]
         rows = list(zip(pred, gold, strict=True))
-        result = bootstrap_metric_ci(rows, kappa_of, resamples=300, seed=3)
-        assert result == bootstrap_metric_ci(rows, kappa_of, resamples=300, seed=3)
+        result = kappa_ci(rows, resamples=300, seed=3)
+        assert result == kappa_ci(rows, resamples=300, seed=3)
+        assert result["estimate"] == pytest.approx(cohen_kappa(pred, gold), abs=1e-12)
         assert result["low"] < result["estimate"] < result["high"]
         assert result["undefined_resamples"] == 0
         json.dumps(result, allow_nan=False)
@@ -98,22 +105,70 @@ class TestBootstrapMetricCI:
         widths = []
         for n in (30, 1000):
             rows = (rng.random(n) < 0.6).astype(float).tolist()
-            result = bootstrap_metric_ci(rows, lambda sample: float(np.mean(sample)), resamples=400)
+            result = bootstrap_metric_ci([rows], mean_of, resamples=400)
             widths.append(result["high"] - result["low"])
         assert widths[1] < widths[0] / 3
 
     def test_undefined_resamples_are_counted(self) -> None:
         # A resample without the single ("B", "B") row holds one class only: kappa is undefined there.
         rows = [("A", "A")] * 9 + [("B", "B")]
-        result = bootstrap_metric_ci(rows, kappa_of, resamples=200)
+        result = kappa_ci(rows, resamples=200)
         assert 0 < result["undefined_resamples"] < 200
         assert result["estimate"] == pytest.approx(1.0)
         assert (result["low"], result["high"]) == (None, None)  # every defined resample gives 1.0
 
     @pytest.mark.parametrize("rows", [[], [("A", "B")]])
     def test_too_few_rows_give_none_bounds(self, rows: list) -> None:
-        result = bootstrap_metric_ci(rows, kappa_of)
+        result = kappa_ci(rows)
         assert (result["low"], result["high"]) == (None, None)
+
+    def test_batches_draw_the_same_resamples_as_one_draw(self) -> None:
+        # Resamples are drawn a batch at a time to bound memory; the batches must be the one-draw resamples.
+        values = np.random.default_rng(11).normal(size=50)
+        one = np.random.default_rng(4).integers(0, 50, size=(300, 50))
+        expected = np.quantile(values[one].mean(axis=1), [0.025, 0.975])
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("runner.uncertainty.BATCH_VALUES", 7 * 50)  # 7 resamples a batch, the last one short
+            result = bootstrap_metric_ci([values], mean_of, resamples=300, seed=4)
+        assert (result["low"], result["high"]) == pytest.approx(tuple(expected), abs=1e-12)
+
+    def test_columns_of_different_lengths_raise(self) -> None:
+        with pytest.raises(ValueError, match="differ in length"):
+            bootstrap_metric_ci([[1, 2], [1]], mean_of)
+
+
+class TestNominalKappa:
+    def test_equals_sklearn_row_by_row(self) -> None:
+        rng = np.random.default_rng(9)
+        labels = np.array(["A", "B", "tie"])
+        for _ in range(50):
+            n = int(rng.integers(2, 40))
+            pred, gold = labels[rng.integers(0, 3, n)].tolist(), labels[rng.integers(0, 2, n)].tolist()
+            columns, n_labels = label_codes(pred, gold)
+            got = nominal_kappa(np.asarray(columns[0])[None], np.asarray(columns[1])[None], n_labels)[0]
+            expected = cohen_kappa(pred, gold)
+            assert (math.isnan(got) and expected is None) or got == pytest.approx(expected, abs=1e-12)
+
+    def test_one_shared_label_is_undefined(self) -> None:
+        assert math.isnan(nominal_kappa(np.zeros((1, 5), int), np.zeros((1, 5), int), 1)[0])
+
+
+class TestLargeSamples:
+    def test_percentile_above_bca_max_n_agrees_with_bca(self) -> None:
+        # Above BCA_MAX_N the percentile interval is used (BCa's jackknife is O(n^2)); at that size the two agree.
+        values = (np.random.default_rng(12).random(BCA_MAX_N) < 0.8).astype(float)
+        bca = bootstrap_ci(values, resamples=1000)
+        percentile = bootstrap_ci(np.append(values, values[:1]), resamples=1000)
+        assert (bca["method"], percentile["method"]) == ("BCa", "percentile")
+        assert percentile["low"] == pytest.approx(bca["low"], abs=2e-3)
+        assert percentile["high"] == pytest.approx(bca["high"], abs=2e-3)
+
+    def test_a_million_values_get_an_interval(self) -> None:
+        # 100,000 values once needed a 9.3 GiB jackknife; resampling in batches keeps memory near the data's.
+        values = (np.random.default_rng(13).random(1_000_000) < 0.7).astype(float)
+        result = bootstrap_ci(values, resamples=50)
+        assert result["method"] == "percentile"
+        assert result["low"] < result["estimate"] < result["high"]
 
 
 class TestPairedDifference:
