@@ -52,7 +52,10 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
         started: ``time.monotonic()`` when the run started (for ``run/wall_s``).
     """
     cfg, judgments = ctx.cfg, judged.judgments
-    summary, gold, metrics, judges = _summarize(ctx, prepared, judged)
+    judges = [name for name, js in judged.by_member.items() for _ in js] if judged.by_member is not None else None
+    # Results first: they need no statistic, so a bug in one still leaves every answer in results.jsonl.
+    store.write_results(ctx.run_dir / store.RESULTS_NAME, judgments, _labels(prepared), judges)
+    summary, gold, metrics = _summarize(ctx, prepared, judged)
     judge_stats = report.judge_metrics(judgments)
     metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
     metrics.update(run_list_cost(cfg.judge, judgments, judged.by_member))
@@ -61,7 +64,6 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     if gate_results:
         summary["gates"] = [g.to_dict() for g in gate_results]
         metrics["gate/passed"] = float(all(g.passed for g in gate_results))
-    store.write_results(ctx.run_dir / store.RESULTS_NAME, judgments, _labels(prepared), judges)
     store.write_json(ctx.run_dir / store.SUMMARY_NAME, summary)
     metrics["run/wall_s"] = time.monotonic() - started
     store.write_json(ctx.run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
@@ -85,12 +87,10 @@ def _labels(prepared: Prepared) -> dict[str, dict]:
             if r.gold is not None or r.human_score is not None}
 
 
-def _summarize(ctx: RunContext, prepared: Prepared, judged: Judged
-               ) -> tuple[dict, dict | None, dict[str, float], list[str] | None]:
-    """(summary, gold statistics, metrics, the judge of each judgment for an ensemble); an ensemble's members
-    get their own files under members/<name>/."""
+def _summarize(ctx: RunContext, prepared: Prepared, judged: Judged) -> tuple[dict, dict | None, dict[str, float]]:
+    """(summary, gold statistics, metrics); an ensemble's members get their own files under members/<name>/."""
     cfg, by_member = ctx.cfg, judged.by_member
-    gold, judges = None, None
+    gold = None
     members: Mapping[str, tuple[dict, dict | None, dict[str, float]]] = {}
     if prepared.point is not None:
         summary, metrics, members = _pointwise_report(ctx, prepared, judged.judgments, judged.generations,
@@ -101,9 +101,8 @@ def _summarize(ctx: RunContext, prepared: Prepared, judged: Judged
         summary, gold, metrics = pairwise.build(cfg, prepared.refs, judged.judgments)
     if by_member is not None:
         _write_members(ctx, members, by_member, _labels(prepared))
-        judges = [name for name, js in by_member.items() for _ in js]
     summary["summary"]["skipped_rows"] = [f"{s.where}: {s.reason}" for s in prepared.dataset.skipped]
-    return summary, gold, metrics, judges
+    return summary, gold, metrics
 
 
 def _judge_failure(cfg: RunConfig, judgments: list[Judgment]) -> tuple[bool, str]:

@@ -199,7 +199,15 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
                                            run_id=mlflow_run_id)
     store.write_manifest(ctx.run_dir, store.Manifest(ctx.identity_sha256, dict(ctx.identity), mlflow_run_id))
     judged = _paid_stages(ctx, prepared, prior, mlflow_run_id)
-    return outcome.finish(ctx, prepared, judged, mlflow_run_id, started)
+    try:
+        return outcome.finish(ctx, prepared, judged, mlflow_run_id, started)
+    except Exception as exc:  # a bug after the paid stages: every answer is kept, and the run says it failed
+        log.error("the run's answers are all in %s; summarizing them failed. Once the cause is fixed, "
+                  "resume=%s rebuilds the summary without calling the judge", ctx.run_dir / store.JOURNAL_NAME,
+                  ctx.run_dir)
+        if mlflow_run_id is not None:
+            tracking.fail_run(cfg.tracking, mlflow_run_id, f"summary failed: {type(exc).__name__}: {exc}")
+        raise
 
 
 def run(ctx: RunContext) -> RunOutcome | None:

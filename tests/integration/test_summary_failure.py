@@ -1,0 +1,70 @@
+"""A run whose calls all succeeded but whose summary fails (a bug in a statistic, e.g. the out-of-memory
+bootstrap that 100,000 judgments once hit) keeps every answer, says it failed in MLflow, and is finished by
+``resume=`` without a single judge call.
+
+The bug is injected by a wrapper process that replaces ``runner.trust.pairwise_trust`` with a function that
+raises MemoryError before calling the real CLI entry point; nothing else is replaced: real HTTP to the fake
+server, a real MLflow store.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.integration.conftest import REPO, cli_args, live_judge, mlflow_uri, offline_env
+
+pytestmark = pytest.mark.integration
+
+N_ITEMS = 6
+BROKEN_STATISTIC = """
+import sys
+import runner.trust
+
+def broken(*args, **kwargs):
+    raise MemoryError("Unable to allocate 9.31 GiB for an array with shape (100000, 100000)")
+
+runner.trust.pairwise_trust = broken
+from runner.cli import main
+sys.argv = ["judgesweep", *sys.argv[1:]]
+main()
+"""
+
+
+def test_a_failed_summary_keeps_every_answer_and_resume_rebuilds_it_without_calls(fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    dataset.write_text("".join(json.dumps({"id": f"q{n}", "prompt": f"question {n}", "chat": f"chat {n}",
+                                           "simple_chat": f"simple {n}"}) + "\n" for n in range(N_ITEMS)))
+    run_dir = tmp_path / "run"
+    overrides = (*live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
+                 f"dataset.path={dataset}", "order=both", "cache.mode=off", "progress=false")
+    args = cli_args(tmp_path, run_dir, overrides)
+
+    broken = subprocess.run([sys.executable, "-c", BROKEN_STATISTIC, *args[3:]], cwd=REPO, env=offline_env(),
+                            capture_output=True, text=True, timeout=300)
+    assert broken.returncode != 0
+    assert "resume=" in broken.stdout + broken.stderr
+    calls = len(fake_server.requests)
+    assert calls == 2 * N_ITEMS
+    results = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert len(results) == 2 * N_ITEMS and all(r["status"] == "scored" for r in results)
+    assert not (run_dir / "summary.json").exists()
+    client = MlflowClient(tracking_uri=mlflow_uri(tmp_path))
+    run_id = json.loads((run_dir / "run.json").read_text())["mlflow_run_id"]
+    failed = client.get_run(run_id)
+    assert failed.info.status == "FAILED"
+    assert "MemoryError" in failed.data.tags["judgesweep.abort_reason"]
+
+    resumed = subprocess.run([*args, f"resume={run_dir}"], cwd=REPO, env=offline_env(), capture_output=True,
+                             text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert len(fake_server.requests) == calls  # nothing paid twice
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["trust"]["win_rate"]["n"] == N_ITEMS
+    finished = client.get_run(run_id)
+    assert finished.info.status == "FINISHED"
+    assert finished.data.metrics["judge/calls"] == 2 * N_ITEMS
