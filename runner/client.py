@@ -256,6 +256,7 @@ class JudgeClient:
         payload = [{"role": m.role, "content": m.content} for m in messages]
         estimate = estimate_tokens(sum(len(m.content) for m in messages), self.judge.max_tokens)
         started, attempts, limited = time.perf_counter(), 0, 0
+        first_attempt = time.monotonic()
         while True:
             attempts += 1
             if self._limiter is not None:
@@ -269,14 +270,24 @@ class JudgeClient:
                     retry_after = _retry_after(exc)
                     if self._limiter is not None:
                         self._limiter.penalize(retry_after)
-                if not _retryable(exc) or attempts > self._retry.max_retries:
+                        if self._progressing(first_attempt):
+                            continue  # the limiter now holds this call back (pause, learned rate): no own backoff
+                        return self._error(exc, started, attempts, limited)
+                if not _retryable(exc) or attempts - limited > self._retry.max_retries:
                     return self._error(exc, started, attempts, limited)
-                delay = self._retry.delay(attempts, retry_after, self._rng)
+                delay = self._retry.delay(attempts - limited, retry_after, self._rng)
                 log.info("%s: %s, retry %d/%d in %.1fs", self.judge.name, type(exc).__name__, attempts,
                          self._retry.max_retries, delay)
                 await asyncio.sleep(delay)
                 continue
             return self._response(resp, started, attempts, limited, estimate)
+
+    def _progressing(self, first_attempt: float) -> bool:
+        """Whether a 429 may be sent again: a call to this judge succeeded (or this call was first sent) less
+        than ``judge.retry_rate_limited_s`` ago (time.monotonic, the limiter's clock)."""
+        assert self._limiter is not None
+        since = max(self._limiter.last_success, first_attempt)
+        return time.monotonic() - since < self.judge.retry_rate_limited_s
 
     def _response(self, resp: Any, started: float, attempts: int, limited: int, estimate: int) -> JudgeResponse:
         choice = resp.choices[0]

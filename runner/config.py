@@ -93,9 +93,12 @@ class JudgeConfig:
     timeout_s: float = 60.0
     rpm: int | None = None  # client-side pacing, shared by every job of this judge in the process
     tpm: int | None = None
-    max_retries: int = 4  # for rate-limit, timeout, connection and 5xx errors only
+    max_retries: int = 4  # for timeout, connection and 5xx errors (and 429s when no limiter paces the judge)
     retry_base_s: float = 1.0  # first backoff; doubles per attempt, with full jitter, capped at retry_max_s
     retry_max_s: float = 60.0
+    # a 429 is sent again (paced by the judge's limiter, never counted against max_retries) as long as some call
+    # to this judge succeeded within this many seconds; past that the provider is not letting anything through
+    retry_rate_limited_s: float = 300.0
     structured_output: StructuredOutput = StructuredOutput.auto
     version: str = ""  # free text recorded with every run (e.g. a dated model snapshot)
     family: str | None = None  # the judge's model family (e.g. gpt-4): self-preference when a system shares it

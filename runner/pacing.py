@@ -18,6 +18,18 @@ instead of discovering them through 429s. Three choices shape it:
 
 Starts are booked in call order (FIFO), tokens are charged at the booked start, and the wait is the
 later of what each quota requires.
+
+Two more behaviours come from providers that meter more tightly than the configured numbers say:
+
+- No burst in any second: an rpm of 600 is also read as "10 in any sliding second", which some providers
+  enforce. Even spacing alone would allow it, but the event loop may delay one send a few ms and let the
+  next ten land within a second, so :meth:`RateLimiter.acquire` also keeps the last ``rpm / 60`` actual
+  sends and waits until the oldest is ``1 s + SEND_GUARD_S`` old.
+- A limit nobody configured is learned (AIMD, as TCP does): without an rpm, the first 429 of an episode
+  sets the request rate to ``DECREASE`` times the lower of the current rate and the starts of the last
+  second, and the rate then grows linearly by ``RAMP`` of that value per second until the next 429
+  (``rate = r0 * (1 + RAMP * t)``); a 429 within ``OBSERVE_S`` of the last pause's end does not lower it
+  again. Retry-After pauses every new start, as with a configured limit.
 """
 
 from __future__ import annotations
@@ -26,6 +38,7 @@ import asyncio
 import logging
 import math
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 
 logger = logging.getLogger(__name__)
@@ -34,6 +47,11 @@ BUCKET_SECONDS = 10.0  # the tpm bucket holds this many seconds of refill
 SLOWDOWN = 0.8  # a 429 multiplies the effective rate by this
 MIN_RATE_FACTOR = 0.25  # ... but never below this share of the configured rate
 RECOVERY_STEP = 0.02  # each success gives back this share of the configured rate
+SEND_GUARD_S = 0.025  # slack for send-time jitter between client and server in the one-second window
+OBSERVE_S = 1.0  # a learned rate starts from the starts of this many seconds before the 429
+DECREASE = 0.8  # a 429 without a configured rpm multiplies the learned request rate by this
+RAMP = 0.05  # ... which then grows by this share of itself per second until the next 429
+MIN_LEARNED_RATE = 0.1  # requests per second: a learned rate never falls below one call in ten seconds
 
 
 class RateLimiter:
@@ -70,6 +88,12 @@ class RateLimiter:
         self._waits = 0
         self._waited_s = 0.0
         self._penalties = 0
+        self._starts: deque[float] = deque()  # booked starts of the last OBSERVE_S seconds (learning a rate)
+        self._learned: tuple[float, float] | None = None  # (requests/s, since when) once a 429 taught a rate
+        self._last_success = -math.inf
+        self._epoch = 0  # bumped when a 429 lowers the learned rate: bookings made before are made again
+        # actual sends of the last second: at most rpm / 60 of them in any second (see the module docstring)
+        self._sent: deque[float] | None = deque(maxlen=max(1, rpm // 60)) if rpm else None
 
     @property
     def rpm(self) -> int | None:
@@ -85,6 +109,11 @@ class RateLimiter:
     def rate_factor(self) -> float:
         """The share of the configured rates currently used (1.0 until a 429 slows it down)."""
         return self._factor
+
+    @property
+    def learned_rate(self) -> float | None:
+        """Requests per second learned from 429s when no rpm is configured (None before the first 429)."""
+        return self._rate_now(self._clock()) if self._learned is not None else None
 
     @property
     def waits(self) -> int:
@@ -115,13 +144,18 @@ class RateLimiter:
         Raises:
             ValueError: If tokens is negative while a tpm limit applies.
         """
+        now = self._clock()
+        if self._rpm is None:  # what a first 429 learns the rate from
+            self._starts.append(now)
+            while now - self._starts[0] > OBSERVE_S:
+                self._starts.popleft()
         if self._free:
             return 0.0
-        now = self._clock()
         start = self._next_start if self._next_start > now else now
         if self._tpm is not None:
             start = self._book_tokens(start, tokens)
-        self._next_start = start + self._interval
+        interval = self._interval if self._learned is None else 1.0 / self._rate_now(start)
+        self._next_start = start + interval
         self._last_start = start
         wait = start - now
         if wait <= 0.0:
@@ -154,18 +188,38 @@ class RateLimiter:
         Returns:
             Seconds waited.
         """
-        wait = self.reserve(tokens)
-        if wait <= 0.0:
+        total = 0.0
+        while True:
+            epoch = self._epoch
+            wait = self.reserve(tokens)
+            if wait > 0.0:
+                seen = self._shift_total
+                await self._sleep(wait)
+                while self._shift_total > seen:
+                    extra = self._shift_total - seen
+                    seen = self._shift_total
+                    self._waited_s += extra
+                    wait += extra
+                    await self._sleep(extra)
+            total += wait
+            if self._epoch == epoch:
+                return total + await self._guard_window()
+            # a 429 lowered the learned rate while this call waited on a booking made at the old rate: book again
+
+    async def _guard_window(self) -> float:
+        """Hold a send until the one rpm/60 sends ago is over a second old; record the send (rpm only)."""
+        if self._sent is None:
             return 0.0
-        seen = self._shift_total
-        await self._sleep(wait)
-        while self._shift_total > seen:
-            extra = self._shift_total - seen
-            seen = self._shift_total
-            self._waited_s += extra
-            wait += extra
-            await self._sleep(extra)
-        return wait
+        waited = 0.0
+        while len(self._sent) == self._sent.maxlen:
+            early = self._sent[0] + 1.0 + SEND_GUARD_S - self._clock()
+            if early <= 0.0:
+                break
+            waited += early
+            await self._sleep(early)
+        self._sent.append(self._clock())
+        self._waited_s += waited
+        return waited
 
     def settle(self, estimated: int, actual: int) -> None:
         """Correct the token bucket once the response reports the tokens really used.
@@ -196,9 +250,15 @@ class RateLimiter:
         self._free = False
         if retry_after is None or not 0.0 <= retry_after < math.inf:
             retry_after = 60.0 / self._rpm if self._rpm else 1.0
-        if now >= self._blocked_until:
-            self._set_factor(max(MIN_RATE_FACTOR, self._factor * SLOWDOWN))
         until = now + retry_after
+        if now >= self._blocked_until:
+            if self._rpm is None:
+                # a learned rate is lowered at most once per OBSERVE_S after a pause: 429s of calls booked
+                # before the last decrease say nothing about the new rate
+                if self._learned is None or now >= self._learned[1] + OBSERVE_S:
+                    self._learn(now, until)
+            else:
+                self._set_factor(max(MIN_RATE_FACTOR, self._factor * SLOWDOWN))
         if until <= self._blocked_until:
             return
         if self._last_start > now:  # bookings are waiting: move them all
@@ -212,8 +272,30 @@ class RateLimiter:
         self._blocked_until = until
         logger.debug("429: no start before +%.2fs, rate factor %.2f", retry_after, self._factor)
 
+    def _learn(self, now: float, resume_at: float) -> None:
+        """Multiplicative decrease of the learned rate at the first 429 of an episode; the additive ramp
+        starts when the pause ends."""
+        observed = max(1, sum(1 for t in self._starts if now - t <= OBSERVE_S)) / OBSERVE_S
+        current = self._rate_now(now) if self._learned is not None else math.inf
+        rate = max(MIN_LEARNED_RATE, DECREASE * min(current, observed))
+        self._learned = (rate, max(now, resume_at))
+        self._epoch += 1
+        self._next_start = self._last_start = now  # waiting calls book again at the new rate, from the pause's end
+        logger.info("429 with no rpm configured: pacing at %.2f requests/s, then %.0f%% more per second",
+                    rate, RAMP * 100)
+
+    def _rate_now(self, at: float) -> float:
+        rate, since = self._learned  # type: ignore[misc]
+        return rate * (1.0 + RAMP * max(0.0, at - since))
+
+    @property
+    def last_success(self) -> float:
+        """Clock time of the last :meth:`record_success` (-inf before the first)."""
+        return self._last_success
+
     def record_success(self) -> None:
         """Recover gradually after penalties: +2% of the configured rate per success, up to 100%."""
+        self._last_success = self._clock()
         if self._factor < 1.0:
             self._set_factor(min(1.0, round(self._factor + RECOVERY_STEP, 9)))
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import selectors
 
 import pytest
 
@@ -176,70 +177,112 @@ def test_penalize_defaults_to_one_interval_or_one_second() -> None:
     unlimited = RateLimiter(rpm=None, tpm=None, clock=clock)
     unlimited.penalize(None)
     assert unlimited.reserve(1) == pytest.approx(1.0)
-    clock.advance(2.0)
-    assert unlimited.reserve(1) == 0.0
 
 
-def test_concurrent_429s_are_one_episode_and_the_rate_has_a_floor() -> None:
+# --- a limit nobody configured (AIMD) ----------------------------------------------------------------
+
+def test_a_429_without_rpm_learns_a_rate_below_what_was_sent() -> None:
     clock = FakeClock()
-    limiter = RateLimiter(rpm=60, tpm=600, clock=clock)
-    limiter.penalize(2.0)
-    limiter.penalize(2.0)
-    assert (limiter.penalties, limiter.rate_factor) == (2, pytest.approx(0.8))
-    for _ in range(20):
-        clock.advance(10.0)
-        limiter.penalize(1.0)
-    assert limiter.rate_factor == pytest.approx(0.25)
+    limiter = RateLimiter(rpm=None, tpm=None, clock=clock)
+    assert [limiter.reserve(1) for _ in range(32)] == [0.0] * 32  # a burst of 32 in one instant
+    assert limiter.learned_rate is None
+    limiter.penalize(1.0)
+    assert limiter.learned_rate == pytest.approx(0.8 * 32)
+    waits = [limiter.reserve(1) for _ in range(3)]
+    assert waits == pytest.approx([1.0, 1.0 + 1 / 25.6, 1.0 + 2 / 25.6], rel=1e-3)
+    clock.advance(21.0)  # 20 s after the pause: the rate has grown by 20 * 5%
+    assert limiter.learned_rate == pytest.approx(0.8 * 32 * 2.0)
 
 
-def test_record_success_restores_the_configured_rate_gradually() -> None:
+def test_each_429_episode_lowers_the_learned_rate_again() -> None:
     clock = FakeClock()
-    limiter = RateLimiter(rpm=60, tpm=None, clock=clock)
+    limiter = RateLimiter(rpm=None, tpm=None, clock=clock)
+    for _ in range(10):
+        limiter.reserve(1)
     limiter.penalize(0.0)
-    limiter.record_success()
-    assert limiter.rate_factor == pytest.approx(0.82)
-    for _ in range(20):
-        limiter.record_success()
-    assert limiter.rate_factor == 1.0
-    clock.advance(100.0)
-    assert [limiter.reserve(1) for _ in range(3)] == pytest.approx([0.0, 1.0, 2.0])
+    first = limiter.learned_rate
+    clock.advance(0.5)
+    limiter.penalize(0.0)  # within a second of the last decrease: a call booked at the old rate, same episode
+    assert limiter.learned_rate == pytest.approx(first * 1.025)  # half a second of the 5%/s ramp
+    clock.advance(0.5)
+    limiter.penalize(0.0)  # a second after it: a new episode
+    assert limiter.learned_rate == pytest.approx(0.8 * first * 1.05)
+    for _ in range(40):
+        clock.advance(1.0)
+        limiter.penalize(0.0)
+    assert limiter.learned_rate == pytest.approx(0.1)  # the floor
 
 
-def test_a_429_during_a_wait_pushes_back_the_waiting_acquire() -> None:
-    clock = FakeClock()
-    slept: list[float] = []
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    """An event loop on virtual time: where a real loop would block in select() until its next timer, this one
+    moves the clock forward by that much at once, so minutes of pacing run in milliseconds, deterministically."""
 
-    async def fake_sleep(seconds: float) -> None:
-        slept.append(seconds)
-        if len(slept) == 1:
-            limiter.penalize(5.0)  # another call reports a 429 while this one waits
-        clock.advance(seconds)
+    def __init__(self) -> None:
+        clock = self.clock = FakeClock()
 
-    limiter = RateLimiter(rpm=60, tpm=None, clock=clock, sleep=fake_sleep)
-    limiter.reserve(1)
-    assert asyncio.run(limiter.acquire(1)) == pytest.approx(6.0)
-    assert slept == pytest.approx([1.0, 5.0])
-    assert limiter.waited_s == pytest.approx(6.0)
+        class Selector(selectors.SelectSelector):
+            def select(self, timeout: float | None = None) -> list:
+                if timeout:
+                    clock.advance(timeout)
+                return []
 
+        super().__init__(Selector())
 
-def test_acquire_without_a_wait_does_not_sleep() -> None:
-    async def no_sleep(seconds: float) -> None:
-        raise AssertionError("must not sleep")
-
-    limiter = RateLimiter(rpm=60, tpm=None, clock=FakeClock(), sleep=no_sleep)
-    assert asyncio.run(limiter.acquire(1)) == 0.0
+    def time(self) -> float:
+        return self.clock()
 
 
-def test_one_limiter_serves_several_event_loops() -> None:
-    limiter = RateLimiter(rpm=6000, tpm=None)  # real clock and sleep; 10 ms spacing
+def one_second_window_run(limiter_for, limit_per_s: int, calls: int = 300, concurrency: int = 32,
+                          latency_s: float = 0.2) -> tuple[int, int, float]:
+    """``calls`` calls, ``concurrency`` at a time, through a limiter's real acquire(), against a provider that
+    admits ``limit_per_s`` in any sliding second and answers 429 + Retry-After beyond it; a 429 is reported
+    with penalize() and the call goes back through acquire(), as runner.client does. Returns (done, 429s, wall)."""
+    loop = VirtualTimeLoop()
+    limiter = limiter_for(loop.clock)
+    admitted: list[float] = []
+    counts = {"left": calls, "done": 0, "rejected": 0}
 
-    async def job() -> list[float]:
-        return await asyncio.gather(*(limiter.acquire(1) for _ in range(3)))
+    async def worker() -> None:
+        while counts["left"]:
+            counts["left"] -= 1
+            while True:
+                await limiter.acquire(1)
+                now = loop.clock()
+                recent = [t for t in admitted if now - t < 1.0]
+                if len(recent) < limit_per_s:
+                    admitted.append(now)
+                    break
+                counts["rejected"] += 1
+                limiter.penalize(recent[0] + 1.0 - now)
+            await asyncio.sleep(latency_s)
+            limiter.record_success()
+            counts["done"] += 1
 
-    first, second = asyncio.run(job()), asyncio.run(job())
-    assert first[0] == 0.0 and 0.0 < first[1] < first[2] <= 0.05
-    assert 0.0 < second[2] <= 0.05
-    assert limiter.waits >= 4
+    async def main() -> None:
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    return counts["done"], counts["rejected"], loop.clock()
+
+
+@pytest.mark.parametrize("limit_per_s", [2, 10, 50])
+def test_an_unknown_one_second_window_is_found_without_losing_a_call(limit_per_s: int) -> None:
+    limiter_for = lambda clock: RateLimiter(rpm=None, tpm=None, clock=clock, sleep=asyncio.sleep)  # noqa: E731
+    done, rejected, wall = one_second_window_run(limiter_for, limit_per_s)
+    assert done == 300
+    assert wall <= 1.3 * 300 / limit_per_s
+    assert rejected <= 0.15 * 300  # each one sent again: a 429 costs a request, never a judgment
+
+
+@pytest.mark.parametrize("rpm", [120, 600, 3000])
+def test_a_configured_rpm_never_bursts_within_a_second(rpm: int) -> None:
+    limiter_for = lambda clock: RateLimiter(rpm=rpm, tpm=None, clock=clock, sleep=asyncio.sleep)  # noqa: E731
+    done, rejected, wall = one_second_window_run(limiter_for, rpm // 60)
+    assert (done, rejected) == (300, 0)
+    assert wall <= 1.05 * 300 / (rpm / 60) + 0.2
 
 
 # --- unlimited, validation, pool, estimates ----------------------------------------------------------

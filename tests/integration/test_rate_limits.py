@@ -1,0 +1,75 @@
+"""A provider's rate limit that nobody configured: the run learns it from the 429s and loses nothing.
+
+The provider admits 5 requests in any sliding second (300 rpm, metered per second) and answers 429 with
+Retry-After and retry-after-ms beyond it. Without ``judge.rpm`` a run at concurrency 16 used to exhaust its
+retries and abort ("RunAborted: 4 of 74 judge calls failed"); now every 429 goes back through the judge's
+limiter, which learns the rate (runner.pacing), and never counts against max_retries or max_error_rate.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+
+import pytest
+
+from tests.fakes.openai_server import Reply
+from tests.integration.conftest import live_judge
+
+pytestmark = pytest.mark.integration
+
+PER_SECOND = 5
+N_ITEMS = 30
+
+
+class OneSecondWindow:
+    """A reply policy admitting PER_SECOND requests in any sliding second; 429 + Retry-After beyond it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.admitted: list[float] = []
+        self.rejected = 0
+
+    def __call__(self, body: dict) -> Reply:
+        now = time.monotonic()
+        with self.lock:
+            self.admitted = [t for t in self.admitted if now - t < 1.0]
+            if len(self.admitted) >= PER_SECOND:
+                self.rejected += 1
+                wait = self.admitted[0] + 1.0 - now
+                return Reply(status=429, error_message="Rate limit reached for requests",
+                             headers={"Retry-After": str(max(1, math.ceil(wait))),
+                                      "retry-after-ms": str(round(wait * 1000))})
+            self.admitted.append(now)
+        return Reply(content="[[A]]", delay_s=0.05)
+
+
+def test_an_unconfigured_rate_limit_loses_no_judgment(run_cli, fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    dataset.write_text("".join(json.dumps({"id": f"q{n}", "prompt": f"q{n}", "chat": "a", "simple_chat": "b"}) + "\n"
+                               for n in range(N_ITEMS)))
+    provider = OneSecondWindow()
+    fake_server.reply = provider
+    result = run_cli(*live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict",
+                     "dataset=chat_vs_simple", f"dataset.path={dataset}", "order=both", "concurrency=16",
+                     "judge.max_retries=0", "tracking=off", "cache.mode=off", "progress=false")
+    assert result.proc.returncode == 0, result.output
+    journal = result.journal()
+    assert len(journal) == 2 * N_ITEMS and all(row["status"] == "scored" for row in journal)
+    assert provider.rejected > 0  # the limit was hit, and every 429 was absorbed ...
+    assert sum(row["rate_limited"] for row in journal) == provider.rejected
+    assert max(row["rate_limited"] for row in journal) > 0  # ... though judge.max_retries=0 allows no retry
+
+
+def test_without_progress_a_429_is_given_up_after_the_patience(run_cli, fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    dataset.write_text(json.dumps({"id": "q0", "prompt": "q", "chat": "a", "simple_chat": "b"}) + "\n")
+    fake_server.reply = lambda body: Reply(status=429, headers={"retry-after-ms": "50"}, error_message="no")
+    result = run_cli(*live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict",
+                     "dataset=chat_vs_simple", f"dataset.path={dataset}", "order=fixed",
+                     "judge.retry_rate_limited_s=1", "max_error_rate=1.0", "tracking=off", "cache.mode=off")
+    [row] = result.journal()
+    assert (row["status"], row["error_type"]) == ("error", "RateLimitError")
+    assert row["rate_limited"] == row["attempts"] > 1
