@@ -25,6 +25,7 @@ import platform
 import shutil
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from datetime import datetime, timezone
 from importlib import metadata
@@ -33,7 +34,7 @@ from typing import Any
 
 from benchmarks.data import write_dataset
 from benchmarks.harness import REPO, git_commit, loadavg
-from benchmarks.report import print_table, table_rows
+from benchmarks.report import FORMAT, print_table, table_rows
 from benchmarks.scenarios import (
     MAX_SCALE_ITEMS,
     scale_plan,
@@ -46,7 +47,6 @@ from benchmarks.scenarios import (
 
 RESULTS = REPO / "benchmarks" / "results.json"
 QUICK_RESULTS = Path(tempfile.gettempdir()) / "judgesweep-bench-quick.json"  # a smoke run never touches RESULTS
-FORMAT = 2  # scenarios written before this layout (no "format" key) are dropped, not merged
 DATA_DIR = Path(tempfile.gettempdir()) / "judgesweep-bench-data"
 FULL = {"throughput_n": 1000, "throughput_reps": 3, "scale_sizes": [10_000, 100_000], "rpm_n": 300,
         "startup_reps": 3, "cache_n": 10_000}
@@ -80,9 +80,20 @@ def dataset_rows(cfg: dict, names: list[str]) -> int:
 def merge(previous: dict[str, Any], name: str, outcome: dict[str, Any]) -> dict[str, Any]:
     """The scenario to keep: ``outcome``, except that scale keeps the earlier sizes it did not run again."""
     if name == "scale" and "runs" in previous:
-        outcome["runs"] = {k: v for k, v in sorted({**previous["runs"], **outcome["runs"]}.items(),
+        outcome["runs"] = {k: v for k, v in sorted({**previous["runs"], **outcome.get("runs", {})}.items(),
                                                    key=lambda kv: int(kv[0]))}
     return outcome
+
+
+def run_scenario(name: str, cfg: dict, data: Path, work: Path) -> dict[str, Any]:
+    """One scenario's outcome; a scenario that raises (a bug here, a warm-up run that fails) is recorded with
+    its traceback's last line and fails, and the next scenario still runs."""
+    try:
+        return SCENARIOS[name](cfg, data, work)
+    except Exception as exc:  # the benchmark reports a broken scenario instead of losing the others
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        traceback.print_exc()
+        return {"error": detail[-3000:], "pass": False}
 
 
 def main() -> None:
@@ -119,7 +130,7 @@ def main() -> None:
         for name in names:
             print(f"running {name} ...", flush=True)
             load_before, t0 = loadavg(), time.monotonic()
-            outcome = SCENARIOS[name](cfg, data, work)
+            outcome = run_scenario(name, cfg, data, work)
             outcome.update({"format": FORMAT, "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                             **git_commit(), "quick": args.quick, "bench_s": round(time.monotonic() - t0, 1),
                             "loadavg_before": load_before, "loadavg_after": loadavg()})

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 NOT_MEASURED = "not measured"
+FORMAT = 2  # the layout of a scenario in results.json; older entries (no "format") are ignored, never shown
 SCALE_SIZES = (10_000, 100_000, 1_000_000)  # the sizes issue 12 asks for; rows for each, measured or not
 
 
@@ -168,16 +169,21 @@ ROWS: dict[str, tuple[str, Callable[[dict[str, Any]], list[Row]]]] = {
 
 
 def table_rows(scenarios: dict[str, Any]) -> list[Row]:
-    """Rows for every scenario in ROWS order; a scenario absent from ``scenarios`` is one "not measured" row
-    (scale: one per size)."""
+    """Rows for every scenario in ROWS order; a scenario absent from ``scenarios`` (or in an older layout) is one
+    "not measured" row (scale: one per size)."""
     rows: list[Row] = []
     for name, (title, build) in ROWS.items():
         outcome = scenarios.get(name)
+        if outcome is not None and outcome.get("format") != FORMAT:
+            outcome = None
+        if outcome is not None and "error" in outcome:
+            rows.append(Row(title, "the scenario failed (see results.json)", outcome["error"].splitlines()[0][:200],
+                            "", "FAIL", run=outcome))
         if name == "scale":
             rows += scale_rows(outcome)
         elif outcome is None:
             rows.append(missing(title))
-        else:
+        elif "error" not in outcome:
             rows += build(outcome)
     return rows
 

@@ -29,7 +29,7 @@ def test_an_empty_results_file_is_not_measured_everywhere() -> None:
 
 
 def test_scale_sizes_not_run_are_not_measured_and_run_ones_carry_their_run() -> None:
-    rows = table_rows({"scale": {"runs": {"10000": _scale_run(10_000)}}})
+    rows = table_rows({"scale": {"format": 2, "runs": {"10000": _scale_run(10_000)}}})
     by_title = {r.scenario: r for r in rows if r.scenario}
     assert by_title["scale 100,000"].value == NOT_MEASURED
     assert by_title["scale 1,000,000"].value == NOT_MEASURED
@@ -39,10 +39,21 @@ def test_scale_sizes_not_run_are_not_measured_and_run_ones_carry_their_run() -> 
 
 def test_markdown_puts_date_commit_and_load_beside_the_figures() -> None:
     body = render({"machine": {"nproc": 2, "cpu": "AMD EPYC", "python": "3.11.7", "litellm": "1.100.5"},
-                   "scenarios": {"scale": {"runs": {"10000": _scale_run(10_000)}}}})
+                   "scenarios": {"scale": {"format": 2, "runs": {"10000": _scale_run(10_000)}}}})
     line = next(x for x in body.splitlines() if x.startswith("| scale 10,000"))
     assert line.endswith("| 2026-11-24, 75d459f, load 0.42 -> 1.10 |")
     assert "| throughput |  | not measured |" in body
+
+
+def test_scenarios_in_an_older_layout_are_not_shown() -> None:
+    old = {"throughput": {"judgments": 1000, "ratio": 0.97, "pass": False}}  # before "format": 2
+    assert [r.value for r in table_rows(old) if r.scenario == "throughput"] == [NOT_MEASURED]
+
+
+def test_a_scenario_that_failed_is_a_fail_row_without_figures() -> None:
+    rows = table_rows({"rpm": {"format": 2, "error": "RuntimeError: the warm-up run failed (1):\nTraceback", **RUN}})
+    [row] = [r for r in rows if r.scenario == "rpm"]
+    assert row.result == "FAIL" and row.value == "RuntimeError: the warm-up run failed (1):"
 
 
 def test_replace_between_markers_keeps_everything_outside() -> None:
