@@ -29,8 +29,8 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from benchmarks.bare_loop import build_messages  # noqa: E402
 from benchmarks.harness import REPO  # noqa: E402
+from benchmarks.request import build_messages  # noqa: E402
 
 OUT = REPO / "benchmarks" / "micro.json"
 

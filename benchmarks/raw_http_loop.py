@@ -17,7 +17,7 @@ import time
 
 import aiohttp
 
-from benchmarks.bare_loop import build_messages, load_rows
+from benchmarks.request import build_messages, load_rows
 
 
 async def run(api_base: str, rows: list[dict], n: int, concurrency: int) -> dict:

@@ -1,9 +1,12 @@
 """An OpenAI-compatible fake chat-completions server for tests and benchmarks.
 
 Stdlib only; binds 127.0.0.1; serves ``POST /v1/chat/completions`` (non-streaming) and ``GET /v1/models``
-from a FIFO of scripted replies, then a reply policy; simulates latency, error statuses and an rpm limit.
-For benchmarks it also serves ``GET /v1/_stats`` (request counts and wall-clock stamps) and ``POST /v1/_reset``.
-Standalone: ``python -m tests.fakes.openai_server --port 8765 [--latency-ms 200] [--rpm 600] [--reply X]``.
+from a FIFO of scripted replies, then a reply policy; simulates latency, error statuses and an rpm limit
+over a sliding window (60 s by default; ``window_s=1`` is how providers that enforce rpm per second behave).
+For benchmarks it also serves ``GET /v1/_stats`` (request counts and wall-clock stamps) and ``POST /v1/_reset``,
+and can keep counters only (``record=False``), so a million-request run does not grow its memory.
+Standalone: ``python -m tests.fakes.openai_server --port 8765 [--latency-ms 200] [--rpm 600] [--window-s 1]
+[--no-record] [--reply X]``.
 """
 
 from __future__ import annotations
@@ -211,16 +214,32 @@ class FakeOpenAIServer:
     Args:
         reply: Called with each parsed request body once the scripted FIFO is empty; may return a
             Reply or a plain str (meaning ``Reply(content=str)``). None always answers "[[A]]".
-        rpm_limit: Requests admitted per sliding 60 s window; beyond it the server answers 429 with
-            ``Retry-After`` (seconds) and counts it in ``count_429``. None means unlimited.
+        rpm_limit: Requests per minute; None means unlimited. The server admits
+            ``window_limit(rpm_limit, window_s)`` requests per sliding ``window_s`` window; beyond it, it
+            answers 429 with ``Retry-After`` (whole seconds, rounded up, at least 1) and ``retry-after-ms``
+            (the milliseconds until the oldest admission leaves the window) and counts it in ``count_429``.
+        window_s: Length of the sliding rate window in seconds (60 by default).
+        record: Keep a copy of every request body and its headers (``requests``, ``headers_seen``). False
+            keeps counters only, so memory stays flat however many requests arrive; ``stats()`` still works.
         port: Port to bind; 0 picks a free ephemeral port.
     """
 
     def __init__(
-        self, reply: ReplyPolicy | None = None, *, rpm_limit: int | None = None, port: int = 0
+        self,
+        reply: ReplyPolicy | None = None,
+        *,
+        rpm_limit: int | None = None,
+        window_s: float = RATE_WINDOW_S,
+        record: bool = True,
+        port: int = 0,
     ) -> None:
+        if window_s <= 0:
+            raise ValueError(f"window_s must be > 0, got {window_s}")
         self._policy = reply or _default_reply
         self._rpm_limit = rpm_limit
+        self._window_s = float(window_s)
+        self._window_limit = window_limit(rpm_limit, window_s) if rpm_limit is not None else None
+        self._record_bodies = record
         self._port = port
         self._lock = threading.Lock()
         self._httpd: _HTTPServer | None = None
@@ -275,15 +294,29 @@ class FakeOpenAIServer:
 
     @property
     def requests(self) -> list[dict]:
-        """Copies of every chat-completion request body received, rate-limited ones included."""
+        """Copies of every chat-completion request body received, rate-limited ones included.
+
+        Raises:
+            RuntimeError: If the server was made with ``record=False`` (use ``stats()["requests"]``).
+        """
+        self._require_recording()
         with self._lock:
             return copy.deepcopy(self._requests)
 
     @property
     def headers_seen(self) -> list[dict[str, str]]:
-        """Request headers (names lower-cased), one dict per entry of ``requests``."""
+        """Request headers (names lower-cased), one dict per entry of ``requests``.
+
+        Raises:
+            RuntimeError: If the server was made with ``record=False``.
+        """
+        self._require_recording()
         with self._lock:
             return copy.deepcopy(self._headers)
+
+    def _require_recording(self) -> None:
+        if not self._record_bodies:
+            raise RuntimeError("this FakeOpenAIServer keeps counters only (record=False); use stats()")
 
     @property
     def count_429(self) -> int:
@@ -302,6 +335,7 @@ class FakeOpenAIServer:
             self._queue: collections.deque[Reply | str] = collections.deque()
             self._requests: list[dict] = []
             self._headers: list[dict[str, str]] = []
+            self._received = 0
             self._admitted: collections.deque[float] = collections.deque()
             self._count_429 = 0
             self._accepted = 0
@@ -319,7 +353,7 @@ class FakeOpenAIServer:
         """
         with self._lock:
             return {
-                "requests": len(self._requests),
+                "requests": self._received,
                 "accepted": self._accepted,
                 "count_429": self._count_429,
                 "first_request_ts": self._first_request_ts,
@@ -350,13 +384,15 @@ class FakeOpenAIServer:
         self._record(body, headers)
         if body.get("stream"):
             return 400, _error_body(400, "stream=true is not supported here; send stream=false"), {}
-        retry_after = self._admit()
-        if retry_after is not None:
+        wait_s = self._admit()
+        if wait_s is not None:
+            retry_after = max(1, math.ceil(wait_s))
             message = (
-                f"Rate limit reached on requests per min (RPM): Limit {self._rpm_limit}. "
-                f"Please try again in {retry_after}s."
+                f"Rate limit reached on requests per min (RPM): Limit {self._rpm_limit} "
+                f"({self._window_limit} per {self._window_s:g} s). Please try again in {retry_after}s."
             )
-            return 429, _error_body(429, message), {"Retry-After": str(retry_after)}
+            headers = {"Retry-After": str(retry_after), "retry-after-ms": str(max(1, math.ceil(wait_s * 1000)))}
+            return 429, _error_body(429, message), headers
         try:
             reply = self._next_reply(body)
         except Exception as exc:  # a broken test policy must surface as a 500, not a dropped socket
@@ -370,25 +406,27 @@ class FakeOpenAIServer:
 
     def _record(self, body: dict, headers: dict[str, str]) -> None:
         with self._lock:
-            self._requests.append(copy.deepcopy(body))
-            self._headers.append({k.lower(): v for k, v in headers.items()})
+            self._received += 1
+            if self._record_bodies:
+                self._requests.append(copy.deepcopy(body))
+                self._headers.append({k.lower(): v for k, v in headers.items()})
             if isinstance(body.get("model"), str):
                 self._models.setdefault(body["model"], None)
 
-    def _admit(self) -> int | None:
-        """Admits a request into the rate window; returns Retry-After seconds if it is over the limit."""
-        if self._rpm_limit is None:
+    def _admit(self) -> float | None:
+        """Admits a request into the rate window; if it is over the limit, returns the seconds until the
+        oldest admission leaves the window (always > 0)."""
+        if self._window_limit is None:
             return None
         now = time.monotonic()
         with self._lock:
-            while self._admitted and now - self._admitted[0] >= RATE_WINDOW_S:
+            while self._admitted and now - self._admitted[0] >= self._window_s:
                 self._admitted.popleft()
-            if len(self._admitted) < self._rpm_limit:
+            if len(self._admitted) < self._window_limit:
                 self._admitted.append(now)
                 return None
             self._count_429 += 1
-            wait = RATE_WINDOW_S - (now - self._admitted[0]) if self._admitted else RATE_WINDOW_S
-            return max(1, math.ceil(wait))
+            return self._window_s - (now - self._admitted[0]) if self._admitted else self._window_s
 
     def _next_reply(self, body: dict) -> Reply:
         with self._lock:
@@ -397,19 +435,33 @@ class FakeOpenAIServer:
         return Reply(content=reply) if isinstance(reply, str) else reply
 
 
+def window_limit(rpm: int, window_s: float) -> int:
+    """Requests admitted per sliding window of ``window_s`` seconds at ``rpm``: ``rpm * window_s / 60``
+    rounded down, at least 1 for any positive rpm (600 rpm over a 1 s window is 10); 0 rpm admits none."""
+    if rpm <= 0:
+        return 0
+    # the epsilon keeps 7.000000000000001 and 6.999999999999999 both at 7
+    return max(1, math.floor(rpm * window_s / 60.0 + 1e-9))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Runs the fake server until SIGINT or SIGTERM (for benchmarks)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--latency-ms", type=float, default=0.0, help="delay before every reply")
     parser.add_argument("--rpm", type=int, default=None, help="requests per minute before 429")
+    parser.add_argument("--window-s", type=float, default=RATE_WINDOW_S,
+                        help="sliding rate window in seconds: at most rpm * window_s / 60 requests in any window")
+    parser.add_argument("--no-record", action="store_true",
+                        help="keep counters only, not every request body (flat memory for long runs)")
     parser.add_argument("--reply", default="[[A]]", help="content of every reply")
     args = parser.parse_args(argv)
     reply = Reply(content=args.reply, delay_s=args.latency_ms / 1000.0)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    with FakeOpenAIServer(lambda _body: reply, rpm_limit=args.rpm, port=args.port) as server:
+    with FakeOpenAIServer(lambda _body: reply, rpm_limit=args.rpm, window_s=args.window_s,
+                          record=not args.no_record, port=args.port) as server:
         print(f"listening on {server.base_url}", flush=True)
         while not stop.wait(0.5):
             pass

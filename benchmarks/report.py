@@ -1,0 +1,220 @@
+"""The benchmark table: rows built from results.json's scenarios, printed by bench.py and written into the
+README by readme_table.py. Every figure comes from a measured run; anything missing says "not measured".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+NOT_MEASURED = "not measured"
+FORMAT = 2  # the layout of a scenario in results.json; older entries (no "format") are ignored, never shown
+SCALE_SIZES = (10_000, 100_000, 1_000_000)  # the sizes issue 12 asks for; rows for each, measured or not
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table; ``run`` is the metadata of the run the figure comes from (first row of a run)."""
+
+    scenario: str
+    metric: str
+    value: str
+    target: str = ""
+    result: str = ""
+    run: dict[str, Any] | None = None
+
+
+def missing(title: str, target: str = "") -> Row:
+    """The row of a scenario (or size) that results.json does not hold."""
+    return Row(title, "", NOT_MEASURED, target)
+
+
+def fmt(value: Any, digits: int | None = None) -> str:
+    """A number for a table cell: "-" for None, thousands separators, 3 significant-ish decimals."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        if digits is not None:
+            return f"{value:,.{digits}f}"
+        return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def verdict(ok: bool | None) -> str:
+    """PASS, FAIL, or "" when no target applies."""
+    return "" if ok is None else ("PASS" if ok else "FAIL")
+
+
+def _spread(s: dict[str, Any]) -> str:
+    if not s or s.get("median") is None:
+        return "-"
+    if s.get("n", 1) <= 1:
+        return fmt(s["median"], 1)
+    return f"{fmt(s['median'], 1)} ({fmt(s['min'], 1)}-{fmt(s['max'], 1)})"
+
+
+THROUGHPUT_NAMES = {"judgesweep": "judgesweep, tracking=sqlite (default)", "judgesweep_off": "judgesweep, tracking=off",
+                    "bare_litellm": "bare litellm loop", "bare_openai": "bare openai SDK loop",
+                    "raw_aiohttp": "plain aiohttp (floor)"}
+
+
+def throughput_rows(t: dict[str, Any]) -> list[Row]:
+    """Scenario a: calls/s of every contender, then the ratios with their targets."""
+    title = f"throughput ({t['judgments']:,} x {t['latency_ms']:.0f} ms, c={t['concurrency']})"
+    rows = [Row(title, f"calls/s, median (min-max) of {t['repetitions']}: steady (server window) / whole process",
+                "", f"ceiling {t['ceiling_calls_per_s']:.0f}", run=t)]
+    for key, label in THROUGHPUT_NAMES.items():
+        if key in t["steady_calls_per_s"]:
+            rows.append(Row("", label, f"{_spread(t['steady_calls_per_s'][key])} / "
+                                       f"{_spread(t['process_calls_per_s'][key])}"))
+    r, targets, verdicts = t["ratios_to_bare_litellm"], t["targets"], t["verdicts"]
+    for key, label in (("judgesweep_process", "judgesweep (sqlite) / bare litellm, whole process"),
+                       ("judgesweep_off_process", "judgesweep (off) / bare litellm, whole process"),
+                       ("judgesweep_steady", "judgesweep (sqlite) / bare litellm, steady"),
+                       ("judgesweep_off_steady", "judgesweep (off) / bare litellm, steady")):
+        rows.append(Row("", label, fmt(r.get(key)), targets.get(key, ""), verdict(verdicts.get(key))))
+    rows.append(Row("", "bare openai SDK / bare litellm, whole process / steady",
+                    f"{fmt(r.get('bare_openai_process'))} / {fmt(r.get('bare_openai_steady'))}"))
+    if not t.get("all_runs_ok", True):
+        rows.append(Row("", "a run failed or left rows unscored (see results.json)", "", "", "FAIL"))
+    return rows
+
+
+def scale_rows(s: dict[str, Any] | None) -> list[Row]:
+    """Scenario b: one block per size of SCALE_SIZES (and any other size measured)."""
+    runs = (s or {}).get("runs", {})
+    sizes = sorted({*SCALE_SIZES, *(int(k) for k in runs)})
+    rows = []
+    for n in sizes:
+        title = f"scale {n:,}"
+        run = runs.get(str(n))
+        if run is None:
+            rows.append(missing(title, _rss_target(n)))
+            continue
+        v = run["verdicts"]
+        rows.append(Row(title, f"{run['items']:,} items x 2 orders x {run['repeats']}: exit code, rows journaled "
+                               "/ in results", f"{run['rc']}, {fmt(run['journal']['rows'])} / "
+                                               f"{fmt(run['journal']['results_rows'])}",
+                        f"0, {n:,} / {n:,}", verdict(v["finishes"]), run=run))
+        rows.append(Row("", "peak RSS (MB)", fmt(run["peak_rss_mb"], 0), _rss_target(n), verdict(v.get("peak_rss"))))
+        rows.append(Row("", "wall (s) / calls/s steady / whole process",
+                        f"{fmt(run['process_wall_s'], 0)} / {fmt(run['calls_per_s'], 0)} / "
+                        f"{fmt(run['process_calls_per_s'], 0)}"))
+        share = run.get("post_call_share")
+        rows.append(Row("", "last answer -> exit (s, share of wall)",
+                        f"{fmt(run['post_call_s'], 1)} ({'-' if share is None else f'{share:.1%}'})", "< 10%",
+                        verdict(v["post_call_share"])))
+    return rows
+
+
+def _rss_target(n: int) -> str:
+    return {100_000: "<= 400 MB", 1_000_000: "<= 600 MB"}.get(n, "")
+
+
+RPM_TITLES = {"window_1s_no_judge_rpm": "rpm 600, 1 s window, no judge.rpm",
+              "window_1s_judge_rpm": "rpm 600, 1 s window, judge.rpm=600",
+              "window_60s_judge_rpm": "rpm 600, 60 s window, judge.rpm=600"}
+
+
+def rpm_rows(r: dict[str, Any]) -> list[Row]:
+    """Scenario c: per variant, wall / ideal, 429s and lost rows."""
+    rows: list[Row] = []
+    for key, title in RPM_TITLES.items():
+        run = r["runs"].get(key)
+        if run is None:
+            rows.append(missing(title))
+            continue
+        v, t = run["verdicts"], run["targets"]
+        share = run["share_429"]
+        rows += [Row(title, f"{r['judgments']} judgments: wall (s) / ideal {r['ideal_s']:.0f} s",
+                     f"{fmt(run['wall_s'], 1)} = {fmt(run['ratio'], 2)}x", t["wall_ratio"] + "x",
+                     verdict(v["wall_ratio"]), run=None if rows else r),
+                 Row("", "429s from the server (share of requests)",
+                     f"{run['count_429_server']} ({'-' if share is None else f'{share:.1%}'})",
+                     t.get("share_429", ""), verdict(v.get("share_429"))),
+                 Row("", "lost (not scored) / exit code", f"{run['lost']} / {run['run']['rc']}", "0 / 0",
+                     verdict(v["lost"]))]
+    return rows
+
+
+def cache_rows(c: dict[str, Any]) -> list[Row]:
+    """Scenario e: the rerun of a populated cache."""
+    return [Row(f"cache {c['judgments']:,}", "rerun: HTTP calls / whole process (s)",
+                f"{c['rerun']['http_calls']} / {fmt(c['rerun']['process_wall_s'], 1)}", "0 / < 15",
+                verdict(c["pass"]), run=c)]
+
+
+def startup_rows(u: dict[str, Any]) -> list[Row]:
+    """Scenario d: launch to the first request, and --help."""
+    first, over, v = u["launch_to_first_request_s"], u["over_bare_litellm_s"], u["verdicts"]
+    return [Row("start-up", "launch -> first request (s), median: judgesweep / tracking=off / bare litellm",
+                f"{fmt(first['judgesweep']['median'], 2)} / {fmt(first['judgesweep_off']['median'], 2)} / "
+                f"{fmt(first['bare_litellm']['median'], 2)}", run=u),
+            Row("", "judgesweep over bare litellm (s)", fmt(over["judgesweep"], 2), "<= 0.5",
+                verdict(v["first_request"])),
+            Row("", "tracking=off over bare litellm (s)", fmt(over["judgesweep_off"], 2), "<= 0.5",
+                verdict(v["first_request_off"])),
+            Row("", "`python -m runner --help` wall (s), median", fmt(u["help_wall_s"]["median"], 2), "< 1.5",
+                verdict(v["help"]))]
+
+
+ROWS: dict[str, tuple[str, Callable[[dict[str, Any]], list[Row]]]] = {
+    "throughput": ("throughput", throughput_rows), "scale": ("scale", scale_rows), "rpm": ("rpm", rpm_rows),
+    "startup": ("start-up", startup_rows), "cache": ("cache", cache_rows)}
+
+
+def table_rows(scenarios: dict[str, Any]) -> list[Row]:
+    """Rows for every scenario in ROWS order; a scenario absent from ``scenarios`` (or in an older layout) is one
+    "not measured" row (scale: one per size)."""
+    rows: list[Row] = []
+    for name, (title, build) in ROWS.items():
+        outcome = scenarios.get(name)
+        if outcome is not None and outcome.get("format") != FORMAT:
+            outcome = None
+        if outcome is not None and "error" in outcome:
+            rows.append(Row(title, "the scenario failed (see results.json)", outcome["error"].splitlines()[0][:200],
+                            "", "FAIL", run=outcome))
+        if name == "scale":
+            rows += scale_rows(outcome)
+        elif outcome is None:
+            rows.append(missing(title))
+        elif "error" not in outcome:
+            rows += build(outcome)
+    return rows
+
+
+def run_label(run: dict[str, Any] | None) -> str:
+    """"2026-11-24, db5e2c4, load 0.42 -> 1.10" from a run's measured_at, git_sha and load averages."""
+    if not run:
+        return ""
+    date = (run.get("measured_at") or "")[:10] or "?"
+    sha = (run.get("git_sha") or "?")[:7] + ("+dirty" if run.get("git_dirty") else "")
+    before, after = run.get("loadavg_before"), run.get("loadavg_after")
+    load = f"load {before[0]:.2f} -> {after[0]:.2f}" if before and after else "load ?"
+    return f"{date}, {sha}, {load}"
+
+
+def print_table(rows: list[Row]) -> None:
+    """Print rows as an aligned text table (no run column)."""
+    header = ("scenario", "metric", "value", "target", "result")
+    cells = [(r.scenario, r.metric, r.value, r.target, r.result) for r in rows]
+    widths = [max(len(c[i]) for c in [header, *cells]) for i in range(5)]
+    line = "  ".join("-" * w for w in widths)
+    print(line)
+    for row in [header, None, *cells]:
+        print(line if row is None else "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    print(line)
+
+
+def markdown_table(rows: list[Row]) -> str:
+    """Rows as a Markdown table with a "measured" column (date, commit, load average of each run)."""
+    out = ["| scenario | metric | result | target | | measured |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        cells = [r.scenario, r.metric, r.value, r.target, f"**{r.result}**" if r.result else "", run_label(r.run)]
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(out)

@@ -1,0 +1,78 @@
+"""benchmarks/report.py and benchmarks/readme_table.py: the README table shows only measured figures."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from benchmarks.readme_table import END, START, main, render, replace_between_markers
+from benchmarks.report import NOT_MEASURED, SCALE_SIZES, table_rows
+
+RUN = {"measured_at": "2026-11-24T06:03:56+00:00", "git_sha": "75d459f2d769f10b", "git_dirty": False,
+       "loadavg_before": [0.42, 0.3, 0.2], "loadavg_after": [1.1, 0.5, 0.3], "format": 2}
+
+
+def _scale_run(n: int) -> dict:
+    return {"judgments": n, "items": n // 2, "repeats": 1, "rc": 0, "journal": {"rows": n, "results_rows": n},
+            "peak_rss_mb": 331.0, "process_wall_s": 61.0, "calls_per_s": 190.0, "process_calls_per_s": 164.0,
+            "post_call_s": 1.5, "post_call_share": 0.0246, "verdicts": {"finishes": True, "post_call_share": True},
+            **RUN}
+
+
+def test_an_empty_results_file_is_not_measured_everywhere() -> None:
+    rows = table_rows({})
+    assert {r.value for r in rows} == {NOT_MEASURED}
+    assert [r.scenario for r in rows if r.scenario.startswith("scale")] == [f"scale {n:,}" for n in SCALE_SIZES]
+    assert not any(re.search(r"\d", r.value) for r in rows)  # no figure anywhere
+
+
+def test_scale_sizes_not_run_are_not_measured_and_run_ones_carry_their_run() -> None:
+    rows = table_rows({"scale": {"format": 2, "runs": {"10000": _scale_run(10_000)}}})
+    by_title = {r.scenario: r for r in rows if r.scenario}
+    assert by_title["scale 100,000"].value == NOT_MEASURED
+    assert by_title["scale 1,000,000"].value == NOT_MEASURED
+    ten_k = by_title["scale 10,000"]
+    assert ten_k.result == "PASS" and ten_k.run["git_sha"].startswith("75d459f")
+
+
+def test_markdown_puts_date_commit_and_load_beside_the_figures() -> None:
+    body = render({"machine": {"nproc": 2, "cpu": "AMD EPYC", "python": "3.11.7", "litellm": "1.100.5"},
+                   "scenarios": {"scale": {"format": 2, "runs": {"10000": _scale_run(10_000)}}}})
+    line = next(x for x in body.splitlines() if x.startswith("| scale 10,000"))
+    assert line.endswith("| 2026-11-24, 75d459f, load 0.42 -> 1.10 |")
+    assert "| throughput |  | not measured |" in body
+
+
+def test_scenarios_in_an_older_layout_are_not_shown() -> None:
+    old = {"throughput": {"judgments": 1000, "ratio": 0.97, "pass": False}}  # before "format": 2
+    assert [r.value for r in table_rows(old) if r.scenario == "throughput"] == [NOT_MEASURED]
+
+
+def test_a_scenario_that_failed_is_a_fail_row_without_figures() -> None:
+    rows = table_rows({"rpm": {"format": 2, "error": "RuntimeError: the warm-up run failed (1):\nTraceback", **RUN}})
+    [row] = [r for r in rows if r.scenario == "rpm"]
+    assert row.result == "FAIL" and row.value == "RuntimeError: the warm-up run failed (1):"
+
+
+def test_replace_between_markers_keeps_everything_outside() -> None:
+    text = f"# T\n\nbefore\n{START}\nold table\n{END}\nafter\n"
+    assert replace_between_markers(text, "new\n") == f"# T\n\nbefore\n{START}\nnew\n{END}\nafter\n"
+    for broken in ("no markers\n", f"{START}\n{START}\n{END}\n", f"{END}\nx\n{START}\n"):
+        with pytest.raises(ValueError):
+            replace_between_markers(broken, "new\n")
+
+
+def test_cli_writes_the_readme_and_refuses_quick_results(tmp_path, capsys) -> None:
+    readme, results = tmp_path / "README.md", tmp_path / "results.json"
+    readme.write_text(f"intro\n{START}\n{END}\noutro\n")
+    results.write_text(json.dumps({"scenarios": {"cache": {"quick": True, "judgments": 1000}}}))
+    with pytest.raises(SystemExit):
+        main(["--readme", str(readme), "--results", str(results)])
+    assert "--quick" in capsys.readouterr().err
+    results.write_text(json.dumps({"scenarios": {}}))
+    assert main(["--readme", str(readme), "--results", str(results)]) == 0
+    assert main(["--readme", str(readme), "--results", str(results), "--check"]) == 0
+    assert readme.read_text().startswith(f"intro\n{START}\n") and readme.read_text().endswith(f"{END}\noutro\n")
+    assert NOT_MEASURED in readme.read_text()
