@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
+import time
 from pathlib import Path
+
+import pytest
 
 from runner.store import Journal, journal_answers, judgment_record, read_journal, write_json, write_results
 from runner.types import (
@@ -129,6 +134,39 @@ def test_journal_line_is_on_disk_before_close(tmp_path: Path) -> None:
         assert [row["item_id"] for row in read_lines(path)] == ["a"]
     finally:
         journal.close()
+
+
+def test_paid_lines_are_fsynced_by_the_journals_thread_in_groups(tmp_path: Path) -> None:
+    # The caller (the event loop) never fsyncs: 500 paid lines written at once share a few fsyncs of the
+    # journal's own thread, and close() fsyncs whatever that thread had not reached yet.
+    path = tmp_path / "journal.jsonl"
+    journal = Journal(path)
+    caller = threading.get_ident()
+    synced_on: set[int] = set()
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced_on.add(threading.get_ident())
+        real_fsync(fd)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "fsync", recording_fsync)
+        for n in range(500):
+            journal.append(scored(f"q{n}"))
+        deadline = time.monotonic() + 10
+        while journal.fsyncs == 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert journal.fsyncs >= 1 and caller not in synced_on  # the thread's fsync, not the caller's
+        journal.close()
+    assert 1 <= journal.fsyncs < 50
+    assert len(read_lines(path)) == 500
+
+
+def test_cache_hits_are_not_fsynced(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.jsonl")
+    journal.append_row({"item_id": "a"}, "cache")
+    journal.close()
+    assert journal.fsyncs == 0
 
 
 def test_journal_survives_reopen_in_append_mode(tmp_path: Path) -> None:
