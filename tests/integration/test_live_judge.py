@@ -138,3 +138,18 @@ def test_transient_errors_are_retried_and_auth_errors_are_not(run_cli, fake_serv
     errors = [row for row in auth.journal() if row["status"] == "error"]
     assert len(errors) == 1 and errors[0]["error_type"] == "AuthenticationError" and errors[0]["attempts"] == 1
     assert len(fake_server.requests) == 12  # the 401 was not retried
+
+
+def test_local_vllm_judge_takes_litellms_lighter_path_with_the_same_request(run_cli, fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = scripted_judge()
+    result = run_cli("judge=local_vllm", f"judge.api_base={fake_server.base_url}", "judge.model=hosted_vllm/fake-judge",
+                     "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
+                     f"dataset.path={dataset}", "repeats=3", "order=fixed", "concurrency=1", "tracking=off")
+    assert result.proc.returncode == 0, result.output
+    assert result.summary()["summary"]["final_verdict_distribution"] == {"chat": 1, "simple-chat": 1, "tie": 1}
+    body = fake_server.requests[0]
+    assert body["model"] == "fake-judge"
+    assert body["temperature"] == 0.0 and body["seed"] == 0 and body["max_tokens"] == 512
+    assert body["messages"][-1]["content"].startswith("[User Question]")
