@@ -164,7 +164,8 @@ def _stop_group(helper: subprocess.Popen) -> None:
 
 def judgesweep_cmd(api_base: str, dataset: Path, n: int, run_dir: Path, cache_path: Path, cache_mode: str = "off",
                    concurrency: int = 32, extra: tuple[str, ...] = (), python_args: tuple[str, ...] = (), *,
-                   tracking: Path | None = None, order: str = "fixed", repeats: int = 1) -> list[str]:
+                   tracking: Path | None = None, order: str = "fixed", repeats: int = 1,
+                   judge: str = "local_openai", model: str = "openai/fake-judge") -> list[str]:
     """The judgesweep command line of every scenario: the first ``n`` rows of ``dataset`` (``max_items``).
 
     Args:
@@ -172,13 +173,15 @@ def judgesweep_cmd(api_base: str, dataset: Path, n: int, run_dir: Path, cache_pa
             its store (``mlflow.db``, ``mlartifacts/``) moved into that directory instead of ./outputs.
         order: ``fixed`` (one call per item per repeat) or ``both`` (two).
         repeats: Judge every item this many times (``repeats=`` is left out when 1).
+        judge, model: The judge option and its litellm model string (``local_vllm`` + ``hosted_vllm/fake-judge``:
+            litellm's lighter path to the same server).
     """
     if tracking is None:
         track = ["tracking=off"]
     else:
         track = ["tracking=sqlite", f"tracking.uri=sqlite:///{tracking / 'mlflow.db'}",
                  f"tracking.artifact_location={tracking / 'mlartifacts'}"]
-    return [PYTHON, *python_args, "-m", "runner", "judge=local_openai", "judge.model=openai/fake-judge",
+    return [PYTHON, *python_args, "-m", "runner", f"judge={judge}", f"judge.model={model}",
             f"judge.api_base={api_base}", "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
             f"dataset.path={dataset}", f"max_items={n}", f"order={order}", *([f"repeats={repeats}"] * (repeats != 1)),
             f"concurrency={concurrency}", "progress=false", *track, f"cache.mode={cache_mode}",
@@ -186,10 +189,11 @@ def judgesweep_cmd(api_base: str, dataset: Path, n: int, run_dir: Path, cache_pa
 
 
 def bare_loop_cmd(api_base: str, dataset: Path, n: int, concurrency: int = 32,
-                  settings: tuple[str, ...] = (), judge_params: bool = False) -> list[str]:
+                  settings: tuple[str, ...] = (), judge_params: bool = False,
+                  model: str = "openai/fake-judge") -> list[str]:
     """The command line of benchmarks/bare_loop.py."""
     cmd = [PYTHON, "-m", "benchmarks.bare_loop", "--api-base", api_base, "--dataset", str(dataset), "--n", str(n),
-           "--concurrency", str(concurrency)]
+           "--concurrency", str(concurrency), "--model", model]
     for setting in settings:
         cmd += ["--set", setting]
     return cmd + (["--judge-params"] if judge_params else [])

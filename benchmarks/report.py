@@ -59,8 +59,10 @@ def _spread(s: dict[str, Any]) -> str:
 
 
 THROUGHPUT_NAMES = {"judgesweep": "judgesweep, tracking=sqlite (default)", "judgesweep_off": "judgesweep, tracking=off",
-                    "bare_litellm": "bare litellm loop", "bare_openai": "bare openai SDK loop",
-                    "raw_aiohttp": "plain aiohttp (floor)"}
+                    "judgesweep_vllm": "judgesweep, tracking=off, judge=local_vllm (hosted_vllm/)",
+                    "bare_litellm": "bare litellm loop (openai/)",
+                    "bare_litellm_vllm": "bare litellm loop (hosted_vllm/)",
+                    "bare_openai": "bare openai SDK loop", "raw_aiohttp": "plain aiohttp (floor)"}
 
 
 def throughput_rows(t: dict[str, Any]) -> list[Row]:
@@ -78,8 +80,12 @@ def throughput_rows(t: dict[str, Any]) -> list[Row]:
                        ("judgesweep_steady", "judgesweep (sqlite) / bare litellm, steady"),
                        ("judgesweep_off_steady", "judgesweep (off) / bare litellm, steady")):
         rows.append(Row("", label, fmt(r.get(key)), targets.get(key, ""), verdict(verdicts.get(key))))
-    rows.append(Row("", "bare openai SDK / bare litellm, whole process / steady",
-                    f"{fmt(r.get('bare_openai_process'))} / {fmt(r.get('bare_openai_steady'))}"))
+    for key, label in (("judgesweep_vllm", "judgesweep (off, local_vllm) / bare litellm (openai/)"),
+                       ("bare_litellm_vllm", "bare litellm (hosted_vllm/) / bare litellm (openai/)"),
+                       ("bare_openai", "bare openai SDK / bare litellm")):
+        if r.get(f"{key}_process") is not None:
+            rows.append(Row("", f"{label}, whole process / steady",
+                            f"{fmt(r.get(f'{key}_process'))} / {fmt(r.get(f'{key}_steady'))}"))
     if not t.get("all_runs_ok", True):
         rows.append(Row("", "a run failed or left rows unscored (see results.json)", "", "", "FAIL"))
     return rows

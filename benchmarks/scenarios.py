@@ -97,15 +97,19 @@ def scenario_throughput(cfg: dict, data: Path, work: Path) -> dict[str, Any]:
     """judgesweep (default sqlite tracking, and tracking=off), the bare litellm loop, the bare openai SDK loop
     and plain aiohttp (the floor), 200 ms latency, concurrency 32, interleaved, ``reps`` repetitions."""
     n, reps = cfg["throughput_n"], cfg["throughput_reps"]
-    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in ("judgesweep", "judgesweep_off", "bare_litellm",
-                                                              "bare_openai", "raw_aiohttp")}
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in ("judgesweep", "judgesweep_off", "judgesweep_vllm",
+                                                              "bare_litellm", "bare_litellm_vllm", "bare_openai",
+                                                              "raw_aiohttp")}
     with FakeServer(latency_ms=CEILING_LATENCY_S * 1000) as srv:
         store = warm_store(srv, data, work)
 
         def command(name: str, tag: str) -> list[str]:
+            vllm = {"judge": "local_vllm", "model": "hosted_vllm/fake-judge"} if name.endswith("_vllm") else {}
             if name.startswith("judgesweep"):
                 return judgesweep_cmd(srv.base_url, data, n, work / tag, work / "tp_cache.sqlite",
-                                      tracking=store if name == "judgesweep" else None)
+                                      tracking=store if name == "judgesweep" else None, **vllm)
+            if name == "bare_litellm_vllm":
+                return bare_loop_cmd(srv.base_url, data, n, model=vllm["model"])
             loops = {"bare_litellm": bare_loop_cmd, "bare_openai": openai_loop_cmd, "raw_aiohttp": raw_http_cmd}
             return loops[name](srv.base_url, data, n)
 
@@ -124,9 +128,11 @@ def scenario_throughput(cfg: dict, data: Path, work: Path) -> dict[str, Any]:
     steady = {k: _spread([r["calls_per_s"] for r in v]) for k, v in runs.items()}
     process = {k: _spread([r["process_calls_per_s"] for r in v]) for k, v in runs.items()}
     ok_runs = all(r["rc"] == 0 for v in runs.values() for r in v) and \
-        all(r["complete"] for k in ("judgesweep", "judgesweep_off") for r in runs[k])
+        all(r["complete"] for k in ("judgesweep", "judgesweep_off", "judgesweep_vllm") for r in runs[k])
+    # every ratio is to the bare litellm loop on the openai/ path, the issue's yardstick; judgesweep_vllm is
+    # judgesweep on litellm's hosted_vllm/ path (judge=local_vllm), the same HTTP request
     ratios = {f"{k}_{kind}": _ratio(table[k]["median"], table["bare_litellm"]["median"])
-              for k in ("judgesweep", "judgesweep_off", "bare_openai")
+              for k in ("judgesweep", "judgesweep_off", "judgesweep_vllm", "bare_litellm_vllm", "bare_openai")
               for kind, table in (("process", process), ("steady", steady))}
     targets = {"judgesweep_process": 1.0, "judgesweep_off_process": 1.1, "judgesweep_steady": 1.0,
                "judgesweep_off_steady": 1.0}
