@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sys
 import time
 import weakref
 from collections import Counter
@@ -306,7 +307,8 @@ class JudgeClient:
             self.replica_calls[str(hidden.get("api_base"))] += 1
         return JudgeResponse(
             text=choice.message.content,
-            finish_reason=choice.finish_reason,
+            # interned: a million answers share the one "stop" instead of holding a million copies
+            finish_reason=sys.intern(choice.finish_reason) if isinstance(choice.finish_reason, str) else None,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost_usd=float(cost) if cost is not None else None,

@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from types import MappingProxyType
 from typing import Any
 
 TIE = "tie"
@@ -118,6 +119,9 @@ class JudgeResponse:
     source: str = "call"  # call | cache | journal (an interrupted run's answer, on resume)
 
 
+NOTHING: Mapping[str, Any] = MappingProxyType({})  # the empty scores/extras of a verdict
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """A parsed judge verdict.
@@ -130,8 +134,9 @@ class Verdict:
 
     label: str | None
     reason: str | None = None
-    scores: Mapping[str, float] = field(default_factory=dict)
-    extras: Mapping[str, Any] = field(default_factory=dict)
+    # one shared empty mapping, not two new dicts per verdict: a million pairwise verdicts kept 128 MB of them
+    scores: Mapping[str, float] = field(default_factory=lambda: NOTHING)
+    extras: Mapping[str, Any] = field(default_factory=lambda: NOTHING)
 
     @property
     def ok(self) -> bool:
