@@ -14,7 +14,7 @@ import logging
 import random
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from runner.config import OrderPolicy, ParserConfig, Strategy
@@ -61,7 +61,7 @@ class CallClient(Protocol):
 class JudgmentSink(Protocol):
     """Where each judgment goes the moment it exists (runner.store.Journal provides it)."""
 
-    def append(self, judgment: Judgment) -> None:  # noqa: D102
+    def append(self, judgment: Judgment) -> int | None:  # noqa: D102  (the line's byte offset, if any)
         ...
 
 
@@ -157,6 +157,13 @@ def read_scores(response: JudgeResponse, parser: ParserConfig, criteria: tuple) 
     return _unreadable(response) or parse_scores(parser.name, response.text, criteria, parser.params)
 
 
+def _without_texts(judgments: list[Judgment]) -> list[Judgment]:
+    """A finished unit's judgments without the answer texts their journal lines hold (see JudgeResponse.journal_at):
+    a run keeps what aggregation needs, not a million judge explanations."""
+    return [j if j.response.journal_at is None else replace(j, response=replace(j.response, text=None))
+            for j in judgments]
+
+
 class Executor:
     """Runs a plan over items with bounded concurrency, journaling every call as it completes."""
 
@@ -223,9 +230,9 @@ class Executor:
         request = JudgeRequest(item.id, repeat, order, stage, hash_messages(messages))
         response = await self._answer(request, messages)
         judgment = self._judgment(item, request, response)
-        self.sink.append(judgment)
+        at = self.sink.append(judgment)
         self._count(judgment)
-        return judgment
+        return judgment if at is None else replace(judgment, response=replace(response, journal_at=at))
 
     def _render(self, template: Template, variables: dict[str, Any]) -> tuple[Message, ...]:
         return template.render(variables, neutralize=self.plan.neutralize)
@@ -280,10 +287,10 @@ class Executor:
                 if len(pending) >= window:
                     finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                     for task in finished:
-                        done_units[pending.pop(task)] = task.result()
+                        done_units[pending.pop(task)] = _without_texts(task.result())
                 pending[asyncio.ensure_future(self._judge_unit(item, repeat))] = index
             for task in list(pending):
-                done_units[pending.pop(task)] = await task
+                done_units[pending.pop(task)] = _without_texts(await task)
         finally:  # on abort: stop paying; what completed is already in the journal
             for task in pending:
                 task.cancel()

@@ -5,7 +5,7 @@ Nothing here makes a call."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     cfg, judgments = ctx.cfg, judged.judgments
     judges = [name for name, js in judged.by_member.items() for _ in js] if judged.by_member is not None else None
     # Results first: they need no statistic, so a bug in one still leaves every answer in results.jsonl.
-    store.write_results(ctx.run_dir / store.RESULTS_NAME, judgments, _labels(prepared), judges)
+    store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged), _labels(prepared), judges)
     summary, gold, metrics = _summarize(ctx, prepared, judged)
     judge_stats = report.judge_metrics(judgments)
     metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
@@ -75,10 +75,20 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     if mlflow_run_id is not None:
         tracking.finish_run(cfg.tracking, mlflow_run_id, tracking.RunRecord(
             metrics=metrics, run_dir=ctx.run_dir, resolved_config_yaml=ctx.resolved_config_yaml,
-            rows=_rows(judgments, judges), failed=failed))
+            rows=_rows(_with_texts(ctx, judged), judges), failed=failed))
     _print(ctx.run_name, summary, gold, judge_stats, [("PASS " if g.passed else "FAIL ") + g.message
                                                       for g in gate_results], report_path)
     return RunOutcome(summary, gold, judge_stats, failed, reason, mlflow_run_id)
+
+
+def _with_texts(ctx: RunContext, judged: Judged) -> Iterator[Judgment]:
+    """Every judgment, in ``judged.judgments`` order, with the answer text the executor left in the journal."""
+    if judged.by_member is None:
+        yield from store.with_texts(judged.judgments, ctx.run_dir / store.JOURNAL_NAME)
+        return
+    dirs = member_dirs(ctx)
+    for name, judgments in judged.by_member.items():
+        yield from store.with_texts(judgments, dirs[name] / store.JOURNAL_NAME)
 
 
 def _labels(prepared: Prepared) -> dict[str, dict]:
@@ -122,7 +132,8 @@ def _write_members(ctx: RunContext, members: Mapping[str, tuple[dict, dict | Non
     """Each member's own results, summary and metrics beside its journal (members/<name>/)."""
     for name, (summary, _, metrics) in members.items():
         member_dir = member_dirs(ctx)[name]
-        store.write_results(member_dir / store.RESULTS_NAME, by_member[name], labels)
+        store.write_results(member_dir / store.RESULTS_NAME,
+                            store.with_texts(by_member[name], member_dir / store.JOURNAL_NAME), labels)
         store.write_json(member_dir / store.SUMMARY_NAME, summary)
         store.write_json(member_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
 
@@ -180,7 +191,7 @@ def _print(title: str, summary: dict, gold: dict | None, judge_stats: dict, gate
         report.print_line(line)
 
 
-def _rows(judgments: list[Judgment], judges: list[str] | None) -> list[dict[str, Any]]:
+def _rows(judgments: Iterable[Judgment], judges: list[str] | None) -> list[dict[str, Any]]:
     rows = [store.judgment_record(j) for j in judgments]
     if judges is not None:
         rows = [{"judge": judge, **row} for judge, row in zip(judges, rows, strict=True)]

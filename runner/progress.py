@@ -76,10 +76,15 @@ class Sinks:
     def __init__(self, *sinks: object) -> None:
         self._sinks = sinks
 
-    def append(self, judgment: Judgment) -> None:
-        """Hand the judgment to every sink in order."""
-        for sink in self._sinks:
-            sink.append(judgment)  # type: ignore[attr-defined]
+    def append(self, judgment: Judgment) -> int | None:
+        """Hand the judgment to every sink in order; returns what the first (the journal) returned: the byte
+        offset of the judgment's line."""
+        first = None
+        for n, sink in enumerate(self._sinks):
+            written = sink.append(judgment)  # type: ignore[attr-defined]
+            if n == 0:
+                first = written
+        return first
 
     def append_row(self, row: dict, source: str) -> None:
         """Hand a generation row to every sink in order."""

@@ -16,8 +16,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +99,8 @@ class Journal:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         _cut_torn_tail(path)
-        self._fh = path.open("a", encoding="utf-8")
+        self._fh = path.open("ab")
+        self._offset = self._fh.seek(0, os.SEEK_END)  # where the next line starts
         self._cond = threading.Condition()
         self._written = 0  # paid lines written so far ...
         self._synced = 0  # ... and how many of them an fsync has covered
@@ -124,24 +125,28 @@ class Journal:
             with self._cond:
                 self._synced = target
 
-    def append(self, judgment: Judgment) -> None:
-        """Write one judgment; a paid answer is pushed to disk before this returns (see append_row)."""
-        self.append_row(judgment_record(judgment), judgment.response.source)
+    def append(self, judgment: Judgment) -> int | None:
+        """Write one judgment (see append_row); returns the byte offset of its line, None if not written."""
+        return self.append_row(judgment_record(judgment), judgment.response.source)
 
-    def append_row(self, row: dict[str, Any], source: str) -> None:
-        """Write one row that came from ``source`` (call | cache | journal).
+    def append_row(self, row: dict[str, Any], source: str) -> int | None:
+        """Write one row that came from ``source`` (call | cache | journal); returns the byte offset of its line.
 
-        Answers replayed from this journal on resume are not written again; cache hits are flushed
+        Answers replayed from this journal on resume are not written again (None); cache hits are flushed
         but not fsynced (losing one only means reading it from the cache again).
         """
         if source == "journal":
-            return
-        self._fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            return None
+        line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+        at = self._offset
+        self._fh.write(line)
         self._fh.flush()
+        self._offset += len(line)
         if source == "call":
             with self._cond:
                 self._written += 1
                 self._cond.notify()
+        return at
 
     def close(self) -> None:
         """Stop the fsync thread, fsync what it had not covered yet, and close the file."""
@@ -160,6 +165,21 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def with_texts(judgments: Iterable[Judgment], journal: Path) -> Iterator[Judgment]:
+    """The judgments with every answer text the executor dropped from memory read back from ``journal``.
+
+    A judgment whose response has ``text=None`` and a ``journal_at`` offset gets the ``raw_response`` of that
+    journal line; the others pass through unchanged. Reads one line at a time, so memory stays flat.
+    """
+    with journal.open("rb") as fh:
+        for j in judgments:
+            at = j.response.journal_at
+            if j.response.text is None and at is not None:
+                fh.seek(at)
+                j = replace(j, response=replace(j.response, text=json.loads(fh.readline())["raw_response"]))
+            yield j
 
 
 def read_journal(path: Path) -> list[dict[str, Any]]:
@@ -230,7 +250,7 @@ def write_json(path: Path, obj: Any) -> None:
     tmp.replace(path)
 
 
-def write_results(path: Path, judgments: Sequence[Judgment], labels: Mapping[str, dict[str, Any]] | None = None,
+def write_results(path: Path, judgments: Iterable[Judgment], labels: Mapping[str, dict[str, Any]] | None = None,
                   judges: Sequence[str] | None = None) -> None:
     """Write every judgment as one JSONL row (without operational fields), in the order given.
 

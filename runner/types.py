@@ -117,6 +117,9 @@ class JudgeResponse:
     attempts: int = 1  # HTTP attempts made (retries included); 0 when served without a call
     rate_limited: int = 0  # how many of those attempts were answered 429
     source: str = "call"  # call | cache | journal (an interrupted run's answer, on resume)
+    # byte offset of the journal line holding this answer; once set, the executor may drop ``text`` from memory
+    # (runner.store.with_texts reads it back for the results file), so a run's memory does not grow with its texts
+    journal_at: int | None = None
 
 
 NOTHING: Mapping[str, Any] = MappingProxyType({})  # the empty scores/extras of a verdict

@@ -424,3 +424,29 @@ def test_a_parser_that_raises_keeps_the_paid_answer_unscored_and_journaled(monke
         assert (j.status, j.winner, j.response.text) == (Status.UNSCORED, None, "Output (a)")
         assert j.verdict.reason == f"{PARSER_ERROR}: IndexError: a parser bug"
     assert "reading the judge's answer failed" in caplog.text
+
+
+def test_judgments_kept_in_memory_leave_their_texts_in_the_journal(tmp_path: Path) -> None:
+    # A million judge explanations must not sit in memory until the run ends: once a unit is done, each
+    # journaled answer keeps only its line's offset, and store.with_texts reads the text back for the results.
+    from runner.store import Journal, judgment_record, with_texts, write_results
+
+    def explain(messages: tuple[Message, ...]) -> JudgeResponse:
+        return answer(f"A long explanation of {len(user(messages))} characters.\nOutput (a) is better.")
+
+    path = tmp_path / "journal.jsonl"
+    items = [make_item(f"i{n}") for n in range(5)]
+    client = FakeClient(explain)  # "Output (a)" in both orders: a conflict, so a synthesis round per item
+    with Journal(path) as journal:
+        plan = make_plan(strategy=Strategy.swap_synthesize)
+        judgments = asyncio.run(Executor(plan, client, journal).run(items))
+    assert len(judgments) == 20
+    synthesis = [user(m) for m in client.calls if "A long explanation" in user(m)]
+    assert len(synthesis) == 10  # the first round's texts reached the synthesis prompts before being dropped
+    assert all(j.response.text is None and j.response.journal_at is not None for j in judgments)
+    journal_rows = {(r["item_id"], r["order"], r["stage"]): r for r in map(json.loads, path.read_text().splitlines())}
+    for j in with_texts(judgments, path):
+        assert judgment_record(j) == journal_rows[(j.item_id, j.request.order.value, j.request.stage)]
+    write_results(tmp_path / "results.jsonl", with_texts(judgments, path))
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert all(r["raw_response"].endswith("Output (a) is better.") for r in rows)
