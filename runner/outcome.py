@@ -4,6 +4,8 @@ Nothing here makes a call."""
 
 from __future__ import annotations
 
+import itertools
+import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -28,6 +30,10 @@ from runner.context import Prepared, RunContext, RunOutcome, candidates, member_
 from runner.estimate import run_list_cost
 from runner.generation import Generation, generation_metrics
 from runner.types import Judgment, Status
+
+log = logging.getLogger(__name__)
+
+TABLE_ROWS = 20_000  # judgments in the MLflow results table (results.jsonl, also logged, holds every one)
 
 
 @dataclass(frozen=True)
@@ -75,7 +81,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     if mlflow_run_id is not None:
         tracking.finish_run(cfg.tracking, mlflow_run_id, tracking.RunRecord(
             metrics=metrics, run_dir=ctx.run_dir, resolved_config_yaml=ctx.resolved_config_yaml,
-            rows=_rows(_with_texts(ctx, judged), judges), failed=failed))
+            rows=table_rows(_with_texts(ctx, judged), judges, TABLE_ROWS), failed=failed))
     _print(ctx.run_name, summary, gold, judge_stats, [("PASS " if g.passed else "FAIL ") + g.message
                                                       for g in gate_results], report_path)
     return RunOutcome(summary, gold, judge_stats, failed, reason, mlflow_run_id)
@@ -191,8 +197,15 @@ def _print(title: str, summary: dict, gold: dict | None, judge_stats: dict, gate
         report.print_line(line)
 
 
-def _rows(judgments: Iterable[Judgment], judges: list[str] | None) -> list[dict[str, Any]]:
-    rows = [store.judgment_record(j) for j in judgments]
-    if judges is not None:
-        rows = [{"judge": judge, **row} for judge, row in zip(judges, rows, strict=True)]
+def table_rows(judgments: Iterable[Judgment], judges: list[str] | None, limit: int) -> list[dict[str, Any]]:
+    """The MLflow results table: the first ``limit`` judgments' rows (with their member for an ensemble).
+
+    results.jsonl (logged beside it) holds every row; a table of a million rows would cost gigabytes to build
+    in memory and to render, so a larger run's table is cut at ``limit`` (TABLE_ROWS) and says so in the log.
+    """
+    pairs = zip(judges, judgments, strict=True) if judges is not None else ((None, j) for j in judgments)
+    rows = [store.judgment_record(j) if judge is None else {"judge": judge, **store.judgment_record(j)}
+            for judge, j in itertools.islice(pairs, limit)]
+    if len(rows) == limit and next(pairs, None) is not None:
+        log.info("the MLflow results table holds the first %d judgments; results.jsonl holds them all", limit)
     return rows
