@@ -9,7 +9,7 @@ Each number is the cost of one step of one judge call, measured by calling that 
 - runner/store.py ``Journal.append`` of a real judgment with and without ``os.fsync`` (on $TMPDIR's
   file system, where the benchmark runs write their journals).
 - judgesweep's own per-call steps: render, hash, cache key, parse, journal record.
-- Python's garbage collector: one full collection after ``import runner.cli``, and after ``gc.freeze()``.
+- Python's garbage collector: one full collection after ``import runner.pipeline``, and after ``gc.freeze()``.
 
 Writes benchmarks/micro.json. Standalone: ``python -m benchmarks.micro``.
 """
@@ -147,8 +147,8 @@ def runner_steps(row: dict) -> tuple[dict[str, float], Any]:
 
 
 def full_gc() -> dict[str, Any]:
-    """One full collection after importing the CLI's modules, before and after gc.freeze()."""
-    import runner.cli  # noqa: F401
+    """One full collection after importing a run's modules, before and after gc.freeze()."""
+    import runner.pipeline  # noqa: F401  (runner.cli imports the run's modules only when a job starts)
     import runner.tracking  # noqa: F401
 
     gc.collect()

@@ -101,7 +101,7 @@ def main() -> None:
     if "zero_price" in patches:
         _zero_price(argv)
     if "gc_freeze" in patches:
-        import runner.cli  # noqa: F401  (every heavy import happens here)
+        import runner.pipeline  # noqa: F401  (every heavy import happens here; runner.cli now freezes there too)
 
         gc.collect()
         gc.freeze()

@@ -19,14 +19,13 @@ from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-import krippendorff
 import numpy as np
 
 from runner import stats
 
-# sklearn.metrics (+0.5 s on top of scipy.stats, 1.3-1.5 s cold) and statsmodels.stats (+0.35 s, 1.2 s cold)
-# are imported inside the functions that use them, so importing this module stays cheap for the CLI.
-# krippendorff only needs numpy (0.15 s cold, ~0 once numpy is loaded) and is imported at the top.
+# sklearn.metrics (+0.5 s on top of scipy.stats, 1.3-1.5 s cold), statsmodels.stats (+0.35 s, 1.2 s cold) and
+# krippendorff are imported inside the functions that use them: a run imports none of them before its first judge
+# call (tests/unit/test_startup.py).
 
 
 def label_agreement(
@@ -327,6 +326,8 @@ def _nominal_alpha(columns: Sequence[Sequence[Hashable | None]]) -> float | None
 
 def _alpha(columns: Sequence[Sequence[float | None]] | np.ndarray, level: str) -> float | None:
     """Krippendorff's alpha over raters x items (``None``/NaN = missing), ``None`` when undefined."""
+    import krippendorff
+
     data = np.array([[np.nan if v is None else v for v in column] for column in columns], dtype=float)
     pairable = data.size and (np.sum(~np.isnan(data), axis=0) >= 2).any()
     if not pairable or np.unique(data[~np.isnan(data)]).size < 2:

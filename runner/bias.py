@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scipy import stats as scipy_stats
-
 from runner.aggregation import final_judgments
 from runner.datasets import ItemRef
 from runner.types import Judgment, Order, Status
@@ -105,6 +103,8 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
         against 0.5; ``inconsistent_toward_first`` / ``_second``: pairs that changed winner with the
         swap because the judge picked the first-shown (A, A) / second-shown (B, B) side both times.
     """
+    from scipy import stats as scipy_stats
+
     pairs: dict[tuple[str, int], dict[Order, Judgment]] = {}
     for j in finals:
         pairs.setdefault((j.item_id, j.request.repeat), {})[Order(j.request.order)] = j
@@ -255,6 +255,8 @@ def _diff(a: float | None, b: float | None) -> float | None:
 
 def _spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
     """Spearman's rho, or None when it is undefined (fewer than 3 pairs, or a constant side)."""
+    from scipy import stats as scipy_stats
+
     if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
         return None
     return float(scipy_stats.spearmanr(x, y).statistic)

@@ -8,6 +8,7 @@ everything down as frozen records.
 from __future__ import annotations
 
 import functools
+import gc
 import hashlib
 import json
 import logging
@@ -17,7 +18,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -26,9 +27,12 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError
 
-from runner import client, html_report, pipeline, report, store, sweep, tracking
+# Only what composing the config and classifying errors needs is imported here: `judgesweep --help` and
+# `--cfg job` never import litellm, MLflow or the statistics stack. The modules that run a job (pipeline,
+# client, and through them litellm) are imported by _prepare_run, those that end a sweep by SweepSummary.
+from runner import store, sweep
 from runner.config import JudgeConfig, RunConfig, multirun_tracking, register_configs
-from runner.datasets import DatasetError
+from runner.errors import ConfigurationError, DatasetError
 from runner.judge import RunAborted
 from runner.pacing import LimiterPool, RateLimiter
 from runner.prompts import TemplateError
@@ -36,13 +40,15 @@ from runner.registry import UnknownNameError
 from runner.scoring import RubricError
 from runner.types import Secret
 
+if TYPE_CHECKING:
+    from runner.context import RunContext
+
 log = logging.getLogger("judgesweep")
 
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 # A bad parameter from config is a ParamsError (a ConfigurationError); any other TypeError is a bug and keeps
 # its traceback.
-EXPECTED_ERRORS = (pipeline.ConfigurationError, DatasetError, TemplateError, UnknownNameError, RubricError,
-                   RunAborted)
+EXPECTED_ERRORS = (ConfigurationError, DatasetError, TemplateError, UnknownNameError, RubricError, RunAborted)
 
 # Process-wide state lives here, the one module allowed it. Jobs of this process that failed (bad
 # input, too many failed calls): a multirun goes on after a failed job and the process exits non-zero
@@ -63,7 +69,7 @@ def _operational(key: str) -> bool:
     return re.sub(r"^judge\.members\.[^.]+\.", "judge.", key).startswith(OPERATIONAL_PREFIXES)
 
 
-class MissingApiKey(pipeline.ConfigurationError):
+class MissingApiKey(ConfigurationError):
     """The chosen judge names an API-key variable that is not set."""
 
 
@@ -98,7 +104,7 @@ def _api_keys(cfg: RunConfig) -> dict[str, Secret]:
 INSTANTIATE_KEYS = frozenset({"_target_", "_partial_", "_args_", "_recursive_", "_convert_"})
 
 
-class ForbiddenKey(pipeline.ConfigurationError):
+class ForbiddenKey(ConfigurationError):
     """The config holds a key the schema does not know, or a Hydra instantiate key."""
 
 
@@ -176,11 +182,15 @@ def _share(limit: int | None, workers: int) -> int | None:
 def _limiter(model: JudgeConfig, workers: int) -> RateLimiter:
     """The model's limiter, shared by every job of this process (replicas: their rpm/tpm summed), paced at
     1/workers of its limits when parallel workers share them."""
+    from runner import client
+
     return _limiters.get(f"{model.name}|{model.model}",
                          *(_share(limit, workers) for limit in client.pacing_limits(model)))
 
 
-def _context(dcfg: DictConfig, cfg: RunConfig) -> pipeline.RunContext:
+def _context(dcfg: DictConfig, cfg: RunConfig) -> RunContext:
+    from runner.context import RunContext
+
     hc = HydraConfig.get()
     root = Path(hc.runtime.cwd)
     workers = _parallel_workers(hc)
@@ -205,7 +215,7 @@ def _context(dcfg: DictConfig, cfg: RunConfig) -> pipeline.RunContext:
     name = ",".join(f"{k}={choices[k]}" for k in ("generator", "judge", "prompt", "rubric", "dataset") if k in choices)
     identity = {k: v for k, v in params.items() if not _operational(k)}
     identity_sha = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
-    return pipeline.RunContext(
+    return RunContext(
         cfg=cfg,
         run_dir=Path(hc.runtime.output_dir),
         project_root=root,
@@ -227,12 +237,23 @@ def _prepare_process() -> None:
     """Process-wide settings, once per process: the launching process and each launcher worker (joblib's
     loky processes import this module to run ``_job`` but never run ``main()``)."""
     register_configs()
-    client.configure()
     # Ray (hydra/launcher=ray*) reports usage to the internet unless told not to; no run leaves the machine.
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if not OmegaConf.has_resolver("resume_or"):
         # hydra.run.dir / hydra.sweep.dir: the directory being resumed, else a new timestamped one.
         OmegaConf.register_new_resolver("resume_or", lambda resume, fresh: resume or fresh)
+
+
+@functools.cache
+def _prepare_run() -> None:
+    """Once per process, before its first job runs: import the run's modules and configure litellm."""
+    from runner import client, pipeline  # noqa: F401 - litellm and everything a job needs, imported once
+
+    client.configure()
+    # Whatever exists now (litellm, openai, httpx, hydra, the config: several hundred thousand objects) lives
+    # as long as the process. Moved to the permanent generation, the cyclic GC stops walking it on every full
+    # collection during the judge stage: issue 12 measured 18% less CPU per judge call.
+    gc.freeze()
 
 
 def _job(dcfg: DictConfig) -> float | None:
@@ -248,6 +269,9 @@ def _job(dcfg: DictConfig) -> float | None:
     try:
         _check_keys(dcfg)
         cfg: RunConfig = OmegaConf.to_object(dcfg)  # type: ignore[assignment]
+        _prepare_run()
+        from runner import pipeline
+
         outcome = pipeline.run(_context(dcfg, cfg))
     except EXPECTED_ERRORS as exc:
         log.error("judgesweep: %s: %s", type(exc).__name__, exc)
@@ -283,6 +307,8 @@ class SweepSummary(Callback):
     """
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
+        from runner import html_report, report, tracking
+
         sweep_dir = Path(config.hydra.sweep.dir)
         if not sweep_dir.is_dir():
             return

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from runner import gates, outcome, pairwise, panel, pointwise, report, stages, store, tracking
@@ -166,8 +167,12 @@ def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
         progress=cfg.progress)
 
 
-def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run_id: str | None) -> outcome.Judged:
-    """Generation (optional) and judging; an ensemble's judgments also come back per member."""
+def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run: Future[str | None]) -> outcome.Judged:
+    """Generation (optional) and judging; an ensemble's judgments also come back per member.
+
+    ``mlflow_run`` gives the MLflow run id (None without one) once the run exists; an aborted run waits for it
+    to mark it failed.
+    """
     cfg = ctx.cfg
     pointwise_run = prepared.point is not None
     try:
@@ -181,6 +186,7 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run_id
             root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.limiter,
             response_format=prepared.response_format, seed=cfg.seed, total=total, prior=prior, progress=cfg.progress)
     except RunAborted as exc:
+        mlflow_run_id = mlflow_run.result()  # an error creating the run surfaces here, the abort as its context
         if mlflow_run_id is not None:
             tracking.fail_run(cfg.tracking, mlflow_run_id, str(exc))
         raise RunAborted(f"{exc}. The journal keeps every answer so far: fix the cause and continue with "
@@ -188,17 +194,53 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run_id
     return outcome.Judged(generations, judgments)
 
 
+def _write_manifest(ctx: RunContext, mlflow_run_id: str | None) -> None:
+    store.write_manifest(ctx.run_dir, store.Manifest(ctx.identity_sha256, dict(ctx.identity), mlflow_run_id))
+
+
+def _start_tracking(ctx: RunContext, prepared: Prepared, mlflow_run_id: str | None) -> str:
+    """Create the MLflow run (or reopen the resumed one) and record its id in the manifest at once, so that
+    resuming an interrupted run continues this MLflow run."""
+    mlflow_run_id = tracking.start_run(ctx.cfg.tracking, ctx.run_name, _run_params(ctx, prepared), ctx.tags,
+                                       run_id=mlflow_run_id)
+    _write_manifest(ctx, mlflow_run_id)
+    return mlflow_run_id
+
+
+def _known(mlflow_run_id: str | None) -> Future[str | None]:
+    done: Future[str | None] = Future()
+    done.set_result(mlflow_run_id)
+    return done
+
+
+def _created(ctx: RunContext, mlflow_run: Future[str | None]) -> str | None:
+    """The MLflow run id once the run exists; an error creating it is raised, after saying how to keep the answers."""
+    try:
+        return mlflow_run.result()
+    except Exception:
+        log.error("the MLflow run could not be created; the journal keeps every answer: fix tracking and "
+                  "continue with resume=%s", ctx.run_dir)
+        raise
+
+
 def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
-    """Generate (optional), judge every item, write the run directory, log to MLflow, print the summary."""
+    """Generate (optional), judge every item, write the run directory, log to MLflow, print the summary.
+
+    The MLflow run is created in a thread beside the paid stages (importing mlflow and opening the store take
+    seconds, ~3 s for a new sqlite store), so the first judge request does not wait for it. The manifest is
+    written before any call and again with the MLflow run id as soon as the run exists; an error creating the
+    run is raised when the paid stages end, and the journal keeps their answers for ``resume=``.
+    """
     cfg = ctx.cfg
     started = time.monotonic()
     ctx.run_dir.mkdir(parents=True, exist_ok=True)
     prior, mlflow_run_id = _resume_state(ctx)
-    if cfg.tracking.enabled:
-        mlflow_run_id = tracking.start_run(cfg.tracking, ctx.run_name, _run_params(ctx, prepared), ctx.tags,
-                                           run_id=mlflow_run_id)
-    store.write_manifest(ctx.run_dir, store.Manifest(ctx.identity_sha256, dict(ctx.identity), mlflow_run_id))
-    judged = _paid_stages(ctx, prepared, prior, mlflow_run_id)
+    _write_manifest(ctx, mlflow_run_id)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mlflow-start") as pool:
+        mlflow_run = (pool.submit(_start_tracking, ctx, prepared, mlflow_run_id) if cfg.tracking.enabled
+                      else _known(mlflow_run_id))
+        judged = _paid_stages(ctx, prepared, prior, mlflow_run)
+        mlflow_run_id = _created(ctx, mlflow_run)
     try:
         return outcome.finish(ctx, prepared, judged, mlflow_run_id, started)
     except Exception as exc:  # a bug after the paid stages: every answer is kept, and the run says it failed

@@ -16,9 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import krippendorff
 import numpy as np
-from scipy import stats as scipy_stats
 
 from runner.ensemble import combine_labels, combine_scores, inter_judge_agreement
 from runner.scorecard import SCORED, ItemScore
@@ -64,6 +62,8 @@ def combine_items(by_member: Mapping[str, Sequence[ItemScore]], scoring: Scoring
 
 
 def _pearson(a: Sequence[float], b: Sequence[float]) -> float | None:
+    from scipy import stats as scipy_stats
+
     if len(a) < 3 or len(set(a)) < 2 or len(set(b)) < 2:
         return None
     return float(scipy_stats.pearsonr(a, b).statistic)
@@ -71,6 +71,8 @@ def _pearson(a: Sequence[float], b: Sequence[float]) -> float | None:
 
 def score_agreement(by_member: Mapping[str, Sequence[ItemScore]]) -> dict[str, Any]:
     """How the members' overall scores agree: pairwise Pearson and Krippendorff's interval alpha."""
+    import krippendorff
+
     members = list(by_member)
     table = [[s.overall if s.status == SCORED else None for s in by_member[m]] for m in members]
     pairs = []

@@ -14,8 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scipy import stats as scipy_stats
-
 # Below three pairs a correlation is either undefined (n < 2) or trivially +-1 with p = 1 (n == 2).
 MIN_CORRELATION_PAIRS = 3
 
@@ -209,6 +207,8 @@ def _correlations(
     judge: Sequence[float], human: Sequence[float]
 ) -> tuple[tuple[float | None, float | None], tuple[float | None, float | None]]:
     """Pearson (r, p) and Spearman (rho, p), each ``(None, None)`` when undefined."""
+    from scipy import stats as scipy_stats
+
     if len(judge) < MIN_CORRELATION_PAIRS or _is_constant(judge) or _is_constant(human):
         return _NONE_PAIR, _NONE_PAIR
     xs = [float(v) for v in judge]

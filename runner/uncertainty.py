@@ -14,9 +14,8 @@ from typing import Any
 
 import numpy as np
 
-# scipy.stats costs ~0.9 s cold but runner.stats (and through it the CLI) already imports it, so it stays here.
-# statsmodels.stats (+0.35 s on top of scipy.stats, 1.2 s cold) is imported inside the functions that use it.
-from scipy import stats as scipy_stats
+# scipy.stats (~0.9 s cold) and statsmodels.stats (+0.35 s) are imported inside the functions that use them: a run
+# imports neither before its first judge call (tests/unit/test_startup.py).
 
 # Below this many discordant pairs McNemar's chi-square approximation is poor, so the exact binomial test is
 # used instead (the usual textbook rule of thumb).
@@ -233,6 +232,8 @@ def wilcoxon_test(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
     Raises:
         ValueError: If the sequences differ in length.
     """
+    from scipy import stats as scipy_stats
+
     _check_lengths(a, b)
     differences = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
     nonzero = int(np.count_nonzero(differences))
@@ -279,6 +280,8 @@ def _scipy_interval(
     seed: int,
 ) -> tuple[float | None, float | None]:
     """One ``scipy.stats.bootstrap`` interval, ``(None, None)`` where scipy found it degenerate."""
+    from scipy import stats as scipy_stats
+
     # A degenerate BCa shows as a DegenerateDataWarning and a 0/0 inside scipy; the NaN bounds it returns
     # are the cue for the caller's fallback, so the warnings carry nothing more and are silenced.
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):

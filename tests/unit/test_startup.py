@@ -1,0 +1,60 @@
+"""Start-up imports: the CLI composes, prints help and validates without litellm, MLflow or the statistics stack,
+and a run imports the statistics stack only after its judge calls (issue 12: start-up to the first request).
+
+Each check runs a fresh interpreter, the only way to see what an import pulls in. What is asserted is which
+modules are loaded, never how long anything takes (speed is for benchmarks/).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+# Needed by no step before the first judge call.
+STATISTICS = {"scipy", "statsmodels", "krippendorff", "sklearn", "matplotlib"}
+# Needed by no step of --help, --cfg or config validation.
+RUN_ONLY = {"litellm", "openai", "mlflow"} | STATISTICS
+IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", re.MULTILINE)
+
+
+def imported_by(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """Run ``python -X importtime <args>`` from the repo root; its result and the top-level packages it imported."""
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HYDRA_FULL_ERROR": "1"}
+    proc = subprocess.run([sys.executable, "-X", "importtime", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=120)
+    return proc, {name.split(".")[0] for name in IMPORTED.findall(proc.stderr)}
+
+
+def test_importing_the_cli_imports_no_run_module():
+    proc, modules = imported_by("-c", "import runner.cli, sys; "
+                                      "print(sorted(m for m in sys.modules if m.startswith('runner.')))")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert modules & RUN_ONLY == set()
+    loaded = set(proc.stdout.split("'")[1::2])
+    assert loaded & {"runner.pipeline", "runner.client", "runner.tracking", "runner.outcome"} == set()
+
+
+@pytest.mark.parametrize(("flags", "printed"), [
+    (["--help"], "judge: "),  # the judge group and its options
+    (["--cfg", "job"], "name: replay_gpt4"),  # the composed config
+    (["--cfg", "job", "judge=gpt4o_mini"], "api_key_env: OPENAI_API_KEY"),  # a judge with a key, not needed here
+])
+def test_help_and_cfg_compose_without_litellm_mlflow_or_statistics(flags, printed):
+    proc, modules = imported_by("-m", "runner", *flags)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert printed in proc.stdout
+    assert modules & RUN_ONLY == set()
+
+
+def test_everything_a_run_needs_before_its_first_judge_call_imports_no_statistics_or_mlflow():
+    # runner.pipeline imports every module of a run (prepare, the paid stages, and the outcome they hand on).
+    proc, modules = imported_by("-c", "import runner.pipeline")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "litellm" in modules  # the run's modules were really imported
+    assert modules & (STATISTICS | {"mlflow"}) == set()
