@@ -42,8 +42,8 @@ from runner.types import JudgeResponse, Message, Secret
 log = logging.getLogger(__name__)
 
 REPLAY_PROVIDER = "replay"
-# litellm providers for an OpenAI-compatible server at api_base. hosted_vllm/ is litellm's lighter path to one
-# (about a quarter less client CPU per call than openai/, which goes through the OpenAI SDK; see benchmarks/).
+# litellm providers for an OpenAI-compatible server at api_base. hosted_vllm/ is litellm's path to one without the
+# OpenAI SDK in between; `make bench`'s throughput scenario measures both (judge=local_openai vs local_vllm).
 LOCAL_PREFIXES = ("openai/", "hosted_vllm/")
 RETRYABLE = (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError, litellm.InternalServerError,
              litellm.ServiceUnavailableError, litellm.BadGatewayError)
