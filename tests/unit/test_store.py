@@ -158,7 +158,7 @@ def test_paid_lines_are_fsynced_by_the_journals_thread_in_groups(tmp_path: Path)
             time.sleep(0.005)
         assert journal.fsyncs >= 1 and caller not in synced_on  # the thread's fsync, not the caller's
         journal.close()
-    assert 1 <= journal.fsyncs < 50
+    assert 0 < journal.fsyncs < 50
     assert len(read_lines(path)) == 500
 
 
