@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from runner.judge import ABORT_MIN_CALLS, AnswerSource, CallClient, RunAborted
+from runner.judge import AnswerSource, CallClient, ErrorBudget
 from runner.prompts import Template
 from runner.report import percentile
 from runner.types import Candidate, Item, JudgeRequest, JudgeResponse, Message, hash_messages
@@ -79,8 +79,7 @@ class Generator:
         self.neutralize = neutralize
         self._slots = asyncio.Semaphore(concurrency)
         self._window = 2 * concurrency
-        self._done = 0
-        self._failed: list[Generation] = []
+        self._budget = ErrorBudget(max_error_rate, "generation")
 
     async def _one(self, item: Item) -> Generation:
         messages: tuple[Message, ...] = self.template.render(dict(item.variables), neutralize=self.neutralize)
@@ -93,18 +92,8 @@ class Generator:
                 self.sources.put(request, messages, response)
         generation = Generation(request, response)
         self.sink.append_row(generation_record(generation), response.source)
-        self._count(generation)
+        self._budget.count(response)
         return generation
-
-    def _count(self, generation: Generation) -> None:
-        self._done += 1
-        if not generation.ok:
-            self._failed.append(generation)
-        rate = len(self._failed) / self._done
-        if self._done >= ABORT_MIN_CALLS and rate > self.max_error_rate:
-            first = self._failed[0].response
-            raise RunAborted(f"{len(self._failed)} of {self._done} generation calls failed ({rate:.0%} > "
-                             f"max_error_rate {self.max_error_rate:.0%}); first: {first.error_type}: {first.error}")
 
     async def run(self, items: Iterable[Item]) -> dict[str, Generation]:
         """Generate one output per item; returns item id -> generation (failed ones included)."""

@@ -51,6 +51,39 @@ class RunAborted(RuntimeError):
     """Too many judge calls failed: the run stops instead of paying for more failures."""
 
 
+class ErrorBudget:
+    """Counts finished calls and aborts once more than ``max_error_rate`` of them failed (after ABORT_MIN_CALLS).
+
+    The first abort is final: calls still finishing afterwards re-raise the same RunAborted, so the message
+    names the count that crossed the budget whichever concurrent call is read first.
+    """
+
+    def __init__(self, max_error_rate: float, what: str) -> None:
+        self.max_error_rate = max_error_rate
+        self.what = what  # "judge" or "generation"
+        self.done = 0
+        self.failed = 0
+        self._first: JudgeResponse | None = None
+        self._aborted: RunAborted | None = None
+
+    def count(self, response: JudgeResponse) -> None:
+        """Count one finished call; raises RunAborted when the budget is (or was already) exceeded."""
+        if self._aborted is not None:
+            raise self._aborted
+        self.done += 1
+        if response.error_type is not None:
+            self.failed += 1
+            self._first = self._first or response
+        rate = self.failed / self.done
+        if self.done >= ABORT_MIN_CALLS and rate > self.max_error_rate:
+            first = self._first
+            assert first is not None  # rate > max_error_rate >= 0 means a call failed
+            self._aborted = RunAborted(
+                f"{self.failed} of {self.done} {self.what} calls failed ({rate:.0%} > max_error_rate "
+                f"{self.max_error_rate:.0%}); first: {first.error_type}: {first.error}")
+            raise self._aborted
+
+
 class CallClient(Protocol):
     """What the executor needs from a client (runner.client.JudgeClient provides it)."""
 
@@ -174,18 +207,7 @@ class Executor:
         self.sink = sink
         self.sources = sources
         self._slots = asyncio.Semaphore(plan.concurrency)
-        self._done = 0
-        self._errors: list[Judgment] = []
-
-    def _count(self, judgment: Judgment) -> None:
-        self._done += 1
-        if judgment.status is Status.ERROR:
-            self._errors.append(judgment)
-        rate = len(self._errors) / self._done
-        if self._done >= ABORT_MIN_CALLS and rate > self.plan.max_error_rate:
-            first = self._errors[0].response
-            raise RunAborted(f"{len(self._errors)} of {self._done} judge calls failed ({rate:.0%} > max_error_rate "
-                             f"{self.plan.max_error_rate:.0%}); first: {first.error_type}: {first.error}")
+        self._budget = ErrorBudget(plan.max_error_rate, "judge")
 
     async def _answer(self, request: JudgeRequest, messages: tuple[Message, ...]) -> JudgeResponse:
         known = self.sources.get(request, messages) if self.sources is not None else None
@@ -231,7 +253,7 @@ class Executor:
         response = await self._answer(request, messages)
         judgment = self._judgment(item, request, response)
         at = self.sink.append(judgment)
-        self._count(judgment)
+        self._budget.count(response)
         return judgment if at is None else replace(judgment, response=replace(response, journal_at=at))
 
     def _render(self, template: Template, variables: dict[str, Any]) -> tuple[Message, ...]:

@@ -450,3 +450,30 @@ def test_judgments_kept_in_memory_leave_their_texts_in_the_journal(tmp_path: Pat
     write_results(tmp_path / "results.jsonl", with_texts(judgments, path))
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert all(r["raw_response"].endswith("Output (a) is better.") for r in rows)
+
+
+# --- the error budget -------------------------------------------------------------------------------
+
+
+def test_error_budget_aborts_once_with_the_count_that_crossed_it() -> None:
+    """Calls finishing after the abort (concurrent ones were in flight) re-raise the first abort unchanged:
+    CI once read a neighbour's '21 of 21' instead of the '20 of 20' that stopped the run."""
+    budget = judge_module.ErrorBudget(0.05, "judge")
+    failed = JudgeResponse(text=None, error_type="BadRequestError", error="x")
+    for _ in range(judge_module.ABORT_MIN_CALLS - 1):
+        budget.count(failed)
+    with pytest.raises(judge_module.RunAborted) as first:
+        budget.count(failed)
+    assert str(first.value) == "20 of 20 judge calls failed (100% > max_error_rate 5%); first: BadRequestError: x"
+    with pytest.raises(judge_module.RunAborted) as later:
+        budget.count(JudgeResponse(text="ok"))
+    assert later.value is first.value
+    assert (budget.done, budget.failed) == (20, 20)
+
+
+def test_error_budget_at_the_maximum_rate_does_not_abort() -> None:
+    budget = judge_module.ErrorBudget(0.05, "generation")
+    budget.count(JudgeResponse(text=None, error_type="Timeout", error="t"))
+    for _ in range(19):
+        budget.count(JudgeResponse(text="ok"))
+    assert (budget.done, budget.failed) == (20, 1)  # 5% is not more than 5%
