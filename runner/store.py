@@ -196,19 +196,54 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def journal_answers(rows: Iterable[dict[str, Any]]) -> dict[tuple, JudgeResponse]:
-    """Answers an interrupted run already has, keyed like JudgeRequest.key; failed calls are left
-    out so a resume tries them again."""
-    answers: dict[tuple, JudgeResponse] = {}
-    for row in rows:
-        if row.get("error_type"):
-            continue
-        key = (row["item_id"], row["repeat"], row["order"], row["stage"], row["messages_sha256"])
-        answers[key] = JudgeResponse(
-            text=row["raw_response"], finish_reason=row["finish_reason"], prompt_tokens=row["prompt_tokens"],
-            completion_tokens=row["completion_tokens"], cost_usd=row["cost_usd"], latency_s=row["latency_s"],
-            attempts=0, rate_limited=0, source="journal")
-    return answers
+class JournalAnswers(Mapping[tuple, JudgeResponse]):
+    """Answers an interrupted run already has in its journal, keyed like JudgeRequest.key; failed calls are
+    left out so a resume tries them again.
+
+    Only each answer's numbers and the byte offset of its journal line stay in memory; the text is read
+    back from the line when the answer is looked up (a resumed 100,000-judgment run would otherwise hold
+    every judge explanation twice). The answers carry ``journal_at``, so the executor drops their texts
+    again once used, as it does for fresh ones. A line that does not parse (torn by a crash) is skipped.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._answers: dict[tuple, JudgeResponse] = {}
+        if not path.is_file():
+            return
+        with path.open("rb") as fh:
+            at = 0
+            for lineno, line in enumerate(fh, start=1):
+                start, at = at, at + len(line)
+                try:
+                    row = json.loads(line)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    log.warning("journal %s:%d: unreadable line skipped (torn by an interrupted run?)", path, lineno)
+                    continue
+                if row.get("error_type"):
+                    continue
+                key = (row["item_id"], row["repeat"], row["order"], row["stage"], row["messages_sha256"])
+                self._answers[key] = JudgeResponse(
+                    text=None, finish_reason=row["finish_reason"], prompt_tokens=row["prompt_tokens"],
+                    completion_tokens=row["completion_tokens"], cost_usd=row["cost_usd"],
+                    latency_s=row["latency_s"], attempts=0, rate_limited=0, source="journal", journal_at=start)
+
+    def __getitem__(self, key: tuple) -> JudgeResponse:
+        known = self._answers[key]
+        with self.path.open("rb") as fh:
+            fh.seek(known.journal_at)
+            return replace(known, text=json.loads(fh.readline())["raw_response"])
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._answers)
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+
+def journal_answers(path: Path) -> JournalAnswers:
+    """The answers an interrupted run's journal ``path`` holds (see JournalAnswers)."""
+    return JournalAnswers(path)
 
 
 @dataclass(frozen=True)
