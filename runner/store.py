@@ -279,9 +279,15 @@ def write_manifest(run_dir: Path, manifest: Manifest) -> None:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    """Write ``obj`` as indented UTF-8 JSON, atomically (temp file + rename)."""
+    """Write ``obj`` as indented UTF-8 JSON, atomically (temp file + rename).
+
+    Streamed to the file piece by piece: a 100,000-judgment summary is ~12 MB of JSON, and json.dumps
+    would hold it (and ~4x that in pieces) in memory at the run's peak.
+    """
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    with tmp.open("w", encoding="utf-8") as fh:
+        json.dump(obj, fh, ensure_ascii=False, indent=2)
+        fh.write("\n")
     tmp.replace(path)
 
 
