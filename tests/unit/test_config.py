@@ -208,3 +208,30 @@ def test_register_configs_is_idempotent(hydra_conf: None) -> None:
     register_configs()
     register_configs()
     assert isinstance(to_run_config([]), RunConfig)
+
+
+# --- Hydra's config store is shared, not copied (runner.config.register_configs) ------------------------------
+
+
+def test_composing_shares_the_config_store_and_leaves_its_schemas_unchanged(hydra_conf: None) -> None:
+    """Every compose deep-copies Hydra's repository; the ConfigStore in it is now the live one, so a schema
+    registered after a compose is seen by the next (upstream's behaviour since facebookresearch/hydra#2928),
+    and a composed config that is changed does not change what the store hands out next time."""
+    import copy
+
+    from hydra.core.config_store import ConfigStore
+
+    store = ConfigStore.instance()
+    assert copy.deepcopy(store) is store
+    first = compose(config_name="config", overrides=["max_items=3"])
+    first.judge.model = "changed/in-place"
+
+    store.store(group="judge", name="late_registered", node={"name": "late", "model": "late/registered"})
+    try:
+        again = compose(config_name="config", overrides=["judge=late_registered"])
+    finally:
+        del store.repo["judge"]["late_registered.yaml"]
+    assert again.judge.model == "late/registered"
+    default = compose(config_name="config")
+    assert default.judge.model != "changed/in-place"
+    assert default.max_items != 3
