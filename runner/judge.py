@@ -191,9 +191,10 @@ def read_scores(response: JudgeResponse, parser: ParserConfig, criteria: tuple) 
 
 
 def _without_texts(judgments: list[Judgment]) -> list[Judgment]:
-    """A finished unit's judgments without the answer texts their journal lines hold (see JudgeResponse.journal_at):
-    a run keeps what aggregation needs, not a million judge explanations."""
-    return [j if j.response.journal_at is None else replace(j, response=replace(j.response, text=None))
+    """A finished unit's judgments without the answer texts and messages hashes their journal lines hold (see
+    JudgeResponse.journal_at): a run keeps what aggregation needs, not a million judge explanations."""
+    return [j if j.response.journal_at is None else
+            replace(j, request=replace(j.request, messages_hash=""), response=replace(j.response, text=None))
             for j in judgments]
 
 

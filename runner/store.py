@@ -168,17 +168,20 @@ class Journal:
 
 
 def with_texts(judgments: Iterable[Judgment], journal: Path) -> Iterator[Judgment]:
-    """The judgments with every answer text the executor dropped from memory read back from ``journal``.
+    """The judgments with what the executor dropped from memory read back from ``journal``.
 
-    A judgment whose response has ``text=None`` and a ``journal_at`` offset gets the ``raw_response`` of that
-    journal line; the others pass through unchanged. Reads one line at a time, so memory stays flat.
+    A judgment with a ``journal_at`` offset gets the ``raw_response`` and ``messages_sha256`` of that journal
+    line back when it no longer holds them; the others pass through unchanged. Reads one line at a time, so
+    memory stays flat.
     """
     with journal.open("rb") as fh:
         for j in judgments:
             at = j.response.journal_at
-            if j.response.text is None and at is not None:
+            if at is not None and (j.response.text is None or not j.request.messages_hash):
                 fh.seek(at)
-                j = replace(j, response=replace(j.response, text=json.loads(fh.readline())["raw_response"]))
+                line = json.loads(fh.readline())
+                j = replace(j, request=replace(j.request, messages_hash=line["messages_sha256"]),
+                            response=replace(j.response, text=line["raw_response"]))
             yield j
 
 

@@ -117,8 +117,9 @@ class JudgeResponse:
     attempts: int = 1  # HTTP attempts made (retries included); 0 when served without a call
     rate_limited: int = 0  # how many of those attempts were answered 429
     source: str = "call"  # call | cache | journal (an interrupted run's answer, on resume)
-    # byte offset of the journal line holding this answer; once set, the executor may drop ``text`` from memory
-    # (runner.store.with_texts reads it back for the results file), so a run's memory does not grow with its texts
+    # byte offset of the journal line holding this answer; once set, the executor may drop ``text`` (and the
+    # request's messages hash) from memory: runner.store.with_texts reads both back for the results file, so a
+    # run's memory does not grow with its texts
     journal_at: int | None = None
 
 
@@ -185,7 +186,7 @@ class Criterion:
     when: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ItemResult:
     """The aggregated outcome for one item across all its judgments."""
 

@@ -444,6 +444,7 @@ def test_judgments_kept_in_memory_leave_their_texts_in_the_journal(tmp_path: Pat
     synthesis = [user(m) for m in client.calls if "A long explanation" in user(m)]
     assert len(synthesis) == 10  # the first round's texts reached the synthesis prompts before being dropped
     assert all(j.response.text is None and j.response.journal_at is not None for j in judgments)
+    assert all(j.request.messages_hash == "" for j in judgments)  # 113 bytes a judgment, read back like the text
     journal_rows = {(r["item_id"], r["order"], r["stage"]): r for r in map(json.loads, path.read_text().splitlines())}
     for j in with_texts(judgments, path):
         assert judgment_record(j) == journal_rows[(j.item_id, j.request.order.value, j.request.stage)]
