@@ -37,7 +37,7 @@ class Generation:
 
 def generation_record(g: Generation) -> dict[str, Any]:
     """One generations.jsonl row. Field names match the judge journal's, so the resume reader
-    (runner.store.journal_answers) reads both."""
+    (runner.store.JournalAnswers) reads both."""
     req, resp = g.request, g.response
     return {
         "item_id": req.item_id, "repeat": req.repeat, "order": None, "stage": req.stage,
@@ -75,7 +75,6 @@ class Generator:
         self.client = client
         self.sink = sink
         self.sources = sources
-        self.max_error_rate = max_error_rate
         self.neutralize = neutralize
         self._slots = asyncio.Semaphore(concurrency)
         self._window = 2 * concurrency

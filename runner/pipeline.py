@@ -128,7 +128,7 @@ def _resume_state(ctx: RunContext) -> tuple[dict, str | None]:
         answers = {name: stages.prior_answers(d, store.JOURNAL_NAME) for name, d in members.items()}
         count = sum(map(len, answers.values()))
     else:
-        answers = store.journal_answers(journal)
+        answers = stages.prior_answers(ctx.run_dir, store.JOURNAL_NAME)
         count = len(answers)
     log.info("resuming %s: %d answers already in the journal", ctx.run_dir, count)
     return answers, manifest.mlflow_run_id

@@ -39,7 +39,7 @@ RUN_PARAMS = ("judge.model", "judge.version", "judge.temperature", "judge.seed",
               "aggregation.name", "dataset.name", "order", "repeats", "seed", "max_items")
 RUN_ID = re.compile(r"[0-9a-f]{32}")
 RUN_FILES = (store.MANIFEST_NAME, store.SUMMARY_NAME, store.RESULTS_NAME, store.JOURNAL_NAME)
-JOURNAL_KEY = ["item_id", "repeat", "order", "stage", "messages_sha256"]  # as store.journal_answers
+JOURNAL_KEY = ["item_id", "repeat", "order", "stage", "messages_sha256"]  # as store.JournalAnswers
 NAME_GROUPS = ("generator", "judge", "prompt", "rubric", "dataset")  # the CLI's run name
 INFO_FIRST, INFO_LAST = ("run_id", "run_name", "status", "start_time"), ("run_dir", "sweep", "git_commit",
                                                                          "judgments_from")

@@ -38,7 +38,7 @@ def _cache(cfg: CacheConfig, root: Path) -> Iterator[ResponseCache | None]:
 
 def prior_answers(run_dir: Path, name: str) -> Mapping[tuple, JudgeResponse]:
     """Answers an interrupted run already has in its journal ``name`` (judge or generation journal)."""
-    return store.journal_answers(run_dir / name)
+    return store.JournalAnswers(run_dir / name)
 
 
 def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, run_dir: Path, root: Path,

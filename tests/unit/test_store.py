@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.store import Journal, journal_answers, judgment_record, read_journal, write_json, write_results
+from runner.store import Journal, JournalAnswers, judgment_record, read_journal, write_json, write_results
 from runner.types import (
     JudgeRequest,
     JudgeResponse,
@@ -227,7 +227,7 @@ def test_journal_answers_skip_errors_and_key_like_requests(tmp_path: Path) -> No
     with Journal(path) as journal:
         for j in (scored("a"), unscored("b"), errored("c")):
             journal.append(j)
-    answers = journal_answers(path)
+    answers = JournalAnswers(path)
     assert set(answers) == {scored("a").request.key, unscored("b").request.key}
     assert answers[scored("a").request.key].text == "Output (a) — sûr"
     assert answers[scored("a").request.key].source == "journal"
@@ -240,7 +240,7 @@ def test_journal_answers_hold_offsets_not_texts_and_read_the_text_on_lookup(tmp_
             journal.append(j)
     with path.open("ab") as fh:
         fh.write(b'{"item_id": "torn"')  # a crash mid-line
-    answers = journal_answers(path)
+    answers = JournalAnswers(path)
     assert len(answers) == 2
     assert all(r.text is None and r.journal_at is not None for r in answers._answers.values())
     looked_up = answers[scored("a").request.key]
