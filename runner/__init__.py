@@ -8,3 +8,14 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):  # noqa: ANN202 - PEP 562: `runner.run_experiment` without importing Hydra on `import runner`
+    if name == "run_experiment":
+        from runner.experiment import run_experiment
+
+        return run_experiment
+    raise AttributeError(f"module 'runner' has no attribute {name!r}")
+
+
+__all__ = ["__version__", "run_experiment"]

@@ -17,7 +17,6 @@ import subprocess
 import threading
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,10 +31,9 @@ from runner.config import DatasetConfig, PromptMode
 from runner.datasets import Shape, load_items, resolve_path
 from runner.types import Item
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
-from tests.integration.conftest import REPO, CliRun, cli_args, live_judge, mlflow_uri, offline_env
+from tests.integration.conftest import REPO, CliRun, live_judge, mlflow_uri, run_in_process
 
 EXAMPLES = REPO / "runner" / "data" / "examples"
-PARALLEL_RUNS = 3  # CLI processes at once (start-up is CPU-bound imports)
 AGENT_CRITERIA = ("accuracy", "completeness", "format_compliance", "scope_adherence", "context_usage")
 REPLY_CRITERIA = ("naturalness", "appropriateness", "intent_match")
 REPLY_WEIGHTS = {"emotion": (0.5, 0.3, 0.2)}  # every other category: DEFAULT_REPLY_WEIGHTS
@@ -91,11 +89,10 @@ NOT_GENERATED = "agent-005"  # its generation request is answered 400
 
 
 def cli(tmp: Path, name: str, *overrides: str) -> CliRun:
-    """One CLI run with its run dir ``tmp/name`` and the cache and MLflow store of ``tmp``."""
+    """One run (in this process, as the CLI would make it) with its run dir ``tmp/name`` and the cache and MLflow
+    store of ``tmp``."""
     run_dir = tmp / name
-    proc = subprocess.run(cli_args(tmp, run_dir, overrides), cwd=REPO, env=offline_env(), capture_output=True,
-                          text=True, timeout=600)
-    return CliRun(proc=proc, run_dir=run_dir, mlflow_uri=mlflow_uri(tmp))
+    return CliRun(proc=run_in_process(tmp, run_dir, overrides), run_dir=run_dir, mlflow_uri=mlflow_uri(tmp))
 
 
 def git(*args: str) -> str:
@@ -301,10 +298,11 @@ RUNS: dict[str, tuple[Callable[[], Callable], Callable[[FakeOpenAIServer], list[
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Finished]:
-    """Every CLI run of this module, each with its own fake server and tmp dir, PARALLEL_RUNS at a time.
+    """Every run of this module, each with its own fake server and tmp dir, one after another (runs in this
+    process share its environment, working directory and output streams).
 
     Each tmp dir starts with a copy of an empty MLflow store made here once: creating the tables costs a
-    CLI run seconds of CPU, and the runs share the machine's few cores.
+    run seconds of CPU.
     """
     empty_store = tmp_path_factory.mktemp("empty_store")
     MlflowClient(tracking_uri=mlflow_uri(empty_store)).search_experiments()  # creates the tables
@@ -319,11 +317,7 @@ def runs(tmp_path_factory) -> dict[str, Finished]:
             result = cli(tmp, "run", *RUNS[name][1](servers[name]))
             return Finished(result, servers[name].requests)
 
-        # The 4-run chain first, so the single runs fill the other slots around it.
-        names = ["baseline", *(n for n in RUNS if n != "baseline")]
-        with ThreadPoolExecutor(PARALLEL_RUNS) as pool:
-            done = dict(zip(names, pool.map(one, names), strict=True))
-    return done
+        return {name: one(name) for name in RUNS}
 
 
 # ------------------------------------------------------------------------------ agent preset end to end

@@ -1,0 +1,52 @@
+"""runner.run_experiment: the same run as the CLI's, in the calling process, with its outcome returned."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from mlflow.tracking import MlflowClient
+from omegaconf import OmegaConf
+
+import runner
+from runner.experiment import ForbiddenKey, MissingApiKey
+from tests.integration.conftest import REPO, cli_args, mlflow_uri, offline_env
+
+
+def _overrides(tmp_path, run_dir, *extra: str) -> list[str]:
+    return cli_args(tmp_path, run_dir, ("max_items=20", *extra))[3:]
+
+
+def test_run_experiment_writes_what_the_cli_writes_and_returns_the_outcome(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    outcome = runner.run_experiment(_overrides(tmp_path, tmp_path / "inproc"))
+    cli = subprocess.run([sys.executable, "-m", "runner", *_overrides(tmp_path, tmp_path / "cli")], cwd=REPO,
+                         env=offline_env(), capture_output=True, text=True, timeout=600)
+    assert cli.returncode == 0, cli.stderr
+
+    assert outcome is not None and not outcome.failed
+    for name in ("results.jsonl", "summary.json"):
+        assert (tmp_path / "inproc" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
+    assert OmegaConf.load(tmp_path / "inproc" / ".hydra" / "overrides.yaml") == \
+        OmegaConf.load(tmp_path / "cli" / ".hydra" / "overrides.yaml")
+    assert outcome.gold is not None and outcome.gold["accuracy_mean"] == pytest.approx(0.95)
+    run = MlflowClient(mlflow_uri(tmp_path)).get_run(outcome.mlflow_run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["hydra.run_dir"] == str((tmp_path / "inproc").resolve())
+
+
+def test_a_dry_run_returns_none_and_calls_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    assert runner.run_experiment(_overrides(tmp_path, tmp_path / "run", "dry_run=true")) is None
+    assert not (tmp_path / "run" / "journal.jsonl").exists()
+
+
+def test_bad_input_raises_before_any_call(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ForbiddenKey, match="judge.nonsense"):
+        runner.run_experiment(_overrides(tmp_path, tmp_path / "a", "+judge.nonsense=1"))
+    with pytest.raises(MissingApiKey, match="OPENAI_API_KEY is not set"):
+        runner.run_experiment(_overrides(tmp_path, tmp_path / "b", "judge=gpt4o_mini"))
+    assert not (tmp_path / "a" / "journal.jsonl").exists() and not (tmp_path / "b" / "journal.jsonl").exists()
