@@ -51,10 +51,12 @@ def test_client_side_rpm_pacing_avoids_429s(run_cli, tmp_path):
     dataset = tmp_path / "pairs.jsonl"
     rows = [{"id": f"q{i}", "prompt": f"q{i}", "chat": "a", "simple_chat": "b"} for i in range(8)]
     dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with FakeOpenAIServer(rpm_limit=4) as limited:  # over any 60 s window
+    # 1 request in any 1 s window (60 rpm on a 1 s sliding window; a 60 s window made this test wait 45 s), paced
+    # a little under it: the first request may go at once, and no two may fall in one second
+    with FakeOpenAIServer(rpm_limit=60, window_s=1.0) as limited:
         result = run_cli(*live_judge(limited), "prompt=mtbench_pair", "rubric=mtbench_verdict",
                          "dataset=chat_vs_simple", f"dataset.path={dataset}", "max_items=4", "order=fixed",
-                         "judge.rpm=4", "tracking=off", "cache.mode=off")
+                         "judge.rpm=50", "tracking=off", "cache.mode=off")
         assert result.proc.returncode == 0, result.output
         assert limited.count_429 == 0 and len(limited.requests) == 4
 
@@ -88,8 +90,8 @@ def test_dry_run_prices_every_request_and_calls_nothing(run_cli, fake_server):
     assert fake_server.requests == [] and not (result.run_dir / "journal.jsonl").exists()
 
 
-def test_progress_bar_is_silent_when_output_is_not_a_terminal(run_cli):
-    result = run_cli("max_items=3", "tracking=off")
+def test_progress_bar_is_silent_when_output_is_not_a_terminal(run_process):
+    result = run_process("max_items=3", "tracking=off")
     assert result.proc.returncode == 0, result.output
     assert "calls/s" not in result.output and "judging" not in result.proc.stderr.replace("judging 3 items", "")
 

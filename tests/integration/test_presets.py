@@ -1,4 +1,5 @@
-"""Every preset in conf/experiment/ runs through a real multirun, so no preset can rot.
+"""Every preset in conf/experiment/ runs, so no preset can rot: a calibration search as a real multirun
+(python -m runner -m), the others in this process (runner.run_experiment).
 
 Presets whose judge (or generator) needs an API key are pointed at the loopback server (the preset's
 other choices stay); replay presets run as they are. The server answers pointwise prompts with a JSON
@@ -46,7 +47,7 @@ def answer(body: dict) -> str:
 
 
 @pytest.mark.parametrize("preset", PRESETS)
-def test_preset_runs_in_a_multirun(run_cli, fake_server, preset):
+def test_preset_runs(run_cli, fake_server, preset):
     fake_server.reply = answer
     extra = live_judge(fake_server) if needs_key(preset) else []
     if needs_key(preset, "generator"):
@@ -55,9 +56,9 @@ def test_preset_runs_in_a_multirun(run_cli, fake_server, preset):
     search = "/hydra/sweeper: optuna" in (REPO / "conf" / "experiment" / f"{preset}.yaml").read_text()
     if search:  # a calibration search: two trials on dev, then its held-out test run
         extra += ["hydra.sweeper.n_trials=2"]
-    result = run_cli(f"experiment={preset}", "max_items=4", *extra, multirun=True)
+    result = run_cli(f"experiment={preset}", "max_items=4", *extra, multirun=search)
     assert result.proc.returncode == 0, result.output
-    summaries = sorted(result.run_dir.glob("*/summary.json"))
+    summaries = sorted(result.run_dir.glob("*/summary.json")) if search else [result.run_dir / "summary.json"]
     assert len(summaries) == (3 if search else 1)
     if search:
         assert json.loads((result.run_dir / "calibration.json").read_text())["test"]["ok"]

@@ -8,13 +8,14 @@ from tests.integration.conftest import live_judge
 CANARY = "sk-canary-7f3a9c1e5b2d4f6a8c0e"
 
 
-def test_canary_key_is_used_but_never_written(run_cli, fake_server, tmp_path):
+def test_canary_key_is_used_but_never_written(run_process, fake_server, tmp_path):
+    # a process: Hydra's logging writes judgesweep.log and stdout, where a key must not appear either
     # A provider that echoes the key in its error message, as some do on a 401.
     fake_server.enqueue(Reply(status=401, error_message=f"Incorrect API key provided: {CANARY}"))
     fake_server.reply = lambda body: "[[A]]"
-    result = run_cli(*live_judge(fake_server), "judge.api_key_env=JUDGESWEEP_CANARY_KEY", "prompt=mtbench_pair",
-                     "rubric=mtbench_verdict", "dataset=chat_vs_simple", "max_items=3", "max_error_rate=1.0",
-                     env={"JUDGESWEEP_CANARY_KEY": CANARY})
+    result = run_process(*live_judge(fake_server), "judge.api_key_env=JUDGESWEEP_CANARY_KEY", "prompt=mtbench_pair",
+                         "rubric=mtbench_verdict", "dataset=chat_vs_simple", "max_items=3", "max_error_rate=1.0",
+                         env={"JUDGESWEEP_CANARY_KEY": CANARY})
     assert result.proc.returncode == 0, result.output
     assert any(h.get("authorization") == f"Bearer {CANARY}" for h in fake_server.headers_seen)
     assert any(row["error_type"] == "AuthenticationError" for row in result.journal())
