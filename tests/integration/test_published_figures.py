@@ -4,7 +4,6 @@ read back from MLflow and compared with what the authors published, to the publi
 from __future__ import annotations
 
 import csv
-import json
 
 from mlflow.tracking import MlflowClient
 
@@ -40,9 +39,10 @@ def test_pandalm_gpt35_accuracy_and_macro_f1_against_the_human_majority(run_cli)
 
 
 def test_alpaca_eval_1_win_rates_and_standard_errors_match_the_leaderboard(run_cli):
-    result = run_cli("experiment=alpaca_eval_gpt4", "dataset=alpaca_eval_alpaca_7b,alpaca_eval_vicuna_13b",
-                     "cache.mode=off", multirun=True)
-    assert result.proc.returncode == 0, result.output
+    results = [run_cli("experiment=alpaca_eval_gpt4", f"dataset={name}", "cache.mode=off")
+               for name in ("alpaca_eval_alpaca_7b", "alpaca_eval_vicuna_13b")]  # one store
+    assert all(r.proc.returncode == 0 for r in results), [r.output for r in results]
+    result = results[-1]
     board = {row[""]: row for row in csv.DictReader(ALPACA_LEADERBOARD.open())}
     metrics = metrics_of(result)
     for dataset, model, published in (("alpaca_eval_alpaca_7b", "alpaca-7b", (26.46, 1.54)),
@@ -52,5 +52,4 @@ def test_alpaca_eval_1_win_rates_and_standard_errors_match_the_leaderboard(run_c
         assert abs(100 * m["verdict/win_rate_with_ties"] - float(board[model]["win_rate"])) < 1e-9
         assert abs(100 * m["verdict/win_rate_se"] - float(board[model]["standard_error"])) < 1e-9
         assert m["verdict/win_rate_ci_low"] < m["verdict/win_rate_with_ties"] < m["verdict/win_rate_ci_high"]
-    summaries = {p.parent.name: json.loads(p.read_text()) for p in result.run_dir.glob("*/summary.json")}
-    assert len(summaries) == 2
+    assert all((r.run_dir / "summary.json").is_file() for r in results)
