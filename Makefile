@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: run test lint install clean bench bench-scale
+.PHONY: run test test-fast lint install clean bench bench-scale
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(BIN)/ruff check runner tests
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
+
+# Unit and in-process integration tests only: no test that runs judgesweep as a process or starts a server.
+test-fast: $(STAMP)
+	$(BIN)/ruff check runner tests
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check runner tests

@@ -18,6 +18,11 @@ from tests.integration.conftest import REPO, live_judge
 PRESETS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
 
 
+def is_search(preset: str) -> bool:
+    """A calibration search (an Optuna sweeper): it runs as a multirun process."""
+    return "/hydra/sweeper: optuna" in (REPO / "conf" / "experiment" / f"{preset}.yaml").read_text()
+
+
 # 4 of 5 on the agent rubric, 8 of 10 on reply quality: both presets' gates pass.
 SCORES = {**{name: 4 for name in ("accuracy", "completeness", "format_compliance", "scope_adherence",
                                   "context_usage", "tool_usage")},
@@ -46,14 +51,14 @@ def answer(body: dict) -> str:
     return json.dumps({"scores": SCORES, "reasoning": "Fine."}) if '"scores"' in prompt else "[[A]]"
 
 
-@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("preset", [pytest.param(p, marks=pytest.mark.slow) if is_search(p) else p for p in PRESETS])
 def test_preset_runs(run_cli, fake_server, preset):
     fake_server.reply = answer
     extra = live_judge(fake_server) if needs_key(preset) else []
     if needs_key(preset, "generator"):
         extra += ["generator=local_openai", f"generator.api_base={fake_server.base_url}",
                   "generator.model=openai/fake-generator"]
-    search = "/hydra/sweeper: optuna" in (REPO / "conf" / "experiment" / f"{preset}.yaml").read_text()
+    search = is_search(preset)
     if search:  # a calibration search: two trials on dev, then its held-out test run
         extra += ["hydra.sweeper.n_trials=2"]
     result = run_cli(f"experiment={preset}", "max_items=4", *extra, multirun=search)
