@@ -18,6 +18,7 @@ def _overrides(tmp_path, run_dir, *extra: str) -> list[str]:
     return cli_args(tmp_path, run_dir, ("max_items=20", *extra))[3:]
 
 
+@pytest.mark.slow  # the CLI's run is a process
 def test_run_experiment_writes_what_the_cli_writes_and_returns_the_outcome(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     outcome = runner.run_experiment(_overrides(tmp_path, tmp_path / "inproc"))
@@ -28,8 +29,9 @@ def test_run_experiment_writes_what_the_cli_writes_and_returns_the_outcome(tmp_p
     assert outcome is not None and not outcome.failed
     for name in ("results.jsonl", "summary.json"):
         assert (tmp_path / "inproc" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
-    assert OmegaConf.load(tmp_path / "inproc" / ".hydra" / "overrides.yaml") == \
-        OmegaConf.load(tmp_path / "cli" / ".hydra" / "overrides.yaml")
+    for name in ("overrides.yaml", "config.yaml"):  # the config as composed, before interpolation
+        ours, theirs = (OmegaConf.load(tmp_path / d / ".hydra" / name) for d in ("inproc", "cli"))
+        assert ours == theirs, name
     assert outcome.gold is not None and outcome.gold["accuracy_mean"] == pytest.approx(0.95)
     run = MlflowClient(mlflow_uri(tmp_path)).get_run(outcome.mlflow_run_id)
     assert run.info.status == "FINISHED"
