@@ -1,8 +1,8 @@
 """Where a large run's memory goes: RSS after each stage, in one fresh process, without a server.
 
-Stages, in the order ``runner.pipeline`` goes through them: interpreter; ``import runner.cli``;
+Stages, in the order ``runner.run.pipeline`` goes through them: interpreter; ``import runner.app.cli``;
 ``load_items`` (what the run keeps of the dataset); a ``Judgment`` per item shaped like a real answer
-(kept in a list, as ``runner.judge.Executor.run`` keeps them); the results file
+(kept in a list, as ``runner.judging.judge.Executor.run`` keeps them); the results file
 (``store.write_results``); the aggregation and the summary; the summary file (``store.write_json``).
 Last, for comparison, every ``Item`` held in memory at once (``LoadedDataset.items``). RSS is read
 from /proc/self/statm after ``gc.collect()``, the peak so far from ``ru_maxrss`` after each stage.
@@ -40,15 +40,17 @@ def main() -> None:
     dataset, n = Path(sys.argv[1]), int(sys.argv[2])
     stages: list[tuple[str, float, float]] = [("interpreter", rss_mb(), peak_mb())]
     started = time.perf_counter()
-    import runner.cli  # noqa: F401
+    import runner.app.cli  # noqa: F401
 
-    stages.append((f"import runner.cli (mlflow imported: {'mlflow' in sys.modules})", rss_mb(), peak_mb()))
+    stages.append((f"import runner.app.cli (mlflow imported: {'mlflow' in sys.modules})", rss_mb(), peak_mb()))
     import_s = time.perf_counter() - started
 
-    from runner import aggregation, report, store
-    from runner.config import DatasetConfig, OnBadRow, SystemConfig
-    from runner.datasets import load_items
-    from runner.types import JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+    from runner.core.config import DatasetConfig, OnBadRow, SystemConfig
+    from runner.core.types import JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+    from runner.inputs.datasets import load_items
+    from runner.judging import aggregation
+    from runner.modes import summary as report
+    from runner.storage import store
 
     cfg = DatasetConfig(name="chat_vs_simple", path=str(dataset), id_field="id", variables={"instruction": "prompt"},
                         ours=SystemConfig(name="chat", field="chat"),

@@ -6,10 +6,10 @@ Each number is the cost of one step of one judge call, measured by calling that 
   does before sending; litellm's ``openai/`` provider goes through it, ``hosted_vllm/`` does not).
 - litellm: ``completion_cost`` of a response for an unpriced model (raises after trying several model
   names; litellm catches it on every call) and for the same model registered at $0.
-- runner/store.py ``Journal.append`` of a real judgment with and without ``os.fsync`` (on $TMPDIR's
+- runner/storage/store.py ``Journal.append`` of a real judgment with and without ``os.fsync`` (on $TMPDIR's
   file system, where the benchmark runs write their journals).
 - judgesweep's own per-call steps: render, hash, cache key, parse, journal record.
-- Python's garbage collector: one full collection after ``import runner.pipeline``, and after ``gc.freeze()``.
+- Python's garbage collector: one full collection after ``import runner.run.pipeline``, and after ``gc.freeze()``.
 
 Writes benchmarks/micro.json. Standalone: ``python -m benchmarks.micro``.
 """
@@ -94,8 +94,8 @@ def litellm_cost() -> dict[str, float]:
 
 
 def journal(judgment: Any) -> dict[str, float]:
-    """runner.store.Journal.append with and without fsync: mean, p50 and p99 microseconds."""
-    import runner.store as store
+    """runner.storage.store.Journal.append with and without fsync: mean, p50 and p99 microseconds."""
+    import runner.storage.store as store
 
     out = {}
     real_os = store.os
@@ -122,11 +122,11 @@ def journal(judgment: Any) -> dict[str, float]:
 
 def runner_steps(row: dict) -> tuple[dict[str, float], Any]:
     """judgesweep's own per-call work outside litellm; returns the timings and a real judgment."""
-    from runner.cache import cache_key
-    from runner.parsing import parse_verdict
-    from runner.prompts import load_template
-    from runner.store import judgment_record
-    from runner.types import JudgeRequest, JudgeResponse, Judgment, Order, Status, hash_messages
+    from runner.core.types import JudgeRequest, JudgeResponse, Judgment, Order, Status, hash_messages
+    from runner.inputs.prompts import load_template
+    from runner.judging.parsing import parse_verdict
+    from runner.storage.cache import cache_key
+    from runner.storage.store import judgment_record
 
     template = load_template(REPO / "prompts", "mtbench_pair")
     variables = {"instruction": row["prompt"], "output_a": row["chat"], "output_b": row["simple_chat"]}
@@ -148,8 +148,8 @@ def runner_steps(row: dict) -> tuple[dict[str, float], Any]:
 
 def full_gc() -> dict[str, Any]:
     """One full collection after importing a run's modules, before and after gc.freeze()."""
-    import runner.pipeline  # noqa: F401  (runner.cli imports the run's modules only when a job starts)
-    import runner.tracking  # noqa: F401
+    import runner.outputs.tracking  # noqa: F401
+    import runner.run.pipeline  # noqa: F401  (runner.app.cli imports the run's modules only when a job starts)
 
     gc.collect()
     tracked = len(gc.get_objects())

@@ -3,11 +3,11 @@
 Each patch removes one cost found while benchmarking, so "baseline vs patched" is what a fix to
 runner/ would buy at most:
 
-- ``no_fsync``: ``os.fsync`` in runner/store.py becomes a no-op (the journal still writes and flushes
+- ``no_fsync``: ``os.fsync`` in runner/storage/store.py becomes a no-op (the journal still writes and flushes
   every line; only the per-call fsync on the event-loop thread goes).
-- ``stub_tracking``: a stand-in ``runner.tracking`` module is installed before the CLI imports it, so
-  mlflow and pandas are never imported (what a lazy import in runner/tracking.py would give a run
-  with ``tracking=off``; runner/tracking.py has imported them lazily since commit 50e0f41, so this
+- ``stub_tracking``: a stand-in ``runner.outputs.tracking`` module is installed before the CLI imports it, so
+  mlflow and pandas are never imported (what a lazy import in runner/outputs/tracking.py would give a run
+  with ``tracking=off``; runner/outputs/tracking.py has imported them lazily since commit 50e0f41, so this
   is now a no-op that shows the run-to-run noise). Only valid with tracking=off.
 - ``zero_price``: the judge model is registered in litellm's cost map at $0 before the run (an unpriced
   model makes litellm's per-call cost calculation try three names and raise on each).
@@ -56,7 +56,7 @@ def _gc_stats() -> None:
 
 
 def _stub_tracking() -> None:
-    module = types.ModuleType("runner.tracking")
+    module = types.ModuleType("runner.outputs.tracking")
 
     def _refuse(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("benchmarks.whatif stub_tracking: run with tracking=off")
@@ -64,10 +64,10 @@ def _stub_tracking() -> None:
     module.start_run = _refuse
     module.finish_run = _refuse
     module.RunRecord = lambda **kwargs: kwargs
-    sys.modules["runner.tracking"] = module
+    sys.modules["runner.outputs.tracking"] = module
     import runner
 
-    runner.tracking = module
+    runner.outputs.tracking = module
 
 
 def _zero_price(argv: list[str]) -> None:
@@ -95,13 +95,13 @@ def main() -> None:
     if "stub_tracking" in patches:
         _stub_tracking()
     if "no_fsync" in patches:
-        import runner.store
+        import runner.storage.store
 
-        runner.store.os = types.SimpleNamespace(**{**vars(os), "fsync": lambda fd: None})
+        runner.storage.store.os = types.SimpleNamespace(**{**vars(os), "fsync": lambda fd: None})
     if "zero_price" in patches:
         _zero_price(argv)
     if "gc_freeze" in patches:
-        import runner.pipeline  # noqa: F401  (every heavy import happens here; runner.cli now freezes there too)
+        import runner.run.pipeline  # noqa: F401  (every heavy import happens here; runner.app.cli now freezes there too)
 
         gc.collect()
         gc.freeze()

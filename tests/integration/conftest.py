@@ -19,8 +19,8 @@ import pytest
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from runner.cli import EXPECTED_ERRORS
-from runner.experiment import run_experiment
+from runner.app.cli import EXPECTED_ERRORS
+from runner.run.experiment import run_experiment
 from tests.fakes.openai_server import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[2]

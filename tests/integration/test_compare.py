@@ -17,8 +17,8 @@ SWEEP = ("judge=replay_gpt4,replay_chatgpt", "prompt=llmbar_vanilla,llmbar_vanil
 
 
 def compare_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    """Run ``python -m runner.compare_cli`` offline."""
-    return subprocess.run([sys.executable, "-m", "runner.compare_cli", *args], cwd=cwd, env=offline_env(),
+    """Run ``python -m runner.app.compare_cli`` offline."""
+    return subprocess.run([sys.executable, "-m", "runner.app.compare_cli", *args], cwd=cwd, env=offline_env(),
                           capture_output=True, text=True, timeout=600)
 
 

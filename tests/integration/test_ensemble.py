@@ -8,7 +8,7 @@ import json
 import pytest
 from mlflow.tracking import MlflowClient
 
-from runner import results
+from runner.outputs import results
 from tests.integration.test_launchers import Rendezvous
 
 COMBINES = ("majority_vote", "weighted", "mean", "median", "dawid_skene")

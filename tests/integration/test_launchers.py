@@ -50,7 +50,7 @@ def job_pids(job_dir: Path) -> set[int]:
 
 def test_joblib_sweep_runs_jobs_in_parallel_processes_into_one_mlflow_server(run_cli, fake_server, mlflow_server):
     # Created up front: two jobs that both find no experiment both create it, and one fails with
-    # RESOURCE_ALREADY_EXISTS (runner/tracking.py _experiment_id does not handle that race yet).
+    # RESOURCE_ALREADY_EXISTS (runner/outputs/tracking.py _experiment_id does not handle that race yet).
     client = MlflowClient(tracking_uri=mlflow_server)
     experiment_id = client.create_experiment("launcher-test")
     rendezvous = Rendezvous({1, 2})

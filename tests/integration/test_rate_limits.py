@@ -3,7 +3,7 @@
 The provider admits 5 requests in any sliding second (300 rpm, metered per second) and answers 429 with
 Retry-After and retry-after-ms beyond it. Without ``judge.rpm`` a run at concurrency 16 used to exhaust its
 retries and abort ("RunAborted: 4 of 74 judge calls failed"); now every 429 goes back through the judge's
-limiter, which learns the rate (runner.pacing), and never counts against max_retries or max_error_rate.
+limiter, which learns the rate (runner.llm.pacing), and never counts against max_retries or max_error_rate.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``runner.results.load`` over real CLI runs: a tracked replay sweep (by directory and by run id), and an
+"""``runner.outputs.results.load`` over real CLI runs: a tracked replay sweep (by directory and by run id), and an
 untracked pointwise run against the loopback server, read from its directory (and from its journal alone)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from runner import results
+from runner.outputs import results
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.integration.conftest import REPO, cli_args, live_judge, mlflow_uri, offline_env
 from tests.integration.test_presets import answer

@@ -2,7 +2,7 @@
 bootstrap that 100,000 judgments once hit) keeps every answer, says it failed in MLflow, and is finished by
 ``resume=`` without a single judge call.
 
-The bug is injected by a wrapper process that replaces ``runner.trust.pairwise_trust`` with a function that
+The bug is injected by a wrapper process that replaces ``runner.modes.trust.pairwise_trust`` with a function that
 raises MemoryError before calling the real CLI entry point; nothing else is replaced: real HTTP to the fake
 server, a real MLflow store.
 """
@@ -23,13 +23,13 @@ pytestmark = pytest.mark.integration
 N_ITEMS = 6
 BROKEN_STATISTIC = """
 import sys
-import runner.trust
+import runner.modes.trust
 
 def broken(*args, **kwargs):
     raise MemoryError("Unable to allocate 9.31 GiB for an array with shape (100000, 100000)")
 
-runner.trust.pairwise_trust = broken
-from runner.cli import main
+runner.modes.trust.pairwise_trust = broken
+from runner.app.cli import main
 sys.argv = ["judgesweep", *sys.argv[1:]]
 main()
 """

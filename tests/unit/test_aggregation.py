@@ -1,12 +1,11 @@
-"""Unit tests for runner.aggregation: the majority vote and per-item grouping."""
+"""Unit tests for runner.judging.aggregation: the majority vote and per-item grouping."""
 
 from __future__ import annotations
 
 import pytest
 
-from runner.aggregation import AGGREGATIONS, aggregate_items, final_judgments, majority_vote
-from runner.registry import UnknownNameError
-from runner.types import (
+from runner.core.registry import UnknownNameError
+from runner.core.types import (
     JudgeRequest,
     JudgeResponse,
     Judgment,
@@ -14,6 +13,7 @@ from runner.types import (
     Status,
     Verdict,
 )
+from runner.judging.aggregation import AGGREGATIONS, aggregate_items, final_judgments, majority_vote
 
 
 def judgment(

@@ -1,4 +1,4 @@
-"""Unit tests for runner.agreement: judge-vs-gold, inter-judge and human-ceiling agreement.
+"""Unit tests for runner.stats.agreement: judge-vs-gold, inter-judge and human-ceiling agreement.
 
 Expected numbers are textbook worked examples (Wikipedia's Cohen and Fleiss kappa examples, the
 `krippendorff` package's documented example) or computed here from the statistics' definitions, never by
@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from runner import stats
-from runner.agreement import cohen_kappa, human_ceiling, inter_judge, label_agreement, majority, ordinal_agreement
+from runner.stats import scores as stats
+from runner.stats.agreement import cohen_kappa, human_ceiling, inter_judge, label_agreement, majority, ordinal_agreement
 
 pytestmark = pytest.mark.filterwarnings("error")
 

@@ -1,4 +1,4 @@
-"""Unit tests for runner.bias: position, length and self-preference bias of a pairwise judge."""
+"""Unit tests for runner.modes.bias: position, length and self-preference bias of a pairwise judge."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from scipy import stats as scipy_stats
 
-from runner.bias import bias_metrics, bias_report
-from runner.datasets import ItemRef
-from runner.parsing import parse_verdict
-from runner.report import gold_metrics
-from runner.types import TIE, JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+from runner.core.types import TIE, JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+from runner.inputs.datasets import ItemRef
+from runner.judging.parsing import parse_verdict
+from runner.modes.bias import bias_metrics, bias_report
+from runner.modes.summary import gold_metrics
 
 OURS, BASE = "ours", "base"
 AB, BA = Order.AB, Order.BA
@@ -266,7 +266,7 @@ def test_llmbar_natural_gpt4_vanilla_consistency_is_the_published_positional_agr
 
 
 def test_pointwise_length_preference_beyond_the_human_scores() -> None:
-    from runner.bias import length_score_bias
+    from runner.modes.bias import length_score_bias
 
     lengths = [10, 20, 30, 40, 50]
     judge = [1.0, 2.0, 3.0, 4.0, 5.0]  # follows length perfectly

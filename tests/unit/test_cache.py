@@ -1,4 +1,4 @@
-"""Unit tests for runner.cache: key canonicalisation, the SQLite response cache and its modes."""
+"""Unit tests for runner.storage.cache: key canonicalisation, the SQLite response cache and its modes."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from runner.cache import CacheError, ResponseCache, cache_key
-from runner.config import CacheMode
-from runner.types import JudgeResponse, Message, Secret
+from runner.core.config import CacheMode
+from runner.core.types import JudgeResponse, Message, Secret
+from runner.storage.cache import CacheError, ResponseCache, cache_key
 
 MODEL = "openai/gpt-4o-mini"
 API_BASE = "http://127.0.0.1:8000/v1"

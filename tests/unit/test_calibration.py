@@ -1,10 +1,10 @@
-"""Unit tests for runner.calibration: the held-out run's command line and the report lines."""
+"""Unit tests for runner.app.calibration: the held-out run's command line and the report lines."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from runner.calibration import console_lines, heldout_overrides
+from runner.app.calibration import console_lines, heldout_overrides
 
 
 def test_heldout_overrides_replace_the_swept_keys_and_the_split() -> None:

@@ -1,11 +1,11 @@
-"""Unit tests for runner.checks: the ai_phrases check, running checks by name, and start-up validation."""
+"""Unit tests for runner.judging.checks: the ai_phrases check, running checks by name, and start-up validation."""
 
 from __future__ import annotations
 
 import pytest
 
-from runner.checks import CHECKS, DEFAULT_AI_PHRASES, ai_phrases, check_params, run_checks
-from runner.registry import UnknownNameError
+from runner.core.registry import UnknownNameError
+from runner.judging.checks import CHECKS, DEFAULT_AI_PHRASES, ai_phrases, check_params, run_checks
 
 REQUIRED_DEFAULTS = (
     "I understand",

@@ -1,4 +1,4 @@
-"""Unit tests for runner.compare (paired comparison of runs) and the table of runner.compare_cli.
+"""Unit tests for runner.outputs.compare (paired comparison of runs) and the table of runner.app.compare_cli.
 
 Runs are hand-built results.jsonl rows; p-values are checked by hand (exact McNemar = 2 * 0.5^k when all
 k discordant pairs go one way, exact Wilcoxon = 2 / 2^n when all n differences are positive and distinct,
@@ -13,9 +13,9 @@ import sys
 import pytest
 from rich.console import Console
 
-from runner import compare
-from runner.compare import ComparisonError, RunResults
-from runner.compare_cli import render_table
+from runner.app.compare_cli import render_table
+from runner.outputs import compare
+from runner.outputs.compare import ComparisonError, RunResults
 
 
 def pairwise_row(item: str, order: str, winner: str | None, gold: str | None = "output_1", stage: str = "judge",
@@ -165,7 +165,7 @@ def test_table_has_the_columns_and_marks_holm_significance():
 
 
 def test_importing_the_compare_cli_imports_neither_litellm_nor_mlflow():
-    code = ("import sys, runner.compare_cli; "
+    code = ("import sys, runner.app.compare_cli; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'litellm', 'mlflow'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -1,4 +1,4 @@
-"""Unit tests for runner.config + conf/: every option composes through Hydra into a typed RunConfig.
+"""Unit tests for runner.core.config + conf/: every option composes through Hydra into a typed RunConfig.
 
 Uses Hydra's compose API on the real conf/ tree; nothing is run.
 """
@@ -15,7 +15,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from runner.config import (
+from runner.core.config import (
     JudgeConfig,
     OrderPolicy,
     PromptConfig,
@@ -210,7 +210,7 @@ def test_register_configs_is_idempotent(hydra_conf: None) -> None:
     assert isinstance(to_run_config([]), RunConfig)
 
 
-# --- Hydra's config store is shared, not copied (runner.config.register_configs) ------------------------------
+# --- Hydra's config store is shared, not copied (runner.core.config.register_configs) ------------------------------
 
 
 def test_composing_shares_the_config_store_and_leaves_its_schemas_unchanged(hydra_conf: None) -> None:

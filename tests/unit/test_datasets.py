@@ -1,4 +1,4 @@
-"""Unit tests for runner.datasets: real JSONL/JSON files in tmp_path, every error names file and line."""
+"""Unit tests for runner.inputs.datasets: real JSONL/JSON files in tmp_path, every error names file and line."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from runner.config import DatasetConfig, OnBadRow, SystemConfig
-from runner.datasets import DatasetError, load_items, resolve_path
-from runner.splits import check_split, split_of
-from runner.types import TIE
+from runner.core.config import DatasetConfig, OnBadRow, SystemConfig
+from runner.core.types import TIE
+from runner.inputs.datasets import DatasetError, load_items, resolve_path
+from runner.inputs.splits import check_split, split_of
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,5 @@
-"""Unit tests for runner.datasets in pointwise mode: one candidate (or none), field shapes, labels, shipped data."""
+"""Unit tests for runner.inputs.datasets in pointwise mode: one candidate (or none), field shapes, labels,
+shipped data."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from runner.config import DatasetConfig, OnBadRow, PromptMode, SystemConfig
-from runner.datasets import DatasetError, LoadedDataset, Shape, check_systems, load_items, resolve_path
-from runner.types import Candidate, Item
+from runner.core.config import DatasetConfig, OnBadRow, PromptMode, SystemConfig
+from runner.core.types import Candidate, Item
+from runner.inputs.datasets import DatasetError, LoadedDataset, Shape, check_systems, load_items, resolve_path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 POINTWISE = Shape(mode=PromptMode.pointwise)

@@ -1,4 +1,4 @@
-"""runner.ensemble: combining member judges' verdicts, Dawid-Skene, and the ensemble against gold labels."""
+"""runner.modes.ensemble: combining member judges' verdicts, Dawid-Skene, and the ensemble against gold labels."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner.aggregation import majority_vote
-from runner.agreement import cohen_kappa
-from runner.ensemble import (
+from runner.core.registry import UnknownNameError
+from runner.judging.aggregation import majority_vote
+from runner.judging.parsing import parse_verdict
+from runner.modes.ensemble import (
     LABEL_COMBINERS,
     SCORE_COMBINERS,
     combine_labels,
@@ -21,8 +22,7 @@ from runner.ensemble import (
     inter_judge_agreement,
     member_comparison,
 )
-from runner.parsing import parse_verdict
-from runner.registry import UnknownNameError
+from runner.stats.agreement import cohen_kappa
 
 LLMBAR = Path(__file__).resolve().parents[2] / "runner" / "data" / "llmbar"
 SUBSETS = ("natural", "neighbor", "gptinst", "gptout", "manual")

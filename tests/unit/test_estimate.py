@@ -1,12 +1,12 @@
-"""Unit tests for runner.estimate's list price of a run's answers (litellm's local cost map, no sockets)."""
+"""Unit tests for runner.judging.estimate's list price of a run's answers (litellm's local cost map, no sockets)."""
 
 from __future__ import annotations
 
 import pytest
 
-from runner.config import JudgeConfig
-from runner.estimate import LIST_UNPRICED, LIST_USD, list_cost, run_list_cost
-from runner.types import JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+from runner.core.config import JudgeConfig
+from runner.core.types import JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+from runner.judging.estimate import LIST_UNPRICED, LIST_USD, list_cost, run_list_cost
 
 # gpt-4 in litellm's local cost map: $30 per million prompt tokens, $60 per million completion tokens
 GPT4_1000_IN_100_OUT = 1000 * 30e-6 + 100 * 60e-6

@@ -1,4 +1,4 @@
-"""Unit tests for runner.frontier: Pareto logic (ties, free configs, missing values), labels, CSV, plot."""
+"""Unit tests for runner.outputs.frontier: Pareto logic (ties, free configs, missing values), labels, CSV, plot."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from runner.frontier import (
+from runner.outputs.frontier import (
     COST_PER_1K,
     FRONTIER_CSV,
     LABEL,
@@ -25,7 +25,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def row(job: int, cost: float | None, quality: float | None, items: int | None = 100, **extra) -> dict:
-    """A sweep row as runner.sweep.collect makes it, with the items column added."""
+    """A sweep row as runner.outputs.sweep.collect makes it, with the items column added."""
     return {"job": job, "judge": f"j{job}", "status": "ok", "agreement": quality, "list $": cost, "items": items,
             **extra}
 

@@ -1,4 +1,4 @@
-"""Unit tests for runner.gates: which gates apply, their boundaries, and the line that says why."""
+"""Unit tests for runner.run.gates: which gates apply, their boundaries, and the line that says why."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from runner.config import GateConfig
-from runner.gates import Baseline, GateResult, check_results, evaluate
+from runner.core.config import GateConfig
+from runner.run.gates import Baseline, GateResult, check_results, evaluate
 
 
 def summary(passed: int, failed: int) -> dict[str, Any]:

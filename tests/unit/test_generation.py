@@ -1,4 +1,4 @@
-"""Unit tests for runner.generation: the generation stage with a scripted async client, no sockets.
+"""Unit tests for runner.judging.generation: the generation stage with a scripted async client, no sockets.
 
 The shipped agent_examples dataset and the real prompts/generate_agent.j2 template are used, so the
 test also covers what reaches the generator: every item's variables rendered into the prompt.
@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from runner.cache import ResponseCache
-from runner.config import CacheMode, DatasetConfig, PromptMode
-from runner.datasets import Shape, load_items, resolve_path
-from runner.generation import (
+from runner.core.config import CacheMode, DatasetConfig, PromptMode
+from runner.core.types import Candidate, Item, JudgeRequest, JudgeResponse, Message, hash_messages
+from runner.inputs.datasets import Shape, load_items, resolve_path
+from runner.inputs.prompts import Template, load_template
+from runner.judging.generation import (
     STAGE_GENERATE,
     Generation,
     Generator,
@@ -27,10 +28,9 @@ from runner.generation import (
     generation_record,
     with_outputs,
 )
-from runner.judge import ABORT_MIN_CALLS, RunAborted
-from runner.prompts import Template, load_template
-from runner.sources import AnswerSources
-from runner.types import Candidate, Item, JudgeRequest, JudgeResponse, Message, hash_messages
+from runner.judging.judge import ABORT_MIN_CALLS, RunAborted
+from runner.storage.cache import ResponseCache
+from runner.storage.sources import AnswerSources
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = "gpt4o_mini"

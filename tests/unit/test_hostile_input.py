@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from runner.config import DatasetConfig, OnBadRow, SystemConfig
-from runner.datasets import DatasetError, SkippedRow, load_items
-from runner.prompts import ZERO_WIDTH_SPACE, Template, load_template, neutralize
-from runner.types import Message
+from runner.core.config import DatasetConfig, OnBadRow, SystemConfig
+from runner.core.types import Message
+from runner.inputs.datasets import DatasetError, SkippedRow, load_items
+from runner.inputs.prompts import ZERO_WIDTH_SPACE, Template, load_template, neutralize
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PROMPTS = PROJECT_ROOT / "prompts"

@@ -1,4 +1,4 @@
-"""Unit tests for runner.html_report: plots are PNGs, reports embed them, tables hold the data, labels
+"""Unit tests for runner.outputs.html_report: plots are PNGs, reports embed them, tables hold the data, labels
 are escaped."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from runner import html_report
-from runner.frontier import frontier
-from runner.html_report import (
+from runner.outputs import html_report
+from runner.outputs.frontier import frontier
+from runner.outputs.html_report import (
     bars_png,
     confusion_png,
     histogram_png,
@@ -120,7 +120,7 @@ def job(sweep_dir, num: int, judge: str, metrics: dict) -> None:
 
 
 def test_the_sweep_files_are_written_with_a_frontier_only_when_there_are_labels(tmp_path):
-    from runner import sweep
+    from runner.outputs import sweep
 
     labelled, unlabelled = tmp_path / "labelled", tmp_path / "unlabelled"
     for num, acc in enumerate((0.9, 0.8)):
@@ -140,7 +140,7 @@ def test_a_report_that_cannot_be_written_is_a_warning_not_a_failed_run(tmp_path,
 
 
 def test_verdict_bars_of_all_ties_draw_without_negative_error_bars() -> None:
-    from runner.html_report import verdict_png
+    from runner.outputs.html_report import verdict_png
 
     png = verdict_png({"ours": 0, "baseline": 0, "tie": 7}, 7)
     assert png.startswith(b"\x89PNG")

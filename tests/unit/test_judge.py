@@ -1,4 +1,4 @@
-"""Unit tests for runner.judge: order planning, explanation swapping and the Executor.
+"""Unit tests for runner.judging.judge: order planning, explanation swapping and the Executor.
 
 The Executor runs for real against real templates and parsers; only the network is replaced, by a
 tiny fake client whose answer is a function of the messages it receives.
@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from runner import judge as judge_module
-from runner.config import OrderPolicy, ParserConfig, Strategy
+from runner.core.config import OrderPolicy, ParserConfig, Strategy
+from runner.core.types import TIE, Candidate, Item, JudgeResponse, Judgment, Message, Order, Status, hash_messages
 from runner.data.llmbar.build_replay import prompt_to_chatml, reverse_output_ab, synthesis_prompt
-from runner.judge import (
+from runner.inputs.prompts import load_template
+from runner.judging import judge as judge_module
+from runner.judging.judge import (
     PARSER_ERROR,
     STAGE_JUDGE,
     STAGE_SYNTHESIS,
@@ -27,8 +29,6 @@ from runner.judge import (
     read_verdict,
     swap_output_refs,
 )
-from runner.prompts import load_template
-from runner.types import TIE, Candidate, Item, JudgeResponse, Judgment, Message, Order, Status, hash_messages
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PROMPTS = PROJECT_ROOT / "prompts"
@@ -429,7 +429,7 @@ def test_a_parser_that_raises_keeps_the_paid_answer_unscored_and_journaled(monke
 def test_judgments_kept_in_memory_leave_their_texts_in_the_journal(tmp_path: Path) -> None:
     # A million judge explanations must not sit in memory until the run ends: once a unit is done, each
     # journaled answer keeps only its line's offset, and store.with_texts reads the text back for the results.
-    from runner.store import Journal, judgment_record, with_texts, write_results
+    from runner.storage.store import Journal, judgment_record, with_texts, write_results
 
     def explain(messages: tuple[Message, ...]) -> JudgeResponse:
         return answer(f"A long explanation of {len(user(messages))} characters.\nOutput (a) is better.")

@@ -18,12 +18,12 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from runner.config import DatasetConfig, JudgeConfig, PromptConfig
-from runner.datasets import load_items
-from runner.judge import pair_variables
-from runner.parsing import parse_verdict
-from runner.prompts import load_template
-from runner.types import Order, hash_messages
+from runner.core.config import DatasetConfig, JudgeConfig, PromptConfig
+from runner.core.types import Order, hash_messages
+from runner.inputs.datasets import load_items
+from runner.inputs.prompts import load_template
+from runner.judging.judge import pair_variables
+from runner.judging.parsing import parse_verdict
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DATA = PROJECT_ROOT / "runner" / "data"

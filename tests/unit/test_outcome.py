@@ -1,9 +1,10 @@
-"""Unit tests for runner.outcome.table_rows: the MLflow results table of a large run is cut, results.jsonl is not."""
+"""Unit tests for runner.run.outcome.table_rows: the MLflow results table of a large run is cut, results.jsonl
+is not."""
 
 from __future__ import annotations
 
-from runner.outcome import table_rows
-from runner.types import JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+from runner.core.types import JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+from runner.run.outcome import table_rows
 
 
 def judgment(n: int) -> Judgment:

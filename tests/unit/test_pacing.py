@@ -1,4 +1,4 @@
-"""Unit tests for runner.pacing: rpm spacing, the tpm bucket, 429 penalties and the limiter pool.
+"""Unit tests for runner.llm.pacing: rpm spacing, the tpm bucket, 429 penalties and the limiter pool.
 
 Everything runs on an injected fake clock; only the cross-event-loop test sleeps for real (a few ms).
 """
@@ -11,7 +11,7 @@ import selectors
 
 import pytest
 
-from runner.pacing import LimiterPool, RateLimiter, estimate_tokens
+from runner.llm.pacing import LimiterPool, RateLimiter, estimate_tokens
 
 
 class FakeClock:
@@ -236,7 +236,7 @@ def one_second_window_run(limiter_for, limit_per_s: int, calls: int = 300, concu
                           latency_s: float = 0.2) -> tuple[int, int, float]:
     """``calls`` calls, ``concurrency`` at a time, through a limiter's real acquire(), against a provider that
     admits ``limit_per_s`` in any sliding second and answers 429 + Retry-After beyond it; a 429 is reported
-    with penalize() and the call goes back through acquire(), as runner.client does. Returns (done, 429s, wall)."""
+    with penalize() and the call goes back through acquire(), as runner.llm.client does. Returns (done, 429s, wall)."""
     loop = VirtualTimeLoop()
     limiter = limiter_for(loop.clock)
     admitted: list[float] = []

@@ -1,4 +1,4 @@
-"""Unit tests for runner.panel: an ensemble judge's checks, votes, aggregations and summary, on hand-built
+"""Unit tests for runner.modes.panel: an ensemble judge's checks, votes, aggregations and summary, on hand-built
 judgments of the real composed config (judge=ensemble)."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from runner import panel
-from runner.config import OrderPolicy, RunConfig, register_configs
-from runner.errors import ConfigurationError
+from runner.core.config import OrderPolicy, RunConfig, register_configs
+from runner.core.errors import ConfigurationError
+from runner.modes import panel
 from tests.unit.test_bias import AB, BA, judgment, picking, ref
 from tests.unit.test_config import hydra_conf, to_run_config  # noqa: F401 - hydra_conf is a fixture
 

@@ -1,4 +1,4 @@
-"""Unit tests for runner.parsing: hand-written edge cases and real judge outputs from the fixtures."""
+"""Unit tests for runner.judging.parsing: hand-written edge cases and real judge outputs from the fixtures."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.parsing import (
+from runner.core.registry import UnknownNameError
+from runner.core.types import TIE, Verdict
+from runner.judging.parsing import (
     EMPTY,
     INVALID_JSON,
     LABEL_NOT_OFFERED,
@@ -16,8 +18,6 @@ from runner.parsing import (
     PARSERS,
     parse_verdict,
 )
-from runner.registry import UnknownNameError
-from runner.types import TIE, Verdict
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "judge_outputs"
 AB = ("A", "B")

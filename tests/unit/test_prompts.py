@@ -1,4 +1,4 @@
-"""Unit tests for runner.prompts: every shipped template, verbatim candidate text, errors, LLMBar identity."""
+"""Unit tests for runner.inputs.prompts: every shipped template, verbatim candidate text, errors, LLMBar identity."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from runner.prompts import TemplateError, check_variables, load_template
-from runner.types import Message, hash_messages
+from runner.core.types import Message, hash_messages
+from runner.inputs.prompts import TemplateError, check_variables, load_template
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PROMPTS = PROJECT_ROOT / "prompts"

@@ -1,4 +1,4 @@
-"""Unit tests for runner.registry: lookup, parameter binding and the start-up dry run of an entry."""
+"""Unit tests for runner.core.registry: lookup, parameter binding and the start-up dry run of an entry."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from runner.errors import ConfigurationError, ParamsError
-from runner.registry import Registry, UnknownNameError
+from runner.core.errors import ConfigurationError, ParamsError
+from runner.core.registry import Registry, UnknownNameError
 
 THINGS: Registry = Registry("thing")
 

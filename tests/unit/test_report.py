@@ -1,4 +1,5 @@
-"""Unit tests for runner.report: summary format, gold accuracy, judge statistics, console."""
+"""Unit tests for runner.modes.summary (summary format, gold accuracy, judge statistics) and
+runner.outputs.console."""
 
 from __future__ import annotations
 
@@ -8,16 +9,7 @@ import random
 import pytest
 from rich.console import Console
 
-from runner.aggregation import majority_vote
-from runner.report import (
-    GOLD_KEYS,
-    build_summary,
-    flat_metrics,
-    gold_metrics,
-    judge_metrics,
-    render_console,
-)
-from runner.types import (
+from runner.core.types import (
     Candidate,
     Item,
     JudgeRequest,
@@ -27,6 +19,9 @@ from runner.types import (
     Status,
     Verdict,
 )
+from runner.judging.aggregation import majority_vote
+from runner.modes.summary import GOLD_KEYS, build_summary, flat_metrics, gold_metrics, judge_metrics
+from runner.outputs.console import render_console
 
 OURS, BASE = "ours", "base"
 AB, BA = Order.AB, Order.BA

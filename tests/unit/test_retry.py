@@ -1,4 +1,4 @@
-"""Unit tests for runner.retry: backoff bounds and jitter, and every Retry-After format."""
+"""Unit tests for runner.llm.retry: backoff bounds and jitter, and every Retry-After format."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from email.utils import format_datetime
 
 import pytest
 
-from runner.retry import RetryPolicy, parse_retry_after
+from runner.llm.retry import RetryPolicy, parse_retry_after
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 

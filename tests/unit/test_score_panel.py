@@ -1,13 +1,13 @@
-"""Unit tests for runner.score_panel: a pointwise ensemble's combined scores, agreement and pass/fail votes."""
+"""Unit tests for runner.modes.score_panel: a pointwise ensemble's combined scores, agreement and pass/fail votes."""
 
 from __future__ import annotations
 
 import pytest
 
-from runner import score_panel
-from runner.datasets import ItemRef
-from runner.scorecard import SCORED, UNSCORED, ItemScore
-from runner.scoring import Scoring
+from runner.inputs.datasets import ItemRef
+from runner.judging.scoring import Scoring
+from runner.modes import score_panel
+from runner.modes.scorecard import SCORED, UNSCORED, ItemScore
 
 SCORING = Scoring(criteria=(), category_weights={}, pass_threshold=3.5, low=1.0, high=5.0)
 

@@ -1,4 +1,4 @@
-"""Unit tests for runner.score_parsing: pointwise judge answers as judges actually write them."""
+"""Unit tests for runner.judging.score_parsing: pointwise judge answers as judges actually write them."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from runner.parsing import EMPTY, INVALID_JSON, MISSING_KEY
-from runner.registry import UnknownNameError
-from runner.score_parsing import (
+from runner.core.registry import UnknownNameError
+from runner.core.types import Criterion, Verdict
+from runner.judging.parsing import EMPTY, INVALID_JSON, MISSING_KEY
+from runner.judging.score_parsing import (
     AMBIGUOUS_KEY,
     NOT_A_NUMBER,
     OUT_OF_RANGE,
@@ -17,7 +18,6 @@ from runner.score_parsing import (
     parse_scores,
     score_schema,
 )
-from runner.types import Criterion, Verdict
 
 ACCURACY = Criterion("accuracy", 1, 5, description="Facts are correct.")
 HELPFULNESS = Criterion("helpfulness", 1, 5)

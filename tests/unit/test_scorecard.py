@@ -1,4 +1,4 @@
-"""Unit tests for runner.scorecard: per-item scores across repeats, report sections and MLflow metrics.
+"""Unit tests for runner.modes.scorecard: per-item scores across repeats, report sections and MLflow metrics.
 
 Every record is built by hand, so each expected number below can be checked on paper.
 """
@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
-from runner.config import CriterionConfig, RubricConfig
-from runner.datasets import ItemRef
-from runner.scorecard import (
+from runner.core.config import CriterionConfig, RubricConfig
+from runner.core.types import JudgeRequest, JudgeResponse, Judgment, Status, Verdict
+from runner.inputs.datasets import ItemRef
+from runner.judging.scoring import Scoring
+from runner.modes.scorecard import (
     CheckSpec,
     ItemScore,
     build_report,
@@ -20,8 +22,6 @@ from runner.scorecard import (
     score_items,
     section,
 )
-from runner.scoring import Scoring
-from runner.types import JudgeRequest, JudgeResponse, Judgment, Status, Verdict
 
 CRITERIA = ("accuracy", "completeness")
 

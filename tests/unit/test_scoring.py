@@ -1,4 +1,4 @@
-"""Unit tests for runner.scoring: rubric validation, applicable criteria, weighted overall, pass/fail."""
+"""Unit tests for runner.judging.scoring: rubric validation, applicable criteria, weighted overall, pass/fail."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from types import MappingProxyType
 
 import pytest
 
-from runner.config import CriterionConfig, RubricConfig
-from runner.registry import UnknownNameError
-from runner.scoring import SCORE_AGGREGATIONS, RubricError, Scoring
-from runner.types import Item
+from runner.core.config import CriterionConfig, RubricConfig
+from runner.core.registry import UnknownNameError
+from runner.core.types import Item
+from runner.judging.scoring import SCORE_AGGREGATIONS, RubricError, Scoring
 
 # The weights of conf/rubric/reply_quality.yaml: defaults 0.4/0.3/0.3, emotion 0.5/0.3/0.2.
 REPLY_CRITERIA = (("naturalness", 0.4), ("appropriateness", 0.3), ("intent_match", 0.3))

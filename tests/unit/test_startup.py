@@ -32,12 +32,13 @@ def imported_by(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
 
 
 def test_importing_the_cli_imports_no_run_module():
-    proc, modules = imported_by("-c", "import runner.cli, sys; "
+    proc, modules = imported_by("-c", "import runner.app.cli, sys; "
                                       "print(sorted(m for m in sys.modules if m.startswith('runner.')))")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert modules & RUN_ONLY == set()
     loaded = set(proc.stdout.split("'")[1::2])
-    assert loaded & {"runner.pipeline", "runner.client", "runner.tracking", "runner.outcome"} == set()
+    assert loaded & {"runner.run.pipeline", "runner.llm.client", "runner.outputs.tracking",
+                     "runner.run.outcome"} == set()
 
 
 @pytest.mark.parametrize(("flags", "printed"), [
@@ -53,8 +54,8 @@ def test_help_and_cfg_compose_without_litellm_mlflow_or_statistics(flags, printe
 
 
 def test_everything_a_run_needs_before_its_first_judge_call_imports_no_statistics_or_mlflow():
-    # runner.pipeline imports every module of a run (prepare, the paid stages, and the outcome they hand on).
-    proc, modules = imported_by("-c", "import runner.pipeline")
+    # runner.run.pipeline imports every module of a run (prepare, the paid stages, and the outcome they hand on).
+    proc, modules = imported_by("-c", "import runner.run.pipeline")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "litellm" in modules  # the run's modules were really imported
     assert modules & (STATISTICS | {"mlflow"}) == set()

@@ -1,4 +1,4 @@
-"""Unit tests for runner.stats: judge-human correlation, repeat consistency and small helpers.
+"""Unit tests for runner.stats.scores: judge-human correlation, repeat consistency and small helpers.
 
 Expected numbers come from hand computation or independent formulas (Pearson from its definition,
 closed-form Student t tails), never from scipy itself.
@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import pytest
 
-from runner.stats import Consistency, HumanCorrelation, consistency, human_correlation, item_std, mean
+from runner.stats.scores import Consistency, HumanCorrelation, consistency, human_correlation, item_std, mean
 
 
 def pearson_by_definition(xs: list[float], ys: list[float]) -> float:

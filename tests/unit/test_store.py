@@ -1,4 +1,4 @@
-"""Unit tests for runner.store: the append-only journal, judgment rows and atomic JSON writes."""
+"""Unit tests for runner.storage.store: the append-only journal, judgment rows and atomic JSON writes."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.store import Journal, JournalAnswers, judgment_record, read_journal, write_json, write_results
-from runner.types import (
+from runner.core.types import (
     JudgeRequest,
     JudgeResponse,
     Judgment,
@@ -21,6 +20,7 @@ from runner.types import (
     Verdict,
     hash_messages,
 )
+from runner.storage.store import Journal, JournalAnswers, judgment_record, read_journal, write_json, write_results
 
 RECORD_FIELDS = {
     "item_id",

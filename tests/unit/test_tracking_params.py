@@ -1,10 +1,10 @@
-"""Unit tests for runner.tracking.safe_params: credentials never reach MLflow params; values are clipped."""
+"""Unit tests for runner.outputs.tracking.safe_params: credentials never reach MLflow params; values are clipped."""
 
 from __future__ import annotations
 
 import pytest
 
-from runner.tracking import MAX_PARAM_CHARS, safe_params
+from runner.outputs.tracking import MAX_PARAM_CHARS, safe_params
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Unit tests for runner.uncertainty: bootstrap intervals and paired significance tests.
+"""Unit tests for runner.stats.uncertainty: bootstrap intervals and paired significance tests.
 
 P-values are checked against hand computation (binomial sums, the closed-form chi-square(1) tail,
 Holm's step-down by hand); intervals against properties that must hold for any correct bootstrap.
@@ -13,8 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from runner.agreement import cohen_kappa, label_codes, nominal_kappa
-from runner.uncertainty import (
+from runner.stats.agreement import cohen_kappa, label_codes, nominal_kappa
+from runner.stats.uncertainty import (
     BCA_MAX_N,
     bootstrap_ci,
     bootstrap_metric_ci,
@@ -34,7 +34,7 @@ def correctness(counts: dict[tuple[bool, bool], int]) -> tuple[list[bool], list[
 
 
 def kappa_ci(rows: list[tuple[str, str]], **kwargs) -> dict:
-    """bootstrap_metric_ci of the vectorized kappa over (pred, gold) rows, as runner.trust calls it."""
+    """bootstrap_metric_ci of the vectorized kappa over (pred, gold) rows, as runner.modes.trust calls it."""
     columns, n_labels = label_codes([p for p, _ in rows], [g for _, g in rows])
     return bootstrap_metric_ci(columns, lambda a, b: nominal_kappa(a, b, n_labels), **kwargs)
 
@@ -128,7 +128,7 @@ class TestBootstrapMetricCI:
         one = np.random.default_rng(4).integers(0, 50, size=(300, 50))
         expected = np.quantile(values[one].mean(axis=1), [0.025, 0.975])
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr("runner.uncertainty.BATCH_VALUES", 7 * 50)  # 7 resamples a batch, the last one short
+            patch.setattr("runner.stats.uncertainty.BATCH_VALUES", 7 * 50)  # 7 resamples a batch, the last one short
             result = bootstrap_metric_ci([values], mean_of, resamples=300, seed=4)
         assert (result["low"], result["high"]) == pytest.approx(tuple(expected), abs=1e-12)
 

@@ -3,7 +3,7 @@
 Writes, next to this file: ``alpaca_eval.jsonl`` (the 805 instructions with the reference output of
 text_davinci_003, the outputs of every model in :data:`MODELS` and their recorded preferences, ids
 ``alpaca_eval-000``..``alpaca_eval-804``), ``replay/alpaca_eval-gpt4.jsonl`` (the recorded preference of every
-(model, row), keyed by :func:`runner.types.hash_messages` of exactly the messages judgesweep renders from
+(model, row), keyed by :func:`runner.core.types.hash_messages` of exactly the messages judgesweep renders from
 ``prompts/alpaca_eval_pair.j2`` with ``conf/dataset/alpaca_eval_<model>.yaml`` in order ``ab``) and
 ``alpaca_eval_gpt4_leaderboard.csv`` (the upstream leaderboard's header and the rows of these models, verbatim).
 Then it checks itself: no two requests share a key with different answers, every stored answer read with the
@@ -29,12 +29,12 @@ from pathlib import Path
 import yaml
 from omegaconf import OmegaConf
 
-from runner.config import DatasetConfig
-from runner.datasets import load_items
-from runner.judge import pair_variables
-from runner.parsing import parse_verdict
-from runner.prompts import load_template
-from runner.types import Order, hash_messages
+from runner.core.config import DatasetConfig
+from runner.core.types import Order, hash_messages
+from runner.inputs.datasets import load_items
+from runner.inputs.prompts import load_template
+from runner.judging.judge import pair_variables
+from runner.judging.parsing import parse_verdict
 
 logger = logging.getLogger(__name__)
 

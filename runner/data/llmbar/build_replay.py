@@ -2,7 +2,7 @@
 
 Writes, next to this file: ``<subset>.jsonl`` for each subset in :data:`SUBSETS` (the rows, ids
 ``<subset>-NNN``), ``replay/<model>.jsonl`` (every recorded GPT-4 / ChatGPT judge call of the Vanilla,
-Vanilla_NoRules and Swap strategies on every subset, keyed by :func:`runner.types.hash_messages` of
+Vanilla_NoRules and Swap strategies on every subset, keyed by :func:`runner.core.types.hash_messages` of
 exactly the messages LLMBar sent; Natural first, so its lines keep their place) and ``statistics/``
 (the published statistics, verbatim, named by :func:`statistics_name`). Then it checks itself: every
 recorded synthesis prompt is rebuilt from ``llmbar_prompts/Swap.txt`` and the round-1 explanations,
@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from runner.types import Message, hash_messages
+from runner.core.types import Message, hash_messages
 
 logger = logging.getLogger(__name__)
 

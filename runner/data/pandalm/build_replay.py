@@ -2,7 +2,7 @@
 
 Writes, next to this file: ``testset.jsonl`` (the 999 human-annotated pairs, ids ``pandalm-000``..``pandalm-998``,
 with the three annotator labels and their majority as ``gold``), ``replay/pandalm-gpt-3.5-turbo.jsonl`` (PandaLM's
-recorded gpt-3.5-turbo verdict for every row, keyed by :func:`runner.types.hash_messages` of exactly the messages
+recorded gpt-3.5-turbo verdict for every row, keyed by :func:`runner.core.types.hash_messages` of exactly the messages
 judgesweep renders from ``prompts/pandalm_pair.j2`` for that row in order ``ab``) and ``published.json`` (the
 figures PandaLM published). Then it checks itself: every key is unique, every stored answer read with the
 project's ``json_winner`` parser (as ``conf/rubric/json_verdict.yaml`` configures it) gives the recorded verdict,
@@ -23,12 +23,12 @@ from pathlib import Path
 import yaml
 from omegaconf import OmegaConf
 
-from runner.config import DatasetConfig
-from runner.datasets import load_items
-from runner.judge import pair_variables
-from runner.parsing import parse_verdict
-from runner.prompts import load_template
-from runner.types import Order, hash_messages
+from runner.core.config import DatasetConfig
+from runner.core.types import Order, hash_messages
+from runner.inputs.datasets import load_items
+from runner.inputs.prompts import load_template
+from runner.judging.judge import pair_variables
+from runner.judging.parsing import parse_verdict
 
 logger = logging.getLogger(__name__)
 

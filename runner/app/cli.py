@@ -1,0 +1,123 @@
+"""The Hydra entry point (``judgesweep`` / ``python -m runner``): composes the config, runs each job through
+:func:`runner.run.experiment.run_job`, ends a sweep with its table, and exits non-zero when a job failed."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from runner.core.config import multirun_tracking
+from runner.core.errors import ConfigurationError, DatasetError
+from runner.core.registry import UnknownNameError
+from runner.inputs.prompts import TemplateError
+from runner.judging.judge import RunAborted
+from runner.judging.scoring import RubricError
+
+# Only what composing the config and classifying errors needs is imported here: `judgesweep --help` and
+# `--cfg job` never import litellm, MLflow or the statistics stack. The modules that run a job (pipeline,
+# client, and through them litellm) are imported by experiment.prepare_run, those that end a sweep by
+# SweepSummary.
+from runner.outputs import sweep
+from runner.run.experiment import CONFIG_DIR, prepare_process, run_job
+from runner.storage import store
+
+log = logging.getLogger("judgesweep")
+
+# A bad parameter from config is a ParamsError (a ConfigurationError); any other TypeError is a bug and keeps
+# its traceback.
+EXPECTED_ERRORS = (ConfigurationError, DatasetError, TemplateError, UnknownNameError, RubricError, RunAborted)
+
+# Process-wide state: jobs of this process that failed (bad input, too many failed calls). A multirun goes on
+# after a failed job and the process exits non-zero at the end. (The rate limiters: runner.run.experiment.)
+_failed_jobs: list[str] = []
+
+
+def _job(dcfg: DictConfig) -> float | None:
+    """One job; returns its ``objective`` metric for a sweeper, or None when the job failed or lacks the metric.
+
+    None, not NaN: hydra-optuna-sweeper records a None as a failed trial and the study goes on, while a NaN
+    makes it tell Optuna a failed trial with a value, which raises and ends the whole study.
+    """
+    prepare_process()
+    hc = HydraConfig.get()
+    job = hc.runtime.output_dir
+    failure = Path(job) / sweep.FAILURE_NAME
+    failure.unlink(missing_ok=True)  # a resumed job that failed before
+    try:
+        outcome = run_job(dcfg, hc)
+    except EXPECTED_ERRORS as exc:
+        log.error("judgesweep: %s: %s", type(exc).__name__, exc)
+        _fail(job, f"{type(exc).__name__}: {exc}")
+        return None
+    if outcome is not None and outcome.failed:
+        log.error("judgesweep: run failed: %s", outcome.reason)
+        _fail(job, outcome.reason)
+        return None
+    return _objective(Path(job), str(dcfg.objective))
+
+
+def _objective(job: Path, name: str) -> float | None:
+    metrics = job / store.METRICS_NAME
+    value = json.loads(metrics.read_text()).get(name) if metrics.is_file() else None
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def _fail(job: str, reason: str) -> None:
+    """Record a failed job in this process and in its directory: a launcher worker's list never reaches
+    ``main()``, the file does (``SweepSummary`` reads it in the launching process)."""
+    _failed_jobs.append(job)
+    sweep.write_failure(Path(job), reason)
+
+
+class SweepSummary(Callback):
+    """Hydra callback (conf/hydra/default.yaml): when a multirun ends, write, print and log its table.
+
+    The jobs of a sweep are grouped in MLflow by their ``judgesweep.sweep`` tag rather than under a parent
+    run: jobs may run in other processes or machines (joblib, Ray launchers), and a tag needs nothing
+    shared between them, while the MLflow UI filters on it. The table itself is logged as a run with the
+    same tag and ``judgesweep.kind=sweep``.
+    """
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
+        from runner.outputs import console, html_report, tracking
+
+        sweep_dir = Path(config.hydra.sweep.dir)
+        if not sweep_dir.is_dir():
+            return
+        rows = sweep.collect(sweep_dir)
+        # jobs that ran in other processes (joblib workers) marked their failure in their directory
+        _failed_jobs.extend(str(path.parent) for path in sweep_dir.glob(f"*/{sweep.FAILURE_NAME}"))
+        pages = html_report.write_sweep_report(sweep_dir, rows)  # frontier.csv/png (with labels), report.html
+        files = [*sweep.write(sweep_dir, rows), *pages]
+        sweep.render(rows)
+        if pages:
+            console.print_line(f"report: {pages[-1]}")
+        try:
+            tracking_cfg = multirun_tracking(config)
+        except Exception as exc:  # noqa: BLE001 - the table is written; tracking it is a bonus
+            log.warning("sweep table not logged to MLflow: %s", exc)
+            return
+        if tracking_cfg.enabled:
+            run_id = tracking.log_sweep(tracking_cfg, sweep_dir, files, sweep.summary_metrics(rows))
+            log.info("sweep table %s logged to MLflow run %s", files[0], run_id)
+
+
+def main() -> None:
+    """Console-script entry point: compose the config, run the job(s), exit non-zero on failure."""
+    prepare_process()
+    hydra.main(config_path=CONFIG_DIR, config_name="config", version_base="1.3")(_job)()
+    if _failed_jobs:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""``judgesweep-compare``: paired comparison of judge runs on the same items.
+
+Takes MLflow run ids or a Hydra sweep directory, fetches each run's ``results.jsonl``, compares every pair
+of runs (:mod:`runner.outputs.compare`), prints a table, optionally writes the comparison as JSON, and logs it as
+an MLflow run of its own (tag ``judgesweep.kind=comparison``, artifact ``comparison.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from runner.core.config import TrackingConfig
+from runner.outputs import compare, tracking
+from runner.storage import store
+
+log = logging.getLogger(__name__)
+
+RESULTS_ARTIFACT = "results.jsonl"
+ALPHA = 0.05
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``judgesweep-compare``."""
+    parser = argparse.ArgumentParser(
+        prog="judgesweep-compare",
+        description="Paired comparison of judgesweep runs on the same items: per pair of runs the difference "
+                    "B - A with a paired bootstrap CI, McNemar (correct/incorrect) or Wilcoxon signed-rank "
+                    "(scores), and Holm-corrected p-values over all pairs.")
+    parser.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="MLflow run ids to compare (two or more)")
+    parser.add_argument("--sweep", metavar="DIR", help="compare every job of this Hydra multirun directory")
+    parser.add_argument("--tracking-uri", metavar="URI",
+                        help="MLflow store (default: sqlite:///<cwd>/outputs/mlflow.db, as conf/tracking/sqlite.yaml)")
+    parser.add_argument("--experiment", default="judgesweep", help="experiment the comparison run is logged to")
+    parser.add_argument("--level", type=float, default=0.95, help="confidence level of the bootstrap CIs")
+    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples per pair")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    parser.add_argument("--json", type=Path, metavar="OUT.json", help="also write the comparison as JSON here")
+    parser.add_argument("--no-log", action="store_true", help="do not log the comparison to MLflow")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point; exits 1 with a message on input that cannot be compared."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if bool(args.sweep) == bool(args.run_ids):
+        parser.error("give either --sweep DIR or two or more RUN_IDs")
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # MLflow draws a progress bar per downloaded artifact on stderr; one per run is noise here.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    console = Console(width=None if sys.stdout.isatty() else 200)
+    try:
+        run(args, console)
+    except (LookupError, ValueError) as exc:
+        Console(stderr=True).print(f"judgesweep-compare: error: {exc}", markup=False, highlight=False,
+                                   soft_wrap=True)
+        sys.exit(1)
+
+
+def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
+    """Find and load the runs, compare them, print, write and log the comparison; return it."""
+    cfg = tracking_config(args.tracking_uri, args.experiment)
+    found = tracking.find_sweep_runs(cfg, args.sweep) if args.sweep else tracking.get_runs(cfg, args.run_ids)
+    runs = load_runs(cfg, found)
+    comparison = compare.compare_runs(runs, level=args.level, resamples=args.resamples, seed=args.seed, alpha=ALPHA)
+    comparison["sweep"] = found[0].tags.get(tracking.SWEEP_TAG) if args.sweep else None
+    comparison["tracking_uri"] = cfg.uri
+    render_table(comparison, console)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        store.write_json(args.json, comparison)
+        console.print(f"wrote {args.json}", markup=False, highlight=False)
+    if not args.no_log:
+        run_id = log_comparison(cfg, comparison)
+        comparison["mlflow_run_id"] = run_id
+        console.print(f"logged comparison run {run_id} to experiment {cfg.experiment!r}", markup=False,
+                      highlight=False)
+    return comparison
+
+
+def tracking_config(uri: str | None, experiment: str) -> TrackingConfig:
+    """The store to read; the default sqlite store under ./outputs must exist (nothing to compare otherwise).
+
+    Raises:
+        LookupError: The sqlite file of the store does not exist (MLflow would silently create it).
+    """
+    artifact_location = None
+    if uri is None:
+        outputs = Path.cwd() / "outputs"
+        uri, artifact_location = f"sqlite:///{outputs / 'mlflow.db'}", str(outputs / "mlartifacts")
+    if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).is_file():
+        raise LookupError(f"no MLflow store at {uri} (pass --tracking-uri)")
+    return TrackingConfig(uri=uri, experiment=experiment, artifact_location=artifact_location)
+
+
+def load_runs(cfg: TrackingConfig, found: Sequence[tracking.TrackedRun]) -> list[compare.RunResults]:
+    """Download each run's ``results.jsonl`` and pair it with the run's choices."""
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="judgesweep-compare-") as tmp:
+        for tracked in found:
+            path = tracking.download_artifact(cfg, tracked.run_id, RESULTS_ARTIFACT, Path(tmp) / tracked.run_id)
+            choices = {k.removeprefix("choice."): v for k, v in tracked.params.items() if k.startswith("choice.")}
+            runs.append(compare.RunResults(run_id=tracked.run_id, choices=choices, rows=compare.read_rows(path),
+                                           ours=tracked.params.get("dataset.ours.name") or None))
+    return runs
+
+
+def log_comparison(cfg: TrackingConfig, comparison: dict[str, Any]) -> str:
+    """Log the comparison as a new MLflow run; return its id."""
+    ids = [run["run_id"] for run in comparison["runs"]]
+    source = f"sweep {Path(comparison['sweep']).name}" if comparison["sweep"] else f"{len(ids)} runs"
+    params = {"compare.dataset": comparison["dataset"], "compare.metric": comparison["metric"],
+              "compare.test": comparison["test"], "compare.level": comparison["level"],
+              "compare.resamples": comparison["resamples"], "compare.seed": comparison["seed"],
+              "compare.alpha": comparison["alpha"], "compare.sweep": comparison["sweep"] or "",
+              "compare.runs": ",".join(ids)}
+    metrics = {"compare/runs": len(ids), "compare/pairs": comparison["n_pairs"],
+               "compare/significant_holm": comparison["n_significant"]}
+    inter = comparison.get("inter_judge") or {}
+    for key in ("fleiss_kappa", "krippendorff_alpha", "mean_pairwise_kappa"):
+        if inter.get(key) is not None:
+            metrics[f"agreement/inter_judge_{key}"] = inter[key]
+    return tracking.log_comparison(cfg, comparison, ids, f"compare {source}", params, metrics)
+
+
+def render_table(comparison: dict[str, Any], console: Console) -> None:
+    """Print one row per pair: A, B, n, metric A, metric B, diff [CI], test, p, p Holm."""
+    title = (f"{comparison['metric']} on {comparison['dataset']}: B - A with {comparison['level']:.0%} paired "
+             f"bootstrap CI, Holm over {comparison['n_pairs']} pairs")
+    table = Table(title=title, title_justify="left")
+    for name in ("A", "B", "n", "metric A", "metric B", "diff [CI]", "test", "p", "p Holm"):
+        table.add_column(name, justify="left" if name in ("A", "B", "test") else "right")
+    for pair in comparison["pairs"]:
+        dropped = pair["dropped_a"] + pair["dropped_b"]
+        cells = [pair["label_a"], pair["label_b"], f"{pair['n']}" + (f" (-{dropped})" if dropped else ""),
+                 _number(pair["metric_a"]), _number(pair["metric_b"]), _difference(pair), _test_name(pair),
+                 _p(pair["p_value"]), _p(pair["p_holm"]) + (" *" if pair["significant"] else "")]
+        table.add_row(*(Text(cell) for cell in cells))
+    console.print(table)
+    console.print(f"n: paired outcomes, one per {comparison['unit']}; (-k): keys only one run has; * = p Holm < "
+                  f"{comparison['alpha']}; {comparison['n_significant']} of {comparison['n_pairs']} pairs "
+                  f"significant", markup=False, highlight=False)
+    inter = comparison.get("inter_judge")
+    if inter:
+        def fmt(value: float | None) -> str:
+            return "n/a" if value is None else f"{value:.3f}"
+        console.print(f"agreement among all {len(inter['judges'])} runs' verdicts: Fleiss kappa "
+                      f"{fmt(inter['fleiss_kappa'])} (n={inter['fleiss_n']}), Krippendorff alpha "
+                      f"{fmt(inter['krippendorff_alpha'])}, mean pairwise kappa {fmt(inter['mean_pairwise_kappa'])}",
+                      markup=False, highlight=False)
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _difference(pair: dict[str, Any]) -> str:
+    if pair["difference"] is None:
+        return "-"
+    ci = "" if pair["ci_low"] is None else f" [{pair['ci_low']:+.3f}, {pair['ci_high']:+.3f}]"
+    return f"{pair['difference']:+.3f}{ci}"
+
+
+def _test_name(pair: dict[str, Any]) -> str:
+    if pair["test"] == "mcnemar":
+        return "McNemar exact" if pair["test_details"]["exact"] else "McNemar chi2"
+    return "Wilcoxon"
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The vocabulary every layer shares: records, config schemas, the registry, errors."""

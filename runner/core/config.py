@@ -1,0 +1,348 @@
+"""Typed schemas for every config group, registered in Hydra's ConfigStore.
+
+The composed config is validated against these dataclasses when Hydra composes it, so a misspelt key
+or a wrong type in any YAML file or command-line override fails before anything runs. ``cli.py``
+turns the composed config into these (frozen) objects once; nothing below it sees a DictConfig.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+
+class PromptMode(str, Enum):
+    """How candidates are presented to the judge."""
+
+    pairwise = "pairwise"
+    pointwise = "pointwise"
+
+
+class Strategy(str, Enum):
+    """How judge calls for one item and repeat are organised."""
+
+    single = "single"  # one call per planned order
+    swap_synthesize = "swap_synthesize"  # LLMBar: both orders; on conflict a synthesis round
+
+
+class OrderPolicy(str, Enum):
+    """Which presentation orders a pairwise item is judged in."""
+
+    both = "both"  # each order is its own judgment
+    swap_random = "swap_random"  # one order per (item, repeat), chosen by a seeded coin
+    fixed = "fixed"  # ours first, always
+
+
+class CacheMode(str, Enum):
+    """How the cross-run response cache is used."""
+
+    read_write = "read_write"
+    read_only = "read_only"
+    off = "off"
+
+
+class OnBadRow(str, Enum):
+    """What a malformed dataset row does."""
+
+    error = "error"  # stop before any call, naming file and line
+    skip = "skip"  # leave it out; the run reports how many and which
+
+
+class StructuredOutput(str, Enum):
+    """Whether to ask the judge for JSON via response_format."""
+
+    auto = "auto"  # when the rubric's parser reads JSON and litellm says the model supports it
+    on = "on"
+    off = "off"
+
+
+@dataclass
+class ReplicaConfig:
+    """One server of a replicated judge (e.g. one of several vLLM servers holding the same model).
+
+    The replicas of a judge share its load through a litellm Router; each has its own address, key
+    variable and rate limits.
+    """
+
+    api_base: str = MISSING  # up to and including /v1
+    api_key_env: str | None = None  # NAME of the variable holding this replica's key; default: the judge's
+    rpm: int | None = None
+    tpm: int | None = None
+
+
+@dataclass
+class JudgeConfig:
+    """One judge deployment: a litellm model string and its decoding and transport settings.
+
+    An ensemble judge (``model: ensemble``) lists its ``members``, each a judge of its own; every member
+    judges every item and ``combine`` turns their verdicts into the ensemble's.
+    """
+
+    name: str = MISSING
+    model: str = MISSING  # litellm model string, e.g. openai/gpt-4o-mini, replay/gpt-4
+    api_base: str | None = None  # for OpenAI-compatible servers: up to and including /v1
+    api_key_env: str | None = None  # NAME of the environment variable holding the key
+    temperature: float = 0.0
+    seed: int | None = None
+    max_tokens: int = 512
+    timeout_s: float = 60.0
+    rpm: int | None = None  # client-side pacing, shared by every job of this judge in the process
+    tpm: int | None = None
+    max_retries: int = 4  # for timeout, connection and 5xx errors (and 429s when no limiter paces the judge)
+    retry_base_s: float = 1.0  # first backoff; doubles per attempt, with full jitter, capped at retry_max_s
+    retry_max_s: float = 60.0
+    # a 429 is sent again (paced by the judge's limiter, never counted against max_retries) as long as some call
+    # to this judge succeeded within this many seconds; past that the provider is not letting anything through
+    retry_rate_limited_s: float = 300.0
+    structured_output: StructuredOutput = StructuredOutput.auto
+    version: str = ""  # free text recorded with every run (e.g. a dated model snapshot)
+    family: str | None = None  # the judge's model family (e.g. gpt-4): self-preference when a system shares it
+    # litellm model whose list price values this judge's calls when litellm prices them not itself (a replay of a
+    # recorded model, a self-hosted copy of a listed one): the cost-quality frontier's cost/usd_list, never a spend
+    price_as: str | None = None
+    replicas: list[ReplicaConfig] = field(default_factory=list)  # several servers of this judge (litellm Router)
+    members: dict[str, JudgeConfig] = field(default_factory=dict)  # model: ensemble: name -> member judge
+    combine: str = "majority_vote"  # ensemble: majority_vote | mean | median | weighted | dawid_skene
+    weights: dict[str, float] = field(default_factory=dict)  # ensemble, combine=weighted: member -> weight
+
+
+@dataclass
+class PromptConfig:
+    """One prompt: which template in prompts/ and how it is used."""
+
+    name: str = MISSING
+    template: str = MISSING  # file stem in prompts/
+    mode: PromptMode = PromptMode.pairwise
+    strategy: Strategy = Strategy.single
+    synthesis_template: str | None = None  # required by strategy swap_synthesize
+    neutralize_delimiters: bool = True  # defang the template's own block delimiters inside inserted text
+
+
+@dataclass
+class FunctionRef:
+    """A registered function chosen by name, with the keyword parameters config binds to it."""
+
+    name: str = MISSING
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ParserConfig(FunctionRef):
+    """Which registered parser reads the judge output (runner.judging.parsing.PARSERS), and its parameters."""
+
+
+@dataclass
+class CriterionConfig:
+    """One scored criterion of a pointwise rubric.
+
+    ``when`` names a template variable; the criterion applies only to items where that variable is
+    non-empty (e.g. tool_usage only for examples that list expected tool calls).
+    """
+
+    name: str = MISSING
+    description: str = ""
+    min: float = 1.0
+    max: float = 5.0
+    weight: float = 1.0
+    when: str | None = None
+
+
+@dataclass
+class CheckConfig(FunctionRef):
+    """A deterministic check run on each candidate output beside the judge (runner.judging.checks.CHECKS).
+
+    ``max_rate`` is the target share of items with a violation; ``enforce`` makes missing it fail the run.
+    """
+
+    max_rate: float | None = None
+    enforce: bool = False
+
+
+@dataclass
+class RubricConfig:
+    """What the judge may answer and how it is read.
+
+    Pairwise rubrics offer positional ``labels``; pointwise rubrics list ``criteria`` to be scored,
+    optional per-category weights, a pass threshold on the overall score, and deterministic checks.
+    """
+
+    name: str = MISSING
+    labels: list[str] = field(default_factory=lambda: ["A", "B", "tie"])  # pairwise: positional labels offered
+    parser: ParserConfig = field(default_factory=ParserConfig)
+    synthesis_parser: ParserConfig | None = None  # for the synthesis round; default: parser
+    # Read answers cut off at max_tokens instead of counting them unscored. Off: a truncated verdict is not
+    # the judge's verdict. Only for reproducing papers whose code read them (LLMBar: rubric llmbar_upstream).
+    score_truncated: bool = False
+    criteria: list[CriterionConfig] = field(default_factory=list)  # pointwise: scored criteria
+    category_weights: dict[str, dict[str, float]] = field(default_factory=dict)  # category -> criterion -> weight
+    pass_threshold: float | None = None  # pointwise: an item passes when its overall score >= this
+    checks: list[CheckConfig] = field(default_factory=list)
+    consistency_threshold: float = 0.5  # pointwise, repeats > 1: an item whose score std dev exceeds this is flagged
+
+
+@dataclass
+class AggregationConfig(FunctionRef):
+    """A registered aggregation (runner.judging.aggregation.AGGREGATIONS) and its parameters."""
+
+
+@dataclass
+class SystemConfig:
+    """One compared system: its display name and the dataset field holding its output."""
+
+    name: str = MISSING
+    field: str = MISSING
+    family: str | None = None  # the model family that wrote this system's outputs (self-preference bias)
+
+
+@dataclass
+class DatasetConfig:
+    """Where items come from and how their fields map onto template variables.
+
+    Pairwise datasets name ``ours`` and ``baseline``; pointwise datasets name the judged ``candidate``
+    (or leave it out when a generator makes the outputs).
+    """
+
+    name: str = MISSING
+    path: str = MISSING  # relative to the project root, or pkg://runner/data/... for shipped data
+    id_field: str | None = None  # None: the 1-based line/row number
+    variables: dict[str, str] = field(default_factory=dict)  # template variable -> dataset field (required)
+    optional_variables: dict[str, str] = field(default_factory=dict)  # missing or null field -> ""
+    ours: SystemConfig | None = None
+    baseline: SystemConfig | None = None
+    candidate: SystemConfig | None = None  # pointwise: the output to judge
+    gold_field: str | None = None
+    gold_map: dict[str, str] = field(default_factory=dict)  # raw gold value -> system name or "tie"
+    annotator_fields: list[str] = field(default_factory=list)  # one field per human label (mapped by gold_map)
+    tags_field: str | None = None  # a list of strings (or one string) per row: pass rate per tag
+    category_field: str | None = None  # one string per row: every metric per category, category weights
+    human_score_field: str | None = None  # a number per row on the rubric's scale: correlation with humans
+    # A seeded split by item id (calibration): dev = tune on it, test = held out; None = every item.
+    split: str | None = None  # dev | test
+    split_test_fraction: float = 0.5  # share of items in test
+    split_seed: int = 0
+
+
+@dataclass
+class GeneratorConfig(JudgeConfig):
+    """A model that writes the candidate outputs before they are judged (pointwise runs).
+
+    It is called through litellm like a judge, with its own template (from the item's variables),
+    concurrency, rate limits, journal, cost and metrics.
+    """
+
+    template: str = MISSING  # file stem in prompts/
+    concurrency: int = 8
+    temperature: float = 0.0
+    max_tokens: int = 1024
+
+
+@dataclass
+class GateConfig:
+    """CI gates: a run that crosses one fails the process (exit 1) with a line saying why.
+
+    ``min_pass_rate`` applies only when the rubric has a pass threshold. ``baseline_run`` is an MLflow
+    run id or ``latest on <branch>`` (the latest finished run with the same run name on that branch);
+    ``metric`` may not fall by more than ``max_drop`` below it.
+    """
+
+    min_pass_rate: float | None = 0.8
+    min_mean_score: float | None = None
+    baseline_run: str | None = None
+    max_drop: float | None = None
+    metric: str = "score/mean"
+
+
+class UnscoredAs(str, Enum):
+    """How agreement metrics count a verdict that could not be read (it is never a vote either way)."""
+
+    wrong = "wrong"  # a miss: the honest default
+    tie = "tie"  # as a tie: PandaLM's compute_metrics convention, for reproducing its figures
+
+
+@dataclass
+class MetricsConfig:
+    """How the trust metrics are computed: unscored verdicts in agreement, bootstrap CIs (seeded by ``seed``)."""
+
+    unscored_as: UnscoredAs = UnscoredAs.wrong
+    ci_level: float = 0.95
+    ci_resamples: int = 1000
+
+
+@dataclass
+class TrackingConfig:
+    """Where MLflow records runs."""
+
+    enabled: bool = True
+    uri: str | None = None
+    experiment: str = "judgesweep"
+    artifact_location: str | None = None  # for a new experiment; None lets the store decide
+
+
+@dataclass
+class CacheConfig:
+    """The response cache shared across runs and sweeps."""
+
+    mode: CacheMode = CacheMode.read_write
+    path: str = "outputs/cache/responses.sqlite"  # relative to the project root
+
+
+@dataclass
+class RunConfig:
+    """The whole composed config: the groups plus the run knobs."""
+
+    judge: JudgeConfig = MISSING
+    prompt: PromptConfig = MISSING
+    rubric: RubricConfig = MISSING
+    aggregation: AggregationConfig = MISSING
+    dataset: DatasetConfig = MISSING
+    tracking: TrackingConfig = MISSING
+    generator: GeneratorConfig | None = None  # pointwise: make the candidate outputs first
+    gate: GateConfig = field(default_factory=GateConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    seed: int = 0
+    concurrency: int = 16
+    repeats: int = 1
+    order: OrderPolicy = OrderPolicy.both
+    max_items: int | None = None
+    max_error_rate: float = 0.05  # more failed calls than this: abort (after 20 calls) and exit non-zero
+    prompts_dir: str = "prompts"
+    on_bad_row: OnBadRow = OnBadRow.error
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    resume: str | None = None  # a run (or sweep) directory to continue; see README "Resume"
+    dry_run: bool = False  # render every request, count tokens, price them; make no call
+    progress: bool = True  # a live progress bar on a terminal (never when output is not a TTY)
+    objective: str = "agreement/accuracy_all"  # the metric a multirun's sweeper maximises (the job's return value)
+
+
+def register_configs() -> None:
+    """Register the schemas with Hydra's ConfigStore (idempotent), and share the store instead of copying it.
+
+    Hydra 1.3.8 deep-copies its config repository for every compose and every config-group listing, and
+    with it the ConfigStore singleton that its StructuredConfigSource keeps a reference to, holding every
+    schema and plugin config (the Ray launcher's alone is thousands of nodes): `judgesweep --help` lists
+    the groups with 97 such copies (1.2 s of its 1.65 s), and every job composes twice. Hydra's main
+    branch reads ``ConfigStore.instance()`` on each use instead (facebookresearch/hydra#2928), so a copied
+    repository sees the one live store; until a release carries that, copying the store yields the store
+    itself. Nothing copied it to protect it: ``ConfigStore.load`` already returns a copy of the node.
+    """
+    cs = ConfigStore.instance()
+    cs.store(name="run_schema", node=RunConfig)
+    ConfigStore.__deepcopy__ = _the_store_itself  # type: ignore[attr-defined]
+
+
+def _the_store_itself(store: ConfigStore, memo: dict) -> ConfigStore:
+    return store
+
+
+def multirun_tracking(config: DictConfig) -> TrackingConfig:
+    """The tracking settings of a multirun, read by a Hydra callback in the launching process when the sweep
+    ends. No job has set HydraConfig there, and the default store's ``${hydra:runtime.cwd}`` needs it: it is set
+    from the callback's own config (the launching process's working directory is the runtime cwd)."""
+    if not HydraConfig.initialized():
+        HydraConfig.instance().set_config(config)
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TrackingConfig), config.tracking))  # type: ignore[return-value]

@@ -1,0 +1,1 @@
+"""What a run reads: datasets (and their splits) and prompt templates."""

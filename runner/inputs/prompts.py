@@ -1,0 +1,246 @@
+"""Prompt templates: loading, checking and rendering them into chat messages.
+
+A template is a Jinja2 file in prompts/ whose ``system`` and ``user`` blocks become chat messages.
+Dataset fields and candidate outputs are passed as variables, so their text reaches the judge
+verbatim: Jinja never renders a variable's value as a template. What Jinja cannot stop is a value
+that contains the template's own framing lines (``</response_a>``, ``# Output (b):``) and so closes
+its block and speaks as the instructions; :func:`neutralize` defangs those inside inserted values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+from jinja2 import meta, nodes
+
+from runner.core.types import Message
+
+logger = logging.getLogger(__name__)
+
+ROLES = ("system", "user")
+TEMPLATE_SUFFIX = ".j2"
+ZERO_WIDTH_SPACE = "\u200b"
+MIN_DELIMITER_CHARS = 3  # shorter framing ("Q:", "A") would alter ordinary words in candidate text
+_TAG_LINE = re.compile(r"</?[A-Za-z][\w.:-]*>")
+_SLOT = object()  # marks where a ``{{ ... }}`` output sits in the template's literal text
+_BOUNDARY = object()  # a block edge: framing never reaches across messages
+
+
+class TemplateError(ValueError):
+    """A template is missing, malformed, or needs variables nobody provides."""
+
+
+@dataclass(frozen=True)
+class Template:
+    """A loaded prompt template.
+
+    Attributes:
+        name: The file stem (equals the conf/prompt ``template`` value).
+        path: Where it was read from.
+        source: The file's text.
+        sha256: Hash of the file's bytes, recorded with every run.
+        variables: Every variable the template reads.
+        delimiters: The template's framing lines (stripped), derived from its text at load time; any
+            occurrence inside an inserted value is neutralized by :meth:`render`.
+    """
+
+    name: str
+    path: Path
+    source: str
+    sha256: str
+    variables: frozenset[str]
+    delimiters: frozenset[str]
+    _compiled: jinja2.Template
+
+    def find_delimiters_in(self, value: str) -> list[str]:
+        """Return, sorted, each of this template's delimiters that occurs in ``value``.
+
+        Lets a caller count how many inserted values :meth:`render` neutralized.
+        """
+        return sorted(d for d in self.delimiters if d in value)
+
+    def render(self, variables: Mapping[str, object], neutralize: bool = True) -> tuple[Message, ...]:
+        """Render each role block into one message with stripped content.
+
+        Args:
+            variables: Values for every variable the template reads; text is inserted verbatim (other
+                values, such as the rubric's criteria, are runner-built and used by the template's logic).
+            neutralize: Defang this template's delimiters inside each value (see :func:`neutralize`).
+                A value that holds no delimiter is inserted byte-identical either way.
+
+        Raises:
+            TemplateError: If a variable the template reads is missing.
+        """
+        missing = self.variables - set(variables)
+        if missing:
+            raise TemplateError(f"template {self.path}: missing variable(s) {sorted(missing)}")
+        values = _neutralize_values(variables, self.delimiters) if neutralize else dict(variables)
+        context = self._compiled.new_context(values)
+        messages = []
+        for role in ROLES:
+            block = self._compiled.blocks.get(role)
+            if block is None:
+                continue
+            messages.append(Message(role=role, content="".join(block(context)).strip()))
+        return tuple(messages)
+
+
+def neutralize(value: str, delimiters: Iterable[str]) -> str:
+    """Defang every occurrence of each delimiter in ``value``.
+
+    A ZERO WIDTH SPACE goes after the first character of each occurrence ("</response_a>" becomes
+    "<\\u200b/response_a>"), so the judge still reads the text but no delimiter survives, including
+    overlapping ones. A value without any delimiter is returned unchanged (the same bytes).
+
+    Args:
+        value: Text to be inserted into a template.
+        delimiters: Exact, case-sensitive strings; entries shorter than two characters are ignored.
+    """
+    cuts: set[int] = set()
+    for delimiter in delimiters:
+        if len(delimiter) < 2:
+            continue
+        start = value.find(delimiter)
+        while start != -1:
+            cuts.add(start + 1)
+            start = value.find(delimiter, start + 1)
+    if not cuts:
+        return value
+    pieces, previous = [], 0
+    for cut in sorted(cuts):
+        pieces.append(value[previous:cut])
+        previous = cut
+    pieces.append(value[previous:])
+    return ZERO_WIDTH_SPACE.join(pieces)
+
+
+def _neutralize_values(variables: Mapping[str, object], delimiters: frozenset[str]) -> dict[str, object]:
+    # Only text is data from outside; runner-built values (the rubric's criteria list) pass through.
+    return {name: neutralize(value, delimiters) if isinstance(value, str) else value
+            for name, value in variables.items()}
+
+
+def _segments(node: nodes.Node) -> Iterator[object]:
+    """Yield the template in document order: literal strings, _SLOT per output, _BOUNDARY per block edge."""
+    if isinstance(node, nodes.TemplateData):
+        yield node.data
+    elif isinstance(node, nodes.Output):
+        for child in node.nodes:
+            if isinstance(child, nodes.TemplateData):
+                yield child.data
+            else:
+                yield _SLOT
+    elif isinstance(node, nodes.Block):
+        yield _BOUNDARY
+        for child in node.body:
+            yield from _segments(child)
+        yield _BOUNDARY
+    else:
+        for child in node.iter_child_nodes():
+            yield from _segments(child)
+
+
+def _is_delimiter(line: str) -> bool:
+    return len("".join(line.split())) >= MIN_DELIMITER_CHARS
+
+
+def _nearest_line(text: str, last: bool) -> str | None:
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    if not lines:
+        return None
+    return lines[-1] if last else lines[0]
+
+
+def derive_delimiters(ast: nodes.Template) -> frozenset[str]:
+    """Find a template's framing lines from its parsed AST.
+
+    For every ``{{ ... }}`` output: the nearest non-empty literal line before and after it, within
+    its block. Plus every literal line of the form ``<tag>`` or ``</tag>``. Lines with fewer than
+    MIN_DELIMITER_CHARS non-space characters are left out so ordinary words are never altered.
+    """
+    runs: list[object] = []  # literal text merged between slots and boundaries
+    for segment in _segments(ast):
+        if isinstance(segment, str) and runs and isinstance(runs[-1], str):
+            runs[-1] += segment
+        else:
+            runs.append(segment)
+    found: set[str] = set()
+    for index, run in enumerate(runs):
+        if isinstance(run, str):
+            found.update(ln.strip() for ln in run.split("\n") if _TAG_LINE.fullmatch(ln.strip()))
+        if run is not _SLOT:
+            continue
+        before = runs[index - 1] if index > 0 else None
+        after = runs[index + 1] if index + 1 < len(runs) else None
+        for text, last in ((before, True), (after, False)):
+            line = _nearest_line(text, last) if isinstance(text, str) else None
+            if line is not None:
+                found.add(line)
+    return frozenset(d for d in found if _is_delimiter(d))
+
+
+def _environment(directory: Path) -> jinja2.Environment:
+    # autoescape off: prompts are plain text, and escaping would change what the judge reads.
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(directory)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+    )
+
+
+def load_template(directory: Path, name: str) -> Template:
+    """Load ``<directory>/<name>.j2``, check it has a ``user`` block and derive its delimiters.
+
+    Raises:
+        TemplateError: If the file is missing, does not parse, or has no user block.
+    """
+    path = directory / f"{name}{TEMPLATE_SUFFIX}"
+    if not path.is_file():
+        known = sorted(p.stem for p in directory.glob(f"*{TEMPLATE_SUFFIX}"))
+        raise TemplateError(f"prompt template {path} not found; templates in {directory}: {known}")
+    source = path.read_text(encoding="utf-8")
+    env = _environment(directory)
+    try:
+        ast = env.parse(source)
+        compiled = env.from_string(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateError(f"template {path}, line {exc.lineno}: {exc.message}") from None
+    if "user" not in compiled.blocks:
+        raise TemplateError(f"template {path} has no {{% block user %}}")
+    delimiters = derive_delimiters(ast)
+    logger.debug("template %s: delimiters %s", path, sorted(delimiters))
+    return Template(
+        name=name,
+        path=path,
+        source=source,
+        sha256=hashlib.sha256(source.encode("utf-8")).hexdigest(),
+        variables=frozenset(meta.find_undeclared_variables(ast)),
+        delimiters=delimiters,
+        _compiled=compiled,
+    )
+
+
+def check_variables(template: Template, provided: set[str], where: str) -> None:
+    """Fail before any call when the template reads a variable nobody provides.
+
+    Args:
+        template: The loaded template.
+        provided: Variable names the dataset mapping and the runner will supply.
+        where: What provides them (named in the error, e.g. the dataset config).
+
+    Raises:
+        TemplateError: Naming the template file and each missing variable.
+    """
+    missing = template.variables - provided
+    if missing:
+        raise TemplateError(
+            f"template {template.path} uses variable(s) {sorted(missing)} that {where} does not provide "
+            f"(provided: {sorted(provided)})"
+        )

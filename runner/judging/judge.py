@@ -1,0 +1,321 @@
+"""Judge execution: plan the calls for every item, run them concurrently, parse, journal.
+
+Pointwise items get one call per repeat that scores their single candidate on the rubric's criteria.
+Pairwise items are judged in the orders the order policy asks for; each order is its own judgment.
+With the swap-and-synthesize strategy (LLMBar), a conflict between the two orders triggers a second
+round that shows the judge both explanations. Before paying for a call the executor asks its answer
+sources (an interrupted run's journal, the response cache) whether the answer is already known.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from runner.core.config import OrderPolicy, ParserConfig, Strategy
+from runner.core.types import (
+    TIE,
+    Item,
+    JudgeRequest,
+    JudgeResponse,
+    Judgment,
+    Message,
+    Order,
+    Status,
+    Verdict,
+    hash_messages,
+)
+from runner.inputs.prompts import Template
+from runner.judging.parsing import parse_verdict
+from runner.judging.score_parsing import parse_scores
+from runner.judging.scoring import Scoring
+
+log = logging.getLogger(__name__)
+
+STAGE_JUDGE = "judge"
+PARSER_ERROR = "parser_error"  # the reason of an answer whose parser raised: a parser bug, never the judge's
+STAGE_SYNTHESIS = "synthesis"
+PAIRWISE_VARIABLES = frozenset({"output_a", "output_b"})
+POINTWISE_VARIABLES = frozenset({"output", "criteria"})
+SYNTHESIS_VARIABLES = PAIRWISE_VARIABLES | {"explanation_a", "explanation_b"}
+TRUNCATED = "truncated"
+ABORT_MIN_CALLS = 20  # judge this many calls before an error rate can abort the run
+
+
+class RunAborted(RuntimeError):
+    """Too many judge calls failed: the run stops instead of paying for more failures."""
+
+
+class ErrorBudget:
+    """Counts finished calls and aborts once more than ``max_error_rate`` of them failed (after ABORT_MIN_CALLS).
+
+    The first abort is final: calls still finishing afterwards re-raise the same RunAborted, so the message
+    names the count that crossed the budget whichever concurrent call is read first.
+    """
+
+    def __init__(self, max_error_rate: float, what: str) -> None:
+        self.max_error_rate = max_error_rate
+        self.what = what  # "judge" or "generation"
+        self.done = 0
+        self.failed = 0
+        self._first: JudgeResponse | None = None
+        self._aborted: RunAborted | None = None
+
+    def count(self, response: JudgeResponse) -> None:
+        """Count one finished call; raises RunAborted when the budget is (or was already) exceeded."""
+        if self._aborted is not None:
+            raise self._aborted
+        self.done += 1
+        if response.error_type is not None:
+            self.failed += 1
+            self._first = self._first or response
+        rate = self.failed / self.done
+        if self.done >= ABORT_MIN_CALLS and rate > self.max_error_rate:
+            first = self._first
+            assert first is not None  # rate > max_error_rate >= 0 means a call failed
+            self._aborted = RunAborted(
+                f"{self.failed} of {self.done} {self.what} calls failed ({rate:.0%} > max_error_rate "
+                f"{self.max_error_rate:.0%}); first: {first.error_type}: {first.error}")
+            raise self._aborted
+
+
+class CallClient(Protocol):
+    """What the executor needs from a client (runner.llm.client.JudgeClient provides it)."""
+
+    async def complete(self, messages: tuple[Message, ...]) -> JudgeResponse:  # noqa: D102
+        ...
+
+
+class JudgmentSink(Protocol):
+    """Where each judgment goes the moment it exists (runner.storage.store.Journal provides it)."""
+
+    def append(self, judgment: Judgment) -> int | None:  # noqa: D102  (the line's byte offset, if any)
+        ...
+
+
+class AnswerSource(Protocol):
+    """Answers known without paying: an interrupted run's journal, the response cache."""
+
+    def get(self, request: JudgeRequest, messages: tuple[Message, ...]) -> JudgeResponse | None:  # noqa: D102
+        ...
+
+    def put(self, request: JudgeRequest, messages: tuple[Message, ...], response: JudgeResponse) -> None:  # noqa: D102
+        ...
+
+
+@dataclass(frozen=True)
+class JudgePlan:
+    """Everything the executor needs besides the items, the client and the sink."""
+
+    template: Template
+    synthesis_template: Template | None
+    strategy: Strategy
+    labels: tuple[str, ...]
+    parser: ParserConfig
+    synthesis_parser: ParserConfig
+    order_policy: OrderPolicy
+    repeats: int
+    seed: int
+    concurrency: int
+    neutralize: bool = True
+    max_error_rate: float = 1.0  # abort once more than this share of calls failed (after ABORT_MIN_CALLS)
+    scoring: Scoring | None = None  # pointwise: the rubric's criteria; None for pairwise plans
+    score_truncated: bool = False  # rubric.score_truncated: read answers cut off at max_tokens (reproduction only)
+
+
+def plan_orders(policy: OrderPolicy, seed: int, item_id: str, repeat: int) -> tuple[Order, ...]:
+    """The presentation orders for one (item, repeat); swap_random is a seeded, order-free coin."""
+    if policy is OrderPolicy.both:
+        return (Order.AB, Order.BA)
+    if policy is OrderPolicy.fixed:
+        return (Order.AB,)
+    coin = random.Random(f"{seed}:{item_id}:{repeat}").random()
+    return (Order.AB,) if coin < 0.5 else (Order.BA,)
+
+
+def planned_calls(policy: OrderPolicy, repeats: int, n_items: int, pointwise: bool = False) -> int:
+    """First-round calls a run plans (synthesis calls come on top and depend on the answers)."""
+    return n_items * repeats * (2 if policy is OrderPolicy.both and not pointwise else 1)
+
+
+def shown(item: Item, order: Order) -> tuple[str, str]:
+    """System names in the order they are shown: (as A, as B)."""
+    ours, baseline = item.candidates[0].system, item.candidates[1].system
+    return (ours, baseline) if order is Order.AB else (baseline, ours)
+
+
+def pair_variables(item: Item, order: Order) -> dict[str, str]:
+    """Template variables for one order: the item's variables plus output_a / output_b."""
+    first, second = item.candidates if order is Order.AB else item.candidates[::-1]
+    return {**item.variables, "output_a": first.text, "output_b": second.text}
+
+
+def swap_output_refs(text: str) -> str:
+    """Swap "Output (a)" and "Output (b)" (either case), as LLMBar does for a reused explanation."""
+    return re.sub(r"([Oo]utput) \(([ab])\)", lambda m: f"{m[1]} ({'b' if m[2] == 'a' else 'a'})", text)
+
+
+def _winner(label: str | None, item: Item, order: Order | None) -> str | None:
+    if label is None or order is None:
+        return None
+    if label == TIE:
+        return TIE
+    first, second = shown(item, order)
+    return first if label == "A" else second
+
+
+def _unreadable(response: JudgeResponse, score_truncated: bool = False) -> Verdict | None:
+    """Why a response cannot be read at all (a failed call, an answer cut off at max_tokens), or None."""
+    if response.error_type is not None:
+        return Verdict(label=None, reason=f"call_failed: {response.error_type}")
+    if response.finish_reason == "length" and not score_truncated:
+        return Verdict(label=None, reason=TRUNCATED)
+    return None
+
+
+def read_verdict(response: JudgeResponse, parser: ParserConfig, labels: tuple[str, ...],
+                 score_truncated: bool = False) -> Verdict:
+    """The pairwise verdict of one response: failed calls (and, unless ``score_truncated``, answers cut
+    off at max_tokens) are never scored."""
+    return _unreadable(response, score_truncated) or parse_verdict(parser.name, response.text, labels, parser.params)
+
+
+def read_scores(response: JudgeResponse, parser: ParserConfig, criteria: tuple) -> Verdict:
+    """The pointwise scores of one response: failed calls and truncated answers are never scored."""
+    return _unreadable(response) or parse_scores(parser.name, response.text, criteria, parser.params)
+
+
+def _without_texts(judgments: list[Judgment]) -> list[Judgment]:
+    """A finished unit's judgments without the answer texts and messages hashes their journal lines hold (see
+    JudgeResponse.journal_at): a run keeps what aggregation needs, not a million judge explanations."""
+    return [j if j.response.journal_at is None else
+            replace(j, request=replace(j.request, messages_hash=""), response=replace(j.response, text=None))
+            for j in judgments]
+
+
+class Executor:
+    """Runs a plan over items with bounded concurrency, journaling every call as it completes."""
+
+    def __init__(self, plan: JudgePlan, client: CallClient, sink: JudgmentSink,
+                 sources: AnswerSource | None = None) -> None:
+        self.plan = plan
+        self.client = client
+        self.sink = sink
+        self.sources = sources
+        self._slots = asyncio.Semaphore(plan.concurrency)
+        self._budget = ErrorBudget(plan.max_error_rate, "judge")
+
+    async def _answer(self, request: JudgeRequest, messages: tuple[Message, ...]) -> JudgeResponse:
+        known = self.sources.get(request, messages) if self.sources is not None else None
+        if known is not None:
+            return known
+        async with self._slots:
+            response = await self.client.complete(messages)
+        if self.sources is not None and response.error_type is None:
+            self.sources.put(request, messages, response)
+        return response
+
+    def _read(self, item: Item, request: JudgeRequest, response: JudgeResponse
+              ) -> tuple[Verdict, str | None, float | None]:
+        """(verdict, winner, overall score) of one response."""
+        winner = score = None
+        if self.plan.scoring is not None:
+            criteria = self.plan.scoring.for_item(item)
+            verdict = read_scores(response, self.plan.parser, criteria)
+            if verdict.ok:
+                score = self.plan.scoring.overall(verdict.scores, criteria)
+        else:
+            parser = self.plan.synthesis_parser if request.stage == STAGE_SYNTHESIS else self.plan.parser
+            verdict = read_verdict(response, parser, self.plan.labels, self.plan.score_truncated)
+            winner = _winner(verdict.label, item, request.order)
+        return verdict, winner, score
+
+    def _judgment(self, item: Item, request: JudgeRequest, response: JudgeResponse) -> Judgment:
+        try:
+            verdict, winner, score = self._read(item, request, response)
+        except Exception as exc:  # a parser bug must not lose a paid answer: it is journaled, unscored, with why
+            log.exception("item %s: reading the judge's answer failed; kept unscored with its raw text", item.id)
+            reason = f"{PARSER_ERROR}: {type(exc).__name__}: {exc}"
+            verdict, winner, score = Verdict(label=None, reason=reason), None, None
+        if response.error_type is not None:
+            status = Status.ERROR
+        else:
+            status = Status.SCORED if verdict.ok else Status.UNSCORED
+        return Judgment(request, response, verdict, winner, status, score)
+
+    async def _call(self, item: Item, repeat: int, order: Order | None, stage: str,
+                    messages: tuple[Message, ...]) -> Judgment:
+        request = JudgeRequest(item.id, repeat, order, stage, hash_messages(messages))
+        response = await self._answer(request, messages)
+        judgment = self._judgment(item, request, response)
+        at = self.sink.append(judgment)
+        self._budget.count(response)
+        return judgment if at is None else replace(judgment, response=replace(response, journal_at=at))
+
+    def _render(self, template: Template, variables: dict[str, Any]) -> tuple[Message, ...]:
+        return template.render(variables, neutralize=self.plan.neutralize)
+
+    async def _synthesize(self, item: Item, repeat: int, first: list[Judgment],
+                          texts: dict[Order, str]) -> list[Judgment]:
+        by_winner = {j.winner: j for j in first}
+        ours, baseline = item.candidates[0].system, item.candidates[1].system
+        if set(by_winner) != {ours, baseline} or self.plan.synthesis_template is None:
+            return []  # no conflict (or an unreadable first round): the first round is final
+        calls = []
+        for order in (Order.AB, Order.BA):
+            explanations = {}
+            for system, j in by_winner.items():
+                text = texts[j.request.order].strip()
+                explanations[system] = text if j.request.order is order else swap_output_refs(text)
+            first_shown, second_shown = shown(item, order)
+            variables = {**pair_variables(item, order), "explanation_a": explanations[first_shown],
+                         "explanation_b": explanations[second_shown]}
+            messages = self._render(self.plan.synthesis_template, variables)
+            calls.append(self._call(item, repeat, order, STAGE_SYNTHESIS, messages))
+        return list(await asyncio.gather(*calls))
+
+    async def _judge_unit(self, item: Item, repeat: int) -> list[Judgment]:
+        if self.plan.scoring is not None:
+            variables = {**item.variables, "output": item.candidates[0].text,
+                         "criteria": self.plan.scoring.for_item(item)}
+            return [await self._call(item, repeat, None, STAGE_JUDGE, self._render(self.plan.template, variables))]
+        orders = plan_orders(self.plan.order_policy, self.plan.seed, item.id, repeat)
+        first = list(await asyncio.gather(*[
+            self._call(item, repeat, o, STAGE_JUDGE, self._render(self.plan.template, pair_variables(item, o)))
+            for o in orders]))
+        if self.plan.strategy is Strategy.swap_synthesize:
+            texts = {j.request.order: j.response.text or "" for j in first}
+            return first + await self._synthesize(item, repeat, first, texts)
+        return first
+
+    def _units(self, items: Iterable[Item]) -> Iterator[tuple[Item, int]]:
+        return ((item, r) for item in items for r in range(self.plan.repeats))
+
+    async def run(self, items: Iterable[Item]) -> list[Judgment]:
+        """Judge every item ``repeats`` times; judgments come back in plan order (item, repeat).
+
+        Only a bounded number of (item, repeat) units is in flight at once, so prompts are rendered
+        just before they are sent and a large dataset never sits rendered in memory.
+        """
+        done_units: dict[int, list[Judgment]] = {}
+        pending: dict[asyncio.Task[list[Judgment]], int] = {}
+        window = 2 * self.plan.concurrency
+        try:
+            for index, (item, repeat) in enumerate(self._units(items)):
+                if len(pending) >= window:
+                    finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                    for task in finished:
+                        done_units[pending.pop(task)] = _without_texts(task.result())
+                pending[asyncio.ensure_future(self._judge_unit(item, repeat))] = index
+            for task in list(pending):
+                done_units[pending.pop(task)] = _without_texts(await task)
+        finally:  # on abort: stop paying; what completed is already in the journal
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        return [j for index in sorted(done_units) for j in done_units[index]]

@@ -1,0 +1,106 @@
+"""The paid stages of a run: generation (optional, pointwise) and judging.
+
+Each stage has its own client (model, limits, retries), its own journal in the run directory, and
+looks answers up in the interrupted run's journal and the response cache before paying for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from runner.core.config import CacheConfig, CacheMode, JudgeConfig
+from runner.core.types import Item, JudgeResponse, Judgment, Secret
+from runner.inputs.datasets import ItemRef, resolve_path
+from runner.inputs.prompts import Template
+from runner.judging.generation import GENERATIONS_NAME, Generation, Generator
+from runner.judging.judge import Executor, JudgePlan
+from runner.judging.progress import ProgressBar, Sinks
+from runner.llm.client import JudgeClient
+from runner.llm.pacing import RateLimiter
+from runner.storage import store
+from runner.storage.cache import ResponseCache
+from runner.storage.sources import AnswerSources
+
+
+@contextmanager
+def _cache(cfg: CacheConfig, root: Path) -> Iterator[ResponseCache | None]:
+    cache = None if cfg.mode is CacheMode.off else ResponseCache(resolve_path(cfg.path, root), cfg.mode)
+    try:
+        yield cache
+    finally:
+        if cache is not None:
+            cache.close()
+
+
+def prior_answers(run_dir: Path, name: str) -> Mapping[tuple, JudgeResponse]:
+    """Answers an interrupted run already has in its journal ``name`` (judge or generation journal)."""
+    return store.JournalAnswers(run_dir / name)
+
+
+def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, run_dir: Path, root: Path,
+             cache_cfg: CacheConfig, api_keys: Mapping[str, Secret], limiter: RateLimiter | None, seed: int,
+             concurrency: int, total: int, prior: Mapping[tuple, JudgeResponse], max_error_rate: float,
+             progress: bool, neutralize: bool) -> dict[str, Generation]:
+    """Run the generation stage: one output per item, journaled to generations.jsonl as it completes."""
+    client = JudgeClient(model, api_keys, limiter, None, seed)
+    with _cache(cache_cfg, root) as cache:
+        sources = AnswerSources(prior, cache, model.model, model.api_base, client.decoding_params)
+        with store.Journal(run_dir / GENERATIONS_NAME) as journal, \
+                ProgressBar(total, enabled=progress, label="generating") as bar:
+            generator = Generator(template, client, Sinks(journal, bar), sources, concurrency,
+                                  max_error_rate=max_error_rate, neutralize=neutralize)
+            return asyncio.run(generator.run(items))
+
+
+def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: tuple[ItemRef, ...], *,
+          run_dir: Path, root: Path, cache_cfg: CacheConfig, api_keys: Mapping[str, Secret],
+          limiter: RateLimiter | None, response_format: dict[str, Any] | None, seed: int, total: int,
+          prior: Mapping[tuple, JudgeResponse], progress: bool) -> list[Judgment]:
+    """Run the judge stage over ``items``; judgments come back in dataset order (item, repeat, order, stage)."""
+    client = JudgeClient(judge_cfg, api_keys, limiter, response_format, seed)
+    with _cache(cache_cfg, root) as cache:
+        sources = AnswerSources(prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params)
+        with store.Journal(run_dir / store.JOURNAL_NAME) as journal, ProgressBar(total, enabled=progress) as bar:
+            executor = Executor(plan, client, Sinks(journal, bar), sources)
+            judgments = asyncio.run(executor.run(items))
+    return _in_dataset_order(judgments, refs)
+
+
+def _in_dataset_order(judgments: list[Judgment], refs: tuple[ItemRef, ...]) -> list[Judgment]:
+    index = {ref.id: n for n, ref in enumerate(refs)}
+    judgments.sort(key=lambda j: (index[j.item_id], j.request.repeat,
+                                  j.request.order.value if j.request.order else "", j.request.stage != "judge"))
+    return judgments
+
+
+def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Callable[[], Iterable[Item]],
+                refs: tuple[ItemRef, ...], *, member_dirs: Mapping[str, Path], root: Path, cache_cfg: CacheConfig,
+                api_keys: Mapping[str, Secret], limiters: Mapping[str, RateLimiter | None],
+                response_formats: Mapping[str, dict[str, Any] | None], seed: int, total: int,
+                priors: Mapping[str, Mapping[tuple, JudgeResponse]], progress: bool) -> dict[str, list[Judgment]]:
+    """Run the judge stage of an ensemble: every member judges every item, all members at once in one event
+    loop, each with its own client (limits, retries), concurrency slots and journal in ``member_dirs[name]``.
+
+    Returns:
+        Member name -> its judgments in dataset order.
+    """
+    with _cache(cache_cfg, root) as cache, ExitStack() as stack:
+        bar = stack.enter_context(ProgressBar(total * len(members), enabled=progress))
+        executors = {}
+        for name, member in members.items():
+            client = JudgeClient(member, api_keys, limiters.get(name), response_formats.get(name), seed)
+            sources = AnswerSources(priors.get(name, {}), cache, member.model, member.api_base,
+                                    client.decoding_params)
+            member_dirs[name].mkdir(parents=True, exist_ok=True)
+            journal = stack.enter_context(store.Journal(member_dirs[name] / store.JOURNAL_NAME))
+            executors[name] = Executor(plan, client, Sinks(journal, bar), sources)
+
+        async def run_all() -> list[list[Judgment]]:
+            return list(await asyncio.gather(*(executor.run(items()) for executor in executors.values())))
+
+        done = asyncio.run(run_all())
+    return {name: _in_dataset_order(judgments, refs) for name, judgments in zip(executors, done, strict=True)}

@@ -1,0 +1,1 @@
+"""Calls to models: the litellm client (its only importer), replicas, pacing, retries, replay."""

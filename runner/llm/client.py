@@ -1,0 +1,323 @@
+"""The only module that talks to litellm: one judge call in, one JudgeResponse out.
+
+Calls are paced by the judge's rpm/tpm limiter and retried with exponential backoff and jitter on
+rate-limit, timeout, connection and 5xx errors, honouring Retry-After; authentication and bad-request
+errors are not retried. Errors are classified by exception type (litellm's exceptions subclass
+openai's), never by message text, and come back inside the JudgeResponse: one failed call never
+stops the run.
+
+A judge with ``replicas`` sends its calls through a litellm Router (one per client, model list from
+:mod:`runner.llm.replicas`). ``simple-shuffle`` draws a replica weighted by its rpm (or tpm), with no per-call
+usage bookkeeping; the judge's limiter paces the group at the replicas' summed rpm/tpm (:func:`pacing_limits`).
+Retries stay ours (Router ``num_retries=0``). An error worth retrying (connection, timeout, 429, 5xx) is
+failed over at once to a replica not yet tried in that attempt; auth and bad-request errors are not, so a
+replica with a wrong key shows up as failed calls instead of hiding behind the others. Cooldowns are off:
+they would turn the provider's error into the Router's own "no deployments available" (not an APIError).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import sys
+import time
+import weakref
+from collections import Counter
+from collections.abc import Mapping
+from importlib import metadata
+from typing import Any
+
+import litellm
+import openai
+from litellm import CustomLLM
+from litellm.types.utils import ModelResponse
+
+from runner.core.config import JudgeConfig
+from runner.core.types import JudgeResponse, Message, Secret
+from runner.llm import replay, replicas
+from runner.llm.pacing import RateLimiter, estimate_tokens
+from runner.llm.retry import RetryPolicy, parse_retry_after
+
+log = logging.getLogger(__name__)
+
+REPLAY_PROVIDER = "replay"
+# litellm providers for an OpenAI-compatible server at api_base. hosted_vllm/ is litellm's path to one without the
+# OpenAI SDK in between; `make bench`'s throughput scenario measures both (judge=local_openai vs local_vllm).
+LOCAL_PREFIXES = ("openai/", "hosted_vllm/")
+RETRYABLE = (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError, litellm.InternalServerError,
+             litellm.ServiceUnavailableError, litellm.BadGatewayError)
+
+
+class ReplayProvider(CustomLLM):
+    """litellm custom provider serving recorded answers (model string ``replay/<recording>``)."""
+
+    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # noqa: D102
+        return self.completion(*args, **kwargs)
+
+    def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # noqa: D102
+        model = kwargs["model"].removeprefix(f"{REPLAY_PROVIDER}/")
+        messages = [Message(role=m["role"], content=m["content"]) for m in kwargs["messages"]]
+        try:
+            answer = replay.lookup(model, messages)
+        except replay.ReplayMiss as exc:
+            # A bad request: retrying cannot help, and the message says exactly what is missing.
+            raise litellm.BadRequestError(message=str(exc), model=model, llm_provider=REPLAY_PROVIDER) from None
+        prompt_tokens = litellm.token_counter(model="gpt-4", messages=kwargs["messages"])
+        completion_tokens = litellm.token_counter(model="gpt-4", text=answer.text)
+        return ModelResponse(
+            model=f"{REPLAY_PROVIDER}/{model}",
+            choices=[{"index": 0, "finish_reason": answer.finish_reason,
+                      "message": {"role": "assistant", "content": answer.text}}],
+            usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                   "total_tokens": prompt_tokens + completion_tokens},
+        )
+
+
+def configure() -> None:
+    """Set litellm's process-wide settings once (called from the CLI entry point only)."""
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    litellm.drop_params = True  # providers that lack e.g. `seed` get the call without it, not a 400
+    litellm.custom_provider_map = [{"provider": REPLAY_PROVIDER, "custom_handler": ReplayProvider()}]
+
+
+def litellm_version() -> str:
+    """The installed litellm version, recorded with every run."""
+    return metadata.version("litellm")
+
+
+def supports_json_schema(model: str) -> bool:
+    """Whether litellm's model map says ``model`` accepts a JSON-schema response_format."""
+    try:
+        return bool(litellm.supports_response_schema(model=model))
+    except litellm.exceptions.NotFoundError:
+        return False
+
+
+def count_tokens(model: str, messages: tuple[Message, ...]) -> int:
+    """Prompt tokens of ``messages`` for ``model`` (litellm's tokenizer choice; for a model litellm cannot
+    place, such as a replay recording, its default tiktoken encoding)."""
+    payload = [{"role": m.role, "content": m.content} for m in messages]
+    try:
+        return litellm.token_counter(model=model, messages=payload)
+    except litellm.BadRequestError:
+        return litellm.token_counter(messages=payload)
+
+
+def price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """Dollars for that many tokens from litellm's (local) cost map; None when the model is unpriced."""
+    if model not in litellm.model_cost and model.split("/", 1)[-1] not in litellm.model_cost:
+        return None
+    try:
+        prompt_usd, completion_usd = litellm.cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    except litellm.BadRequestError:  # a model litellm cannot place with a provider (e.g. replay/gpt-4)
+        return None
+    except Exception as exc:  # noqa: BLE001 - litellm raises a bare Exception for a model it places but cannot
+        # price: replay/gpt-4 once the replay provider is registered in this process (an earlier run)
+        if "isn't mapped yet" not in str(exc):
+            raise
+        return None
+    return prompt_usd + completion_usd
+
+
+def _retry_after(exc: Exception) -> float | None:
+    headers = getattr(exc, "litellm_response_headers", None)
+    return parse_retry_after(dict(headers.items())) if headers is not None else None
+
+
+def _retryable(exc: openai.APIError) -> bool:
+    if isinstance(exc, RETRYABLE):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(exc, litellm.APIError) and isinstance(status, int) and status >= 500
+
+
+def pacing_limits(judge: JudgeConfig) -> tuple[int | None, int | None]:
+    """(rpm, tpm) the judge's client-side limiter paces at: the judge's own when set, else the sum over its
+    replicas when every replica sets that limit, else None (no limit)."""
+
+    def summed(values: list[int | None]) -> int | None:
+        return sum(values) if values and all(v is not None for v in values) else None  # type: ignore[arg-type]
+
+    rpm = judge.rpm if judge.rpm is not None else summed([r.rpm for r in judge.replicas])
+    tpm = judge.tpm if judge.tpm is not None else summed([r.tpm for r in judge.replicas])
+    return rpm, tpm
+
+
+class ReplicaRouter(litellm.Router):
+    """litellm's Router over the replicas of one judge, failing over only on errors worth retrying.
+
+    It narrows litellm 1.100's private failover hook (``_maybe_run_weighted_failover``); a unit test fails
+    if an upgrade renames it.
+
+    Args:
+        judge_name: The judge (its model group), for log lines.
+        bases: Deployment id -> api_base, to name a failed replica without its key.
+        **kwargs: litellm.Router's arguments.
+    """
+
+    def __init__(self, judge_name: str, bases: Mapping[str, str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.judge_name = judge_name
+        self.bases = dict(bases)
+        self.failures: Counter[str] = Counter()  # api_base -> errors worth retrying it answered with
+
+    async def _maybe_run_weighted_failover(self, exception: Exception, *args: Any, **kwargs: Any) -> Any | None:
+        # litellm fails over on any error; an auth or bad-request error is the caller's to see, not to hide.
+        if not (isinstance(exception, openai.APIError) and _retryable(exception)):
+            return None
+        base = self.bases.get(getattr(exception, "failed_deployment_id", None) or "", "?")
+        self.failures[base] += 1
+        # the first failure of a replica is news; a replica that is down would otherwise log every call it draws
+        log.log(logging.WARNING if self.failures[base] == 1 else logging.DEBUG,
+                "%s: replica %s failed (%s); failing over to a replica not tried yet, if any", self.judge_name, base,
+                type(exception).__name__)
+        return await super()._maybe_run_weighted_failover(exception, *args, **kwargs)
+
+
+def build_router(judge: JudgeConfig, api_keys: Mapping[str, Secret]) -> ReplicaRouter:
+    """A Router over ``judge.replicas`` (see the module docstring for the choices it makes).
+
+    Raises:
+        ConfigurationError: A replica's rpm/tpm is not positive, or two replicas share an api_base.
+    """
+    deployments = replicas.model_list(judge, api_keys)
+    return ReplicaRouter(
+        judge.name, {d["model_info"]["id"]: d["litellm_params"]["api_base"] for d in deployments},
+        model_list=deployments, routing_strategy="simple-shuffle", num_retries=0, timeout=judge.timeout_s,
+        disable_cooldowns=True, enable_weighted_failover=True, max_fallbacks=len(deployments))
+
+
+class JudgeClient:
+    """Sends rendered messages to one judge deployment, or through a Router to the judge's replicas.
+
+    A client with replicas owns a Router, which hooks itself into litellm's callback lists; :meth:`close`
+    (or the client being garbage-collected) unhooks it.
+
+    Args:
+        judge: The judge's config (model string, api_base, decoding parameters, limits, retries, replicas).
+        api_keys: API-key variable name -> key, as the CLI read them; the judge uses ``judge.api_key_env``'s,
+            each replica its own ``api_key_env``'s or else the judge's.
+        limiter: The judge's rate limiter, shared by every job of this judge in the process.
+        response_format: A response_format to request (JSON schema from the rubric), or None.
+        seed: Seeds the backoff jitter, so a rerun waits the same way.
+    """
+
+    def __init__(self, judge: JudgeConfig, api_keys: Mapping[str, Secret], limiter: RateLimiter | None = None,
+                 response_format: dict[str, Any] | None = None, seed: int = 0) -> None:
+        self.judge = judge
+        self._api_key = api_keys.get(judge.api_key_env) if judge.api_key_env else None
+        self._secrets = replicas.judge_secrets(judge, api_keys)
+        self._router = build_router(judge, api_keys) if judge.replicas else None
+        self._discard = weakref.finalize(self, self._router.discard) if self._router is not None else None
+        self.replica_calls: Counter[str] = Counter()  # api_base -> calls it answered (replicas only)
+        self._limiter = limiter
+        self._retry = RetryPolicy(max_retries=judge.max_retries, base_s=judge.retry_base_s, max_s=judge.retry_max_s)
+        self._rng = random.Random(seed)
+        self.decoding_params: dict[str, Any] = {"temperature": judge.temperature, "max_tokens": judge.max_tokens}
+        if judge.seed is not None:
+            self.decoding_params["seed"] = judge.seed
+        if response_format is not None:
+            self.decoding_params["response_format"] = response_format
+
+    def close(self) -> None:
+        """Unhook the Router (if any) from litellm's callback lists; the client must not be used after."""
+        if self._discard is not None:
+            self._discard()
+
+    @property
+    def replica_failures(self) -> Mapping[str, int]:
+        """api_base -> connection, timeout, 429 and 5xx errors of that replica, each failed over to another
+        replica when one was left untried in that attempt (replicas only)."""
+        return self._router.failures if self._router is not None else {}
+
+    async def _send(self, payload: list[dict[str, str]]) -> Any:
+        if self._router is None:
+            return await litellm.acompletion(messages=payload, **self._kwargs())
+        # the Router adds each replica's api_base and key; the model group is the judge's name
+        return await self._router.acompletion(model=self.judge.name, messages=payload, timeout=self.judge.timeout_s,
+                                              num_retries=0, **self.decoding_params)
+
+    def _kwargs(self) -> dict[str, Any]:
+        j = self.judge
+        kwargs: dict[str, Any] = {"model": j.model, "timeout": j.timeout_s, "num_retries": 0,
+                                  **self.decoding_params}
+        if j.api_base:
+            kwargs["api_base"] = j.api_base
+        if self._api_key is not None:
+            kwargs["api_key"] = self._api_key.reveal()
+        elif j.model.startswith(LOCAL_PREFIXES) and j.api_base:
+            # OpenAI-compatible local servers usually take no key, but the OpenAI SDK insists on one.
+            kwargs["api_key"] = "no-key"
+        return kwargs
+
+    def _error(self, exc: Exception, started: float, attempts: int, limited: int) -> JudgeResponse:
+        text = str(exc)
+        for secret in self._secrets:
+            text = text.replace(secret.reveal(), "***")
+        return JudgeResponse(text=None, latency_s=time.perf_counter() - started, error_type=type(exc).__name__,
+                             error=text[:2000], attempts=attempts, rate_limited=limited)
+
+    async def complete(self, messages: tuple[Message, ...]) -> JudgeResponse:
+        """Make one judge call, with pacing and retries; never raises for provider errors."""
+        payload = [{"role": m.role, "content": m.content} for m in messages]
+        estimate = estimate_tokens(sum(len(m.content) for m in messages), self.judge.max_tokens)
+        started, attempts, limited = time.perf_counter(), 0, 0
+        first_attempt = time.monotonic()
+        while True:
+            attempts += 1
+            if self._limiter is not None:
+                await self._limiter.acquire(estimate)
+            try:
+                resp = await self._send(payload)
+            except openai.APIError as exc:
+                retry_after = None
+                if isinstance(exc, litellm.RateLimitError):
+                    limited += 1
+                    retry_after = _retry_after(exc)
+                    if self._limiter is not None:
+                        self._limiter.penalize(retry_after)
+                        if self._progressing(first_attempt):
+                            continue  # the limiter now holds this call back (pause, learned rate): no own backoff
+                        return self._error(exc, started, attempts, limited)
+                if not _retryable(exc) or attempts - limited > self._retry.max_retries:
+                    return self._error(exc, started, attempts, limited)
+                delay = self._retry.delay(attempts - limited, retry_after, self._rng)
+                log.info("%s: %s, retry %d/%d in %.1fs", self.judge.name, type(exc).__name__, attempts,
+                         self._retry.max_retries, delay)
+                await asyncio.sleep(delay)
+                continue
+            return self._response(resp, started, attempts, limited, estimate)
+
+    def _progressing(self, first_attempt: float) -> bool:
+        """Whether a 429 may be sent again: a call to this judge succeeded (or this call was first sent) less
+        than ``judge.retry_rate_limited_s`` ago (time.monotonic, the limiter's clock)."""
+        assert self._limiter is not None
+        since = max(self._limiter.last_success, first_attempt)
+        return time.monotonic() - since < self.judge.retry_rate_limited_s
+
+    def _response(self, resp: Any, started: float, attempts: int, limited: int, estimate: int) -> JudgeResponse:
+        choice = resp.choices[0]
+        usage = getattr(resp, "usage", None)
+        prompt_tokens = getattr(usage, "prompt_tokens", 0) or 0
+        completion_tokens = getattr(usage, "completion_tokens", 0) or 0
+        if self._limiter is not None:
+            self._limiter.settle(estimate, prompt_tokens + completion_tokens)
+            self._limiter.record_success()
+        hidden = getattr(resp, "_hidden_params", None) or {}
+        cost = hidden.get("response_cost")
+        if self._router is not None:
+            self.replica_calls[str(hidden.get("api_base"))] += 1
+        return JudgeResponse(
+            text=choice.message.content,
+            # interned: a million answers share the one "stop" instead of holding a million copies
+            finish_reason=sys.intern(choice.finish_reason) if isinstance(choice.finish_reason, str) else None,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=float(cost) if cost is not None else None,
+            latency_s=time.perf_counter() - started,
+            attempts=attempts,
+            rate_limited=limited,
+        )

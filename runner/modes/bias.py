@@ -1,0 +1,281 @@
+"""The per-run bias report of a pairwise judge: position, length and self-preference.
+
+Each statistic asks whether something other than quality moves the verdict: the slot a candidate is
+shown in, how long it is, or whether the judge's own model family wrote it. Everything is computed
+from the final judgment per ``(item, repeat, order)`` (a synthesis round replaces the first round),
+and every value returned is plain JSON: an undefined statistic is ``None``, never NaN.
+
+A verdict is *decisive* when it was scored and names one of the two systems (not a tie). Ties and
+unscored or errored judgments never enter a decisive count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from runner.core.types import Judgment, Order, Status
+from runner.inputs.datasets import ItemRef
+from runner.judging.aggregation import final_judgments
+
+FIRST, SECOND = "A", "B"
+
+# report section -> report key -> MLflow metric key (see bias_metrics)
+METRIC_KEYS: Mapping[str, Mapping[str, str]] = {
+    "position": {
+        "consistency_rate": "bias/position_consistency",
+        "first_position_rate": "bias/first_position_rate",
+        "second_position_rate": "bias/second_position_rate",
+        "binomial_p": "bias/first_position_p",
+    },
+    "length": {
+        "longer_wins_rate": "bias/longer_wins_rate",
+        "longer_is_gold_rate": "bias/longer_is_gold_rate",
+        "excess": "bias/length_excess",
+    },
+    "self_preference": {
+        "own_win_rate": "bias/self_own_win_rate",
+        "excess_error": "bias/self_excess_error",
+    },
+}
+
+
+def bias_report(
+    refs: Sequence[ItemRef],
+    judgments: Sequence[Judgment],
+    ours: str,
+    baseline: str,
+    *,
+    judge_family: str | None = None,
+    families: Mapping[str, str | None] | None = None,
+    min_length_gap: int = 30,
+) -> dict[str, Any]:
+    """Position, length and self-preference bias of one pairwise run.
+
+    Args:
+        refs: The run's items; their ``gold`` and ``lengths`` (characters of ours, baseline) are used.
+        judgments: All judgments of the run; only the final one per ``(item, repeat, order)`` counts.
+        ours: System name of the first candidate (shown as A in ``Order.AB``).
+        baseline: System name of the second candidate.
+        judge_family: The judge model's family (e.g. ``"openai"``); compared case-insensitively.
+        families: System name -> the family of the model that wrote it (None when unknown).
+        min_length_gap: A verdict enters the length statistics only when the two candidates differ by
+            MORE than this many characters (smaller gaps are noise, not a length contrast).
+
+    Returns:
+        ``{"position": {...}, "length": {...}}`` plus ``"self_preference"`` when exactly one of the two
+        systems belongs to ``judge_family`` (with both or neither there is no contrast to measure).
+
+    Raises:
+        ValueError: If ``ours`` equals ``baseline`` or ``min_length_gap`` is negative.
+    """
+    if ours == baseline:
+        raise ValueError(f"ours and baseline must be different systems, both are {ours!r}")
+    if min_length_gap < 0:
+        raise ValueError(f"min_length_gap must be >= 0, got {min_length_gap}")
+    finals = final_judgments(judgments)
+    by_id = {ref.id: ref for ref in refs}
+    gold = {ref.id: ref.gold for ref in refs if ref.gold in (ours, baseline)}  # decisive gold only
+    decisive = [j for j in finals if _is_decisive(j, ours, baseline)]
+    out: dict[str, Any] = {
+        "position": position_bias(finals),
+        "length": length_bias(decisive, by_id, gold, ours, baseline, min_length_gap),
+    }
+    own = _own_system(judge_family, families or {}, ours, baseline)
+    if own is not None:
+        other = baseline if own == ours else ours
+        out["self_preference"] = {"judge_family": judge_family, **self_preference(decisive, gold, own, other)}
+    return out
+
+
+def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
+    """How much the slot a candidate is shown in decides the verdict.
+
+    Args:
+        finals: Final pairwise judgments (one per ``(item, repeat, order)``; see ``final_judgments``).
+
+    Returns:
+        ``pairs_both_orders``: ``(item, repeat)`` pairs judged in both orders, whatever the outcome;
+        ``consistent``: those where both orders were scored and named the same winner (an unreadable
+        verdict does not survive the swap, as in ``report.gold_metrics``); ``consistency_rate``;
+        ``first_position_rate`` / ``second_position_rate``: share of decisive verdicts whose label is
+        A / B, over ``n_decisive``; ``binomial_p``: two-sided exact binomial test of the A count
+        against 0.5; ``inconsistent_toward_first`` / ``_second``: pairs that changed winner with the
+        swap because the judge picked the first-shown (A, A) / second-shown (B, B) side both times.
+    """
+    from scipy import stats as scipy_stats
+
+    pairs: dict[tuple[str, int], dict[Order, Judgment]] = {}
+    for j in finals:
+        pairs.setdefault((j.item_id, j.request.repeat), {})[Order(j.request.order)] = j
+    both = [(p[Order.AB], p[Order.BA]) for p in pairs.values() if len(p) == len(Order)]
+    consistent = sum(ab.status == ba.status == Status.SCORED and ab.winner == ba.winner for ab, ba in both)
+    labels = [j.verdict.label for j in finals if j.status == Status.SCORED and j.verdict.label in (FIRST, SECOND)]
+    n_first = labels.count(FIRST)
+    n_decisive = len(labels)
+    # With both labels equal the winners necessarily differ (A is ours in one order, baseline in the other).
+    same_slot = [ab.verdict.label for ab, ba in both if _label(ab) == _label(ba) and _label(ab) in (FIRST, SECOND)]
+    return {
+        "pairs_both_orders": len(both),
+        "consistent": consistent,
+        "consistency_rate": _rate(consistent, len(both)),
+        "first_position_rate": _rate(n_first, n_decisive),
+        "second_position_rate": _rate(n_decisive - n_first, n_decisive),
+        "n_decisive": n_decisive,
+        "binomial_p": float(scipy_stats.binomtest(n_first, n_decisive, 0.5).pvalue) if n_decisive else None,
+        "inconsistent_toward_first": same_slot.count(FIRST),
+        "inconsistent_toward_second": same_slot.count(SECOND),
+    }
+
+
+def length_bias(
+    decisive: Sequence[Judgment],
+    refs: Mapping[str, ItemRef],
+    gold: Mapping[str, str],
+    ours: str,
+    baseline: str,
+    min_length_gap: int,
+) -> dict[str, Any]:
+    """How often the longer answer wins, against how often it should by the gold labels.
+
+    Args:
+        decisive: Final decisive judgments (scored, winner is ``ours`` or ``baseline``).
+        refs: Items by id; an item without two ``lengths`` is left out.
+        gold: Item id -> decisive gold winner (items with a tie or no gold are absent).
+        ours: System name of the first candidate (``lengths[0]``).
+        baseline: System name of the second candidate (``lengths[1]``).
+        min_length_gap: Only verdicts whose candidates differ by more than this many characters count.
+
+    Returns:
+        ``n`` and ``longer_wins_rate`` over the verdicts with a length contrast; over those of them
+        whose item has a decisive gold: ``n_gold``, ``longer_wins_rate_gold`` (the judge),
+        ``longer_is_gold_rate`` (the labels) and ``excess`` = judge - labels, the length preference
+        the labels do not justify. Both rates over the same verdicts, so an item judged k times
+        weighs k times on either side.
+    """
+    longer: dict[str, str] = {}
+    for item_id, ref in refs.items():
+        if len(ref.lengths) == 2 and abs(ref.lengths[0] - ref.lengths[1]) > min_length_gap:
+            longer[item_id] = ours if ref.lengths[0] > ref.lengths[1] else baseline
+    contrast = [j for j in decisive if j.item_id in longer]
+    labelled = [j for j in contrast if j.item_id in gold]
+    judge_rate = _rate(sum(j.winner == longer[j.item_id] for j in labelled), len(labelled))
+    gold_rate = _rate(sum(gold[j.item_id] == longer[j.item_id] for j in labelled), len(labelled))
+    return {
+        "min_length_gap": min_length_gap,
+        "n": len(contrast),
+        "longer_wins_rate": _rate(sum(j.winner == longer[j.item_id] for j in contrast), len(contrast)),
+        "n_gold": len(labelled),
+        "longer_wins_rate_gold": judge_rate,
+        "longer_is_gold_rate": gold_rate,
+        "excess": _diff(judge_rate, gold_rate),
+    }
+
+
+def self_preference(decisive: Sequence[Judgment], gold: Mapping[str, str], own: str, other: str) -> dict[str, Any]:
+    """How much the judge favours the side its own model family wrote.
+
+    Args:
+        decisive: Final decisive judgments (scored, winner is ``own`` or ``other``).
+        gold: Item id -> decisive gold winner (items with a tie or no gold are absent).
+        own: The system written by the judge's family.
+        other: The other system.
+
+    Returns:
+        ``own_system``, ``n_decisive`` and ``own_win_rate``; ``own_win_rate_when_gold_other`` (picking
+        its own side where the labels say the other wins: the self-preference error, over
+        ``n_gold_other``); ``other_win_rate_when_gold_own`` (the symmetric error, over
+        ``n_gold_own``); and ``excess_error`` = the first error minus the second, which is 0 for an
+        equally fallible judge without self-preference.
+    """
+    gold_other = [j for j in decisive if gold.get(j.item_id) == other]
+    gold_own = [j for j in decisive if gold.get(j.item_id) == own]
+    own_error = _rate(sum(j.winner == own for j in gold_other), len(gold_other))
+    other_error = _rate(sum(j.winner == other for j in gold_own), len(gold_own))
+    return {
+        "own_system": own,
+        "n_decisive": len(decisive),
+        "own_win_rate": _rate(sum(j.winner == own for j in decisive), len(decisive)),
+        "n_gold_other": len(gold_other),
+        "own_win_rate_when_gold_other": own_error,
+        "n_gold_own": len(gold_own),
+        "other_win_rate_when_gold_own": other_error,
+        "excess_error": _diff(own_error, other_error),
+    }
+
+
+def bias_metrics(report: Mapping[str, Any]) -> dict[str, float]:
+    """Flatten a :func:`bias_report` into MLflow metrics keyed ``bias/<name>``.
+
+    Args:
+        report: The output of :func:`bias_report`.
+
+    Returns:
+        The metrics in :data:`METRIC_KEYS` as floats; undefined (None) values and absent sections are
+        left out, since MLflow has no "missing" value and a 0 would read as a measurement.
+    """
+    metrics: dict[str, float] = {}
+    for section, keys in METRIC_KEYS.items():
+        values = report.get(section) or {}
+        for name, metric in keys.items():
+            if values.get(name) is not None:
+                metrics[metric] = float(values[name])
+    return metrics
+
+
+def _is_decisive(j: Judgment, ours: str, baseline: str) -> bool:
+    """Scored and naming one of the two systems (not a tie)."""
+    return j.status == Status.SCORED and j.winner in (ours, baseline)
+
+
+def _label(j: Judgment) -> str | None:
+    """The positional label of a scored judgment, else None."""
+    return j.verdict.label if j.status == Status.SCORED else None
+
+
+def _own_system(judge_family: str | None, families: Mapping[str, str | None], ours: str, baseline: str
+                ) -> str | None:
+    """The one system written by the judge's family, or None (no family given, neither side, or both)."""
+    if not judge_family:
+        return None
+    wanted = judge_family.strip().casefold()
+    own = [s for s in (ours, baseline) if (families.get(s) or "").strip().casefold() == wanted]
+    return own[0] if len(own) == 1 else None
+
+
+def _rate(num: int, den: int) -> float | None:
+    """``num / den``, or None when ``den`` is 0 (an undefined rate is not a 0)."""
+    return num / den if den else None
+
+
+def _diff(a: float | None, b: float | None) -> float | None:
+    """``a - b``, or None when either is undefined."""
+    return None if a is None or b is None else a - b
+
+
+def _spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Spearman's rho, or None when it is undefined (fewer than 3 pairs, or a constant side)."""
+    from scipy import stats as scipy_stats
+
+    if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
+        return None
+    return float(scipy_stats.spearmanr(x, y).statistic)
+
+
+def length_score_bias(lengths: Sequence[int], judge: Sequence[float], human: Sequence[float | None]) -> dict[str, Any]:
+    """Pointwise length preference: how strongly the judge's score follows the output's length, against how
+    strongly the human scores do on the same items (a judge that likes length beyond the humans shows
+    a positive ``excess``).
+
+    Args:
+        lengths: Characters of each scored item's output.
+        judge: The item's overall score, in the same order.
+        human: The item's human score, or None, in the same order.
+    """
+    rated = [(n, h) for n, h in zip(lengths, human, strict=True) if h is not None]
+    judge_rho = _spearman(list(lengths), list(judge))
+    human_rho = _spearman([n for n, _ in rated], [h for _, h in rated]) if rated else None
+    judge_on_rated = _spearman([n for n, _ in rated], [j for j, h in zip(judge, human, strict=True) if h is not None])
+    return {"n": len(lengths), "judge_length_spearman": judge_rho, "n_human": len(rated),
+            "human_length_spearman": human_rho,
+            "excess": None if human_rho is None or judge_on_rated is None else judge_on_rated - human_rho}

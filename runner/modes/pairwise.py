@@ -1,0 +1,82 @@
+"""Pairwise runs: validate the rubric and templates before any call, and build the users' summary.
+
+A pairwise run shows the judge two candidates (ours, baseline) in the orders the order policy asks
+for; its verdicts are aggregated per item by a registered vote aggregation (majority_vote).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from runner.core.config import OrderPolicy, RunConfig, Strategy
+from runner.core.errors import ConfigurationError
+from runner.core.types import TIE, Judgment
+from runner.inputs.datasets import ItemRef
+from runner.inputs.prompts import Template, check_variables, load_template
+from runner.judging import aggregation
+from runner.judging.judge import PAIRWISE_VARIABLES, SYNTHESIS_VARIABLES
+from runner.judging.parsing import PARSERS, response_schema
+from runner.modes import bias, trust
+from runner.modes import summary as summaries
+
+POSITIONAL_LABELS = frozenset({"A", "B", TIE})
+
+
+def check_rubric(cfg: RunConfig) -> None:
+    """The rubric offers positional labels, and its parsers and the aggregation take their parameters."""
+    bad = set(cfg.rubric.labels) - POSITIONAL_LABELS
+    if bad or len(cfg.rubric.labels) < 2:
+        raise ConfigurationError(f"rubric {cfg.rubric.name}: labels must be two or more of A, B, tie; got "
+                                 f"{list(cfg.rubric.labels)}")
+    for key, parser in (("parser", cfg.rubric.parser), ("synthesis_parser", cfg.rubric.synthesis_parser)):
+        if parser is not None:
+            PARSERS.dry_run(parser.name, dict(parser.params), "", tuple(cfg.rubric.labels),
+                            key=f"rubric {cfg.rubric.name}: rubric.{key}.params")
+    aggregation.AGGREGATIONS.check_params(cfg.aggregation.name, dict(cfg.aggregation.params), fixed=2)
+
+
+def load_templates(cfg: RunConfig, prompts_dir: Path) -> tuple[Template, Template | None]:
+    """Load the judge template (and the synthesis template of swap-and-synthesize) and check their variables."""
+    provided = set(cfg.dataset.variables)
+    where = f"dataset {cfg.dataset.name} (variables: {sorted(cfg.dataset.variables)}) plus the runner"
+    template = load_template(prompts_dir, cfg.prompt.template)
+    check_variables(template, provided | PAIRWISE_VARIABLES, where)
+    synthesis = None
+    if cfg.prompt.strategy is Strategy.swap_synthesize:
+        if cfg.prompt.synthesis_template is None:
+            raise ConfigurationError(f"prompt {cfg.prompt.name}: strategy swap_synthesize needs synthesis_template")
+        if cfg.order is not OrderPolicy.both:
+            raise ConfigurationError(f"prompt {cfg.prompt.name}: swap_synthesize judges both orders; "
+                                     f"set order=both (got order={cfg.order.value})")
+        synthesis = load_template(prompts_dir, cfg.prompt.synthesis_template)
+        check_variables(synthesis, provided | SYNTHESIS_VARIABLES, where)
+    return template, synthesis
+
+
+def response_schema_for(cfg: RunConfig) -> dict[str, Any] | None:
+    """The JSON schema of the rubric's verdict, when its parser reads JSON (else None)."""
+    parser = cfg.rubric.parser
+    return response_schema(parser.name, cfg.rubric.labels, parser.params)
+
+
+def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: list[Judgment]
+          ) -> tuple[dict, dict | None, dict[str, float]]:
+    """The users' summary (with gold accuracy when the dataset has gold), its trust section (win rate with
+    ties, agreement with gold, bootstrap CIs; see runner.modes.trust) and its MLflow metrics."""
+    assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
+    item_results = aggregation.aggregate_items(judgments, [r.id for r in refs],
+                                               cfg.aggregation.name, cfg.aggregation.params)
+    summary = summaries.build_summary(item_results, judgments, cfg.dataset.ours.name, cfg.dataset.baseline.name,
+                                   cfg.repeats)
+    gold = summaries.gold_metrics(refs, judgments)
+    if gold is not None:
+        summary["gold"] = gold
+    ours, baseline = cfg.dataset.ours, cfg.dataset.baseline
+    summary["trust"] = trust.pairwise_trust(refs, judgments, item_results, ours.name, baseline.name, cfg.metrics,
+                                            cfg.seed)
+    summary["bias"] = bias.bias_report(refs, judgments, ours.name, baseline.name, judge_family=cfg.judge.family,
+                                       families={ours.name: ours.family, baseline.name: baseline.family})
+    return summary, gold, {**summaries.flat_metrics(summary, gold, {}), **trust.trust_metrics(summary["trust"]),
+                           **bias.bias_metrics(summary["bias"])}

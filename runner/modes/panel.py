@@ -1,0 +1,317 @@
+"""An ensemble judge inside one run (``judge=ensemble``): check it, and build its summary from the members'.
+
+Every member judges every item under the run's plan (runner.judging.stages.judge_panel). Each member's final
+judgments are its votes: with ``order=both`` (and repeats) a member casts one vote per order (and
+repeat), and for Dawid-Skene each ``member/order[/repeat]`` is its own annotator, so a judge's position
+bias shows up as two annotators that disagree. The ensemble's verdict per item comes from ``judge.combine``:
+
+- ``majority_vote``: a strict majority of all the members' votes (a tie without one);
+- ``weighted``: the same with each member's votes weighted by ``judge.weights`` (1.0 for a member not named);
+- ``mean`` / ``median``: of each member's preference for ours (its share of votes for ours, a tie = 1/2):
+  ours above 1/2, the baseline below, a tie at exactly 1/2;
+- ``dawid_skene``: the EM posterior (no labels needed); each member's estimated accuracy is the vote-count
+  weighted mean of its annotators'.
+
+The run's headline (verdict distribution, win rate, agreement with gold) is the ensemble's; every
+aggregation is also scored against gold, next to each member's own agreement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+from runner.core.config import OrderPolicy, PromptMode, RunConfig
+from runner.core.errors import ConfigurationError
+from runner.core.types import TIE, ItemResult, Judgment, Status
+from runner.inputs.datasets import ItemRef
+from runner.judging.aggregation import CONFIDENCES, MAJORITY, NO_CONSENSUS, UNANIMOUS, aggregate_items, final_judgments
+from runner.modes import pairwise, trust
+from runner.modes import summary as summaries
+from runner.modes.ensemble import combine_labels, combine_scores, inter_judge_agreement, member_comparison
+from runner.modes.score_panel import SCORE_COMBINES
+
+ENSEMBLE_MODEL = "ensemble"
+COMBINES = ("majority_vote", "weighted", "mean", "median", "dawid_skene")
+MEMBERS_DIR = "members"  # run_dir/members/<name>/: each member's journal, results and summary
+
+
+def is_ensemble(cfg: RunConfig) -> bool:
+    """Whether the run's judge is an ensemble of member judges."""
+    return cfg.judge.model == ENSEMBLE_MODEL or bool(cfg.judge.members)
+
+
+def annotators_per_member(cfg: RunConfig) -> int:
+    """How many votes each member casts per item: one per order judged and repeat."""
+    return (2 if cfg.order is OrderPolicy.both else 1) * cfg.repeats
+
+
+def check(cfg: RunConfig) -> None:
+    """An ensemble names two or more plain judges, a known combine, and weights that fit it.
+
+    Raises:
+        ConfigurationError: naming the key that is wrong.
+    """
+    judge = cfg.judge
+    if judge.model != ENSEMBLE_MODEL or len(judge.members) < 2:
+        raise ConfigurationError(f"judge {judge.name}: an ensemble has model: {ENSEMBLE_MODEL} and two or more "
+                                 f"judge.members (got model={judge.model!r}, {len(judge.members)} member(s))")
+    nested = [name for name, m in judge.members.items() if m.members or m.model == ENSEMBLE_MODEL]
+    if nested:
+        raise ConfigurationError(f"judge.members.{nested[0]}: a member cannot itself be an ensemble")
+    if judge.combine not in COMBINES:
+        raise ConfigurationError(f"judge.combine={judge.combine!r} is not one of {list(COMBINES)}")
+    if cfg.prompt.mode is PromptMode.pointwise and judge.combine not in SCORE_COMBINES:
+        raise ConfigurationError(f"judge.combine={judge.combine}: a pointwise ensemble combines scores with one of "
+                                 f"{list(SCORE_COMBINES)} (majority_vote and dawid_skene over the members' "
+                                 f"pass/fail decisions are reported beside it)")
+    unknown = sorted(set(judge.weights) - set(judge.members))
+    if unknown:
+        raise ConfigurationError(f"judge.weights.{unknown[0]}: not a member of the ensemble (members: "
+                                 f"{sorted(judge.members)}); drop it with '~judge.weights.{unknown[0]}'")
+    weights = member_weights(cfg)
+    if any(not w >= 0 for w in weights.values()) or not any(weights.values()):
+        raise ConfigurationError(f"judge.weights must be >= 0 and not all 0, got {weights}")
+    if judge.combine == "dawid_skene" and len(judge.members) * annotators_per_member(cfg) < 3 \
+            and cfg.prompt.mode is PromptMode.pairwise:
+        raise ConfigurationError("judge.combine=dawid_skene needs three or more annotators (member x order x "
+                                 "repeat); with two members judge both orders (order=both)")
+
+
+def member_weights(cfg: RunConfig) -> dict[str, float]:
+    """Member -> the weight of each of its votes under ``weighted`` (1.0 for a member judge.weights leaves out)."""
+    return {name: float(cfg.judge.weights.get(name, 1.0)) for name in cfg.judge.members}
+
+
+def member_config(cfg: RunConfig, name: str) -> RunConfig:
+    """The run's config with one member as its judge."""
+    return dataclasses.replace(cfg, judge=cfg.judge.members[name])
+
+
+def _annotator(member: str, j: Judgment, per_member: int, repeats: int) -> str:
+    if per_member == 1:
+        return member
+    order = j.request.order.value if j.request.order is not None and per_member > repeats else ""
+    repeat = f"r{j.request.repeat}" if repeats > 1 else ""
+    return "/".join(part for part in (member, order, repeat) if part)
+
+
+def annotator_votes(by_member: Mapping[str, Sequence[Judgment]], cfg: RunConfig) -> dict[str, dict[str, Any]]:
+    """Annotator (``member[/order][/repeat]``) -> item id -> the system it preferred or tie (None: unscored)."""
+    per_member = annotators_per_member(cfg)
+    votes: dict[str, dict[str, Any]] = {}
+    for member, judgments in by_member.items():
+        for j in final_judgments(judgments):
+            name = _annotator(member, j, per_member, cfg.repeats)
+            votes.setdefault(name, {})[j.item_id] = j.winner if j.status is Status.SCORED else None
+    return votes
+
+
+def _member_of(annotator: str) -> str:
+    return annotator.split("/", 1)[0]
+
+
+def _preferences(votes: Mapping[str, Mapping[str, Any]], ours: str) -> dict[str, dict[str, float | None]]:
+    """Member -> item -> its share of valid votes for ours (a tie counts 1/2); None without a valid vote."""
+    shares: dict[str, dict[str, list[float]]] = {}
+    for annotator, by_item in votes.items():
+        member = shares.setdefault(_member_of(annotator), {})
+        for item, label in by_item.items():
+            cast = member.setdefault(item, [])
+            if label is not None:
+                cast.append(1.0 if label == ours else 0.5 if label == TIE else 0.0)
+    return {m: {item: sum(v) / len(v) if v else None for item, v in items.items()} for m, items in shares.items()}
+
+
+def _confidence(label: Hashable | None, cast: Sequence[Hashable]) -> str | None:
+    if label is None or not cast:
+        return None
+    share = sum(vote == label for vote in cast) / len(cast)
+    return UNANIMOUS if share == 1 else MAJORITY if share > 0.5 else NO_CONSENSUS
+
+
+def combine(method: str, votes: Mapping[str, Mapping[str, Any]], cfg: RunConfig, ids: Sequence[str]
+            ) -> tuple[list[ItemResult], dict[str, Any]]:
+    """The ensemble's ItemResult per item under ``method``, and what the method estimated (Dawid-Skene's fit)."""
+    assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
+    ours, baseline = cfg.dataset.ours.name, cfg.dataset.baseline.name
+    fit: dict[str, Any] = {}
+    posteriors: Mapping[str, Any] = {}
+    if method in ("mean", "median"):
+        scores = combine_scores(_preferences(votes, ours), method)
+        labels = {k: None if s is None else ours if s > 0.5 else baseline if s < 0.5 else TIE
+                  for k, s in scores.items()}
+    else:
+        weights = None
+        if method == "weighted":
+            weights = {a: member_weights(cfg)[_member_of(a)] for a in votes}
+        result = combine_labels(votes, method, weights)
+        labels = result.labels
+        if method == "dawid_skene":
+            fit, posteriors = dict(result.fit), {k: e.posterior for k, e in result.items.items()}
+    results = []
+    for item in ids:
+        cast = [by_item[item] for by_item in votes.values() if by_item.get(item) is not None]
+        label = labels.get(item)
+        details: dict[str, Any] = {"num_votes": len(cast)}
+        if posteriors.get(item):
+            details["posterior"] = {str(k): round(float(p), 6) for k, p in posteriors[item].items()}
+        results.append(ItemResult(item, tuple(cast), dict(Counter(cast)), label, _confidence(label, cast), details))
+    return results, fit
+
+
+def _ensemble_gold(results: Sequence[ItemResult], refs: Sequence[ItemRef], cfg: RunConfig, seed: int
+                   ) -> dict[str, Any] | None:
+    gold = {r.id: r.gold for r in refs if r.gold is not None}
+    rows = [(r.final_verdict, gold[r.item_id]) for r in results if r.item_id in gold]
+    return trust.label_rows_agreement(rows, cfg.metrics, seed) if rows else None
+
+
+def _member_true_accuracy(votes: Mapping[str, Mapping[str, Any]], gold: Mapping[str, Any]) -> dict[str, Any]:
+    hits: dict[str, list[bool]] = {}
+    for annotator, by_item in votes.items():
+        hits.setdefault(_member_of(annotator), []).extend(
+            label == gold[item] for item, label in by_item.items() if label is not None and item in gold)
+    return {m: sum(h) / len(h) if h else None for m, h in hits.items()}
+
+
+def _member_estimates(fit: Mapping[str, Any], votes: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Member -> vote-weighted mean of its annotators' Dawid-Skene accuracy."""
+    sums: dict[str, list[float]] = {}
+    for annotator, accuracy in fit.get("accuracy", {}).items():
+        n = sum(v is not None for v in votes[annotator].values())
+        if accuracy is not None and n:
+            acc = sums.setdefault(_member_of(annotator), [0.0, 0.0])
+            acc[0] += accuracy * n
+            acc[1] += n
+    return {m: s / n for m, (s, n) in sums.items()}
+
+
+def dawid_skene_report(fit: Mapping[str, Any], votes: Mapping[str, Mapping[str, Any]],
+                       gold: Mapping[str, Any]) -> dict[str, Any]:
+    """Each member's (and annotator's) Dawid-Skene accuracy estimate, next to its true accuracy when gold exists."""
+    out: dict[str, Any] = {"estimated_accuracy": _member_estimates(fit, votes),
+                           "annotator_estimated_accuracy": dict(fit.get("accuracy", {})),
+                           "priors": {str(k): v for k, v in fit.get("priors", {}).items()},
+                           "iterations": fit.get("iterations"), "converged": fit.get("converged")}
+    if gold:
+        out["true_accuracy"] = _member_true_accuracy(votes, gold)
+    return out
+
+
+def _member_labels(results_by_member: Mapping[str, Sequence[ItemResult]]) -> dict[str, dict[str, Any]]:
+    return {m: {r.item_id: r.final_verdict for r in rs} for m, rs in results_by_member.items()}
+
+
+def build(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Sequence[Judgment]]
+          ) -> tuple[dict[str, Any], dict[str, float], dict[str, tuple[dict, dict | None, dict[str, float]]]]:
+    """The ensemble run's summary and metrics, and each member's own (summary, gold, metrics)."""
+    assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
+    ours, baseline = cfg.dataset.ours.name, cfg.dataset.baseline.name
+    ids = [r.id for r in refs]
+    members = {m: pairwise.build(member_config(cfg, m), refs, list(js)) for m, js in by_member.items()}
+    votes = annotator_votes(by_member, cfg)
+    gold = {r.id: r.gold for r in refs if r.gold is not None}
+    per_method = {method: combine(method, votes, cfg, ids) for method in _methods(cfg, len(votes))}
+    results, _ = per_method[cfg.judge.combine]
+    summary = summaries.build_summary(results, [], ours, baseline, cfg.repeats)
+    summary["trust"] = {"bootstrap": trust.bootstrap_settings(cfg.metrics, cfg.seed),
+                        "win_rate": trust.win_rate(results, ours, baseline, cfg.metrics, cfg.seed)}
+    ensemble_gold = _ensemble_gold(results, refs, cfg, cfg.seed)
+    if ensemble_gold is not None:
+        summary["trust"]["gold_agreement"] = ensemble_gold
+    member_items = {m: aggregated for m, aggregated in _member_results(cfg, refs, by_member).items()}
+    section: dict[str, Any] = {
+        "combine": cfg.judge.combine, "members": list(by_member), "annotators": sorted(votes),
+        "inter_judge": inter_judge_agreement(_member_labels(member_items)),
+        "inter_annotator": inter_judge_agreement(votes),
+        "by_combine": {m: _combine_stats(rs, gold, ours, baseline) for m, (rs, _) in per_method.items()},
+        "member_agreement": {m: _headline(s) for m, (s, _, _) in members.items()},
+    }
+    if gold:
+        section["versus_members"] = member_comparison(_member_labels(member_items),
+                                                      {r.item_id: r.final_verdict for r in results}, gold)
+    if "dawid_skene" in per_method:
+        section["dawid_skene"] = dawid_skene_report(per_method["dawid_skene"][1], votes, gold)
+    summary["ensemble"] = section
+    metrics = {**summaries.flat_metrics(summary, None, {}), **trust.trust_metrics(summary["trust"]),
+               **ensemble_metrics(section)}
+    for m, (_, _, member_metrics) in members.items():
+        member_metrics.update(summaries.numeric(summaries.judge_metrics(by_member[m])))
+        metrics.update({f"member/{m}/{k}": v for k, v in member_metrics.items()})
+    return summary, metrics, members
+
+
+def _methods(cfg: RunConfig, n_annotators: int) -> list[str]:
+    """Every aggregation that applies (Dawid-Skene needs three annotators), the chosen one first."""
+    usable = [m for m in COMBINES if m != "dawid_skene" or n_annotators >= 3]
+    return [cfg.judge.combine, *[m for m in usable if m != cfg.judge.combine]]
+
+
+def _member_results(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Sequence[Judgment]]
+                    ) -> dict[str, list[ItemResult]]:
+    ids = [r.id for r in refs]
+    return {m: aggregate_items(js, ids, cfg.aggregation.name, cfg.aggregation.params) for m, js in by_member.items()}
+
+
+def _headline(summary: Mapping[str, Any]) -> dict[str, Any]:
+    ga = summary.get("trust", {}).get("gold_agreement") or {}
+    return {k: ga.get(k) for k in ("accuracy", "accuracy_all", "cohen_kappa", "n")}
+
+
+def _combine_stats(results: Sequence[ItemResult], gold: Mapping[str, Any], ours: str, baseline: str
+                   ) -> dict[str, Any]:
+    finals = [r.final_verdict for r in results if r.final_verdict is not None]
+    counts = Counter(finals)
+    out: dict[str, Any] = {"tie_rate": counts[TIE] / len(finals) if finals else None,
+                           "ours_win_rate": counts[ours] / len(finals) if finals else None,
+                           "confidence": {c: sum(r.confidence == c for r in results) for c in CONFIDENCES}}
+    scored = [(r.final_verdict, gold[r.item_id]) for r in results if r.item_id in gold]
+    if scored:
+        out["accuracy_all"] = sum(p == g for p, g in scored) / len(scored)
+        out["n_gold"] = len(scored)
+    return out
+
+
+def ensemble_metrics(section: Mapping[str, Any]) -> dict[str, float]:
+    """MLflow metrics of the ensemble section: every aggregation, inter-judge agreement, Dawid-Skene estimates."""
+    raw: dict[str, Any] = {}
+    for method, stats in section["by_combine"].items():
+        raw.update({f"ensemble/{method}/{k}": stats.get(k) for k in ("accuracy_all", "tie_rate", "ours_win_rate")})
+    ij = section["inter_judge"]
+    raw.update({"interjudge/fleiss_kappa": ij.get("fleiss_kappa"),
+                "interjudge/mean_pairwise_kappa": ij.get("mean_pairwise_kappa")})
+    vm = section.get("versus_members")
+    if vm:
+        raw["ensemble/minus_best_member"] = vm.get("ensemble_minus_best_member")
+        raw.update({f"member/{m}/item_accuracy": s.get("accuracy_all") for m, s in vm["members"].items()})
+    ds = section.get("dawid_skene")
+    if ds:
+        raw.update({f"dawid_skene/{m}/estimated_accuracy": v for m, v in ds["estimated_accuracy"].items()})
+        raw.update({f"dawid_skene/{m}/true_accuracy": v for m, v in (ds.get("true_accuracy") or {}).items()})
+    return {k: float(v) for k, v in raw.items() if v is not None}
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def console_lines(section: Mapping[str, Any]) -> list[str]:
+    """End-of-run lines: every aggregation against gold, each member's agreement, Dawid-Skene's estimates."""
+    lines = [f"ensemble of {', '.join(section['members'])}: combine={section['combine']}; inter-judge Fleiss "
+             f"kappa {section['inter_judge'].get('fleiss_kappa') or float('nan'):.3f}"]
+    for method, stats in section["by_combine"].items():
+        if "accuracy_all" in stats:
+            lines.append(f"  {method:<13} agreement {_pct(stats['accuracy_all'])}  ties {_pct(stats['tie_rate'])}")
+    for member, headline in section["member_agreement"].items():
+        if headline.get("accuracy_all") is not None:
+            lines.append(f"  member {member}: agreement {_pct(headline['accuracy_all'])} (per judgment)")
+    ds = section.get("dawid_skene")
+    if ds:
+        truth = ds.get("true_accuracy") or {}
+        lines += [f"  dawid_skene {member}: estimated accuracy {_pct(est)}"
+                  + (f", true {_pct(truth[member])}" if truth.get(member) is not None else "")
+                  for member, est in ds["estimated_accuracy"].items()]
+    return lines

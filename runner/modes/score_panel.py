@@ -1,0 +1,192 @@
+"""An ensemble judge on a pointwise rubric: every member scores every item; the ensemble's score combines theirs.
+
+Each member's repeats are first aggregated as in a single-judge run (``aggregation``: mean, median). The
+ensemble's overall score and per-criterion scores per item are then the ``judge.combine`` of the members'
+(``mean``, ``median`` or ``weighted`` mean with ``judge.weights``), and an item passes when that overall
+score reaches the rubric's threshold. The run's report (pass rate per tag and category, correlation with
+human scores, checks) is the ensemble's; the ``ensemble`` section adds each member's headline, how the
+members agree (pairwise Pearson of their scores, Krippendorff's interval alpha, Fleiss' kappa of their
+pass/fail decisions), and what a vote over the members' pass/fail decisions would give instead
+(``majority_vote`` and, with three or more members, ``dawid_skene``, which estimates each member's accuracy
+on pass/fail from their agreement alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from runner.judging.scoring import OVERALL_DECIMALS, Scoring
+from runner.modes.ensemble import combine_labels, combine_scores, inter_judge_agreement
+from runner.modes.scorecard import SCORED, ItemScore
+
+SCORE_COMBINES = ("mean", "median", "weighted")
+PASS, FAIL = "pass", "fail"
+
+
+def _combined(scores: Mapping[str, float | None], method: str, weights: Mapping[str, float]) -> float | None:
+    votes = {member: {"x": score} for member, score in scores.items() if score is not None}
+    if not votes:
+        return None
+    if method == "weighted":  # the members that scored this item
+        value = combine_scores(votes, method, {m: weights.get(m, 1.0) for m in votes})["x"]
+    else:
+        value = combine_scores(votes, method)["x"]
+    return None if value is None else round(value, OVERALL_DECIMALS)
+
+
+def combine_items(by_member: Mapping[str, Sequence[ItemScore]], scoring: Scoring, method: str,
+                  weights: Mapping[str, float]) -> list[ItemScore]:
+    """The ensemble's ItemScore per item: the combined overall and criteria of the members that scored it."""
+    members = list(by_member)
+    out = []
+    for n, first in enumerate(by_member[members[0]]):
+        per_member = {m: by_member[m][n] for m in members}
+        scored = {m: s for m, s in per_member.items() if s.status == SCORED}
+        if not scored:
+            reasons = tuple(f"{m}: {r}" for m, s in per_member.items() for r in s.reasons)
+            out.append(ItemScore(first.ref, first.status, reasons=reasons, violations=first.violations))
+            continue
+        overall = _combined({m: s.overall for m, s in scored.items()}, method, weights)
+        names = list(dict.fromkeys(c for s in scored.values() for c in s.criteria))
+        criteria = {c: _combined({m: s.criteria.get(c) for m, s in scored.items()}, method, weights) for c in names}
+        extras = {"member_scores": {m: s.overall for m, s in per_member.items()},
+                  "reasoning": next((s.extras.get("reasoning") for s in scored.values()
+                                     if s.extras.get("reasoning")), None)}
+        out.append(ItemScore(first.ref, SCORED, overall=overall, criteria=criteria, passed=scoring.passed(overall),
+                             reasons=tuple(f"{m}: {r}" for m, s in per_member.items() for r in s.reasons),
+                             extras=extras, violations=first.violations))
+    return out
+
+
+def _pearson(a: Sequence[float], b: Sequence[float]) -> float | None:
+    from scipy import stats as scipy_stats
+
+    if len(a) < 3 or len(set(a)) < 2 or len(set(b)) < 2:
+        return None
+    return float(scipy_stats.pearsonr(a, b).statistic)
+
+
+def score_agreement(by_member: Mapping[str, Sequence[ItemScore]]) -> dict[str, Any]:
+    """How the members' overall scores agree: pairwise Pearson and Krippendorff's interval alpha."""
+    import krippendorff
+
+    members = list(by_member)
+    table = [[s.overall if s.status == SCORED else None for s in by_member[m]] for m in members]
+    pairs = []
+    for i in range(len(members)):
+        for j in range(i + 1, len(members)):
+            both = [(x, y) for x, y in zip(table[i], table[j], strict=True) if x is not None and y is not None]
+            pairs.append({"a": members[i], "b": members[j], "n": len(both),
+                          "pearson": _pearson([x for x, _ in both], [y for _, y in both]),
+                          "mean_abs_diff": float(np.mean([abs(x - y) for x, y in both])) if both else None})
+    data = np.array([[np.nan if v is None else v for v in row] for row in table], dtype=float)
+    alpha = None
+    if data.size and np.count_nonzero(~np.isnan(data).all(axis=0)) > 1 and np.nanstd(data) > 0:
+        alpha = float(krippendorff.alpha(reliability_data=data, level_of_measurement="interval"))
+    return {"pairwise": pairs, "krippendorff_alpha_interval": alpha}
+
+
+def pass_votes(by_member: Mapping[str, Sequence[ItemScore]]) -> dict[str, dict[str, str | None]]:
+    """Member -> item -> its pass/fail decision (None where it did not score the item)."""
+    return {m: {s.ref.id: None if s.passed is None else PASS if s.passed else FAIL for s in scores}
+            for m, scores in by_member.items()}
+
+
+def pass_vote_section(votes: Mapping[str, Mapping[str, str | None]], human: Mapping[str, str]) -> dict[str, Any]:
+    """Majority vote and (3+ members) Dawid-Skene over the members' pass/fail decisions, with human agreement."""
+    out: dict[str, Any] = {"inter_judge": inter_judge_agreement(votes)}
+    methods = ["majority_vote", *(["dawid_skene"] if len(votes) >= 3 else [])]
+    for method in methods:
+        params = {"labels": [FAIL, PASS]} if method == "dawid_skene" else {}  # a class nobody voted still exists
+        result = combine_labels(dict(votes), method, **params)
+        labels = result.labels
+        decided = [label for label in labels.values() if label in (PASS, FAIL)]
+        row: dict[str, Any] = {"pass_rate": decided.count(PASS) / len(decided) if decided else None}
+        rated = [(labels.get(k), h) for k, h in human.items() if labels.get(k) is not None]
+        if rated:
+            row["human_pass_agreement"] = sum(p == h for p, h in rated) / len(rated)
+        if result.estimated_accuracy:
+            row["estimated_accuracy"] = dict(result.estimated_accuracy)
+        out[method] = row
+    return out
+
+
+def member_headline(report: Mapping[str, Any]) -> dict[str, Any]:
+    """A member's average overall score, pass rate and Pearson correlation with human scores."""
+    s = report["summary"]
+    human = s.get("human_correlation") or {}
+    return {"average_overall": s.get("average_overall"), "pass_rate": s.get("pass_rate"), "scored": s.get("scored"),
+            "human_pearson": (human.get("pearson") or {}).get("r"), "human_within_1_rate": human.get("within_1_rate")}
+
+
+def build(reports: Mapping[str, dict[str, Any]], by_member: Mapping[str, Sequence[ItemScore]], scoring: Scoring,
+          method: str, weights: Mapping[str, float], build_report: Callable[[list[ItemScore]], dict[str, Any]]
+          ) -> tuple[dict[str, Any], list[ItemScore]]:
+    """The ensemble's report (``build_report`` over the combined items) with its ``ensemble`` section.
+
+    Args:
+        reports: Member -> its own report (as a single-judge run of it would write).
+        by_member: Member -> its ItemScore per item, every member in the same item order.
+        scoring: The rubric's scoring (pass threshold).
+        method: ``mean``, ``median`` or ``weighted``.
+        weights: Member -> weight (``weighted``).
+        build_report: Builds the users' report from ItemScores (the run's settings bound).
+    """
+    items = combine_items(by_member, scoring, method, weights)
+    report = build_report(items)
+    human = {}
+    if scoring.pass_threshold is not None:
+        human = {s.ref.id: PASS if s.ref.human_score >= scoring.pass_threshold else FAIL
+                 for s in items if s.ref.human_score is not None}
+    section: dict[str, Any] = {"combine": method, "members": list(by_member),
+                               "member_headline": {m: member_headline(r) for m, r in reports.items()},
+                               "score_agreement": score_agreement(by_member)}
+    if scoring.pass_threshold is not None:
+        section["pass_votes"] = pass_vote_section(pass_votes(by_member), human)
+    report["ensemble"] = section
+    return report, items
+
+
+def ensemble_metrics(section: Mapping[str, Any]) -> dict[str, float]:
+    """MLflow metrics of a pointwise ensemble section."""
+    raw: dict[str, Any] = {"interjudge/krippendorff_alpha_interval":
+                           section["score_agreement"]["krippendorff_alpha_interval"]}
+    for member, head in section["member_headline"].items():
+        raw.update({f"member/{member}/headline/{k}": v for k, v in head.items()})
+    votes = section.get("pass_votes") or {}
+    if votes:
+        raw["interjudge/fleiss_kappa"] = votes["inter_judge"].get("fleiss_kappa")
+    for method in ("majority_vote", "dawid_skene"):
+        row = votes.get(method) or {}
+        raw.update({f"ensemble/{method}/{k}": row.get(k) for k in ("pass_rate", "human_pass_agreement")})
+        for member, acc in (row.get("estimated_accuracy") or {}).items():
+            raw[f"dawid_skene/{member}/estimated_accuracy"] = acc
+    return {k: float(v) for k, v in raw.items() if v is not None}
+
+
+
+def _fmt(value: float | None, pct: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value * 100:.1f}%" if pct else f"{value:.2f}"
+
+
+def console_lines(section: Mapping[str, Any]) -> list[str]:
+    """End-of-run lines of a pointwise ensemble: each member's headline, how they agree, pass/fail votes."""
+    alpha = section["score_agreement"]["krippendorff_alpha_interval"]
+    lines = [f"ensemble of {', '.join(section['members'])}: combine={section['combine']}; members' scores: "
+             f"Krippendorff alpha (interval) {_fmt(alpha)}"]
+    for member, head in section["member_headline"].items():
+        human = f", Pearson with humans {_fmt(head['human_pearson'])}" if head.get("human_pearson") is not None else ""
+        lines.append(f"  member {member}: mean {_fmt(head['average_overall'])}, pass rate "
+                     f"{_fmt(head['pass_rate'], True)}{human}")
+    for method, row in (section.get("pass_votes") or {}).items():
+        if method == "inter_judge":
+            continue
+        human = row.get("human_pass_agreement")
+        lines.append(f"  {method} over pass/fail: pass rate {_fmt(row['pass_rate'], True)}"
+                     + (f", agrees with human pass/fail {_fmt(human, True)}" if human is not None else ""))
+    return lines

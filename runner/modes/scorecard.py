@@ -1,0 +1,227 @@
+"""Pointwise reports: per-item scores across repeats, and the users' report shape.
+
+The report is ``{"summary", "by_tag", "by_category", "detailed_results"}``. ``summary`` and every
+``by_tag`` / ``by_category`` entry are the same section: counts, pass rate, average overall and per
+criterion, consistency across repeats, correlation with human scores and check violations, computed on
+that subset, so every metric has its per-tag and per-category breakdown. Unscored judgments never
+become scores: an item with no scored repeat is counted as unscored and listed with its reasons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.core.types import Judgment, Status
+from runner.inputs.datasets import ItemRef
+from runner.judging.scoring import OVERALL_DECIMALS, SCORE_AGGREGATIONS, Scoring
+from runner.modes.summary import sanitize
+from runner.stats import agreement, uncertainty
+from runner.stats import scores as stats
+
+SCORED, UNSCORED, ERROR, NOT_GENERATED = "scored", "unscored", "error", "not_generated"
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A deterministic check's name and target, as the report needs them."""
+
+    name: str
+    max_rate: float | None = None
+
+
+@dataclass(frozen=True)
+class ItemScore:
+    """One item's outcome across its repeats."""
+
+    ref: ItemRef
+    status: str  # scored | unscored | error | not_generated
+    overall: float | None = None
+    criteria: Mapping[str, float] = field(default_factory=dict)
+    repeat_scores: tuple[float, ...] = ()
+    passed: bool | None = None
+    reasons: tuple[str, ...] = ()  # why repeats were not scored
+    extras: Mapping[str, Any] = field(default_factory=dict)  # the first scored repeat's reasoning, suggestions
+    judge_pass: tuple[Any, ...] = ()  # the judge's own pass field per scored repeat (recorded, never used)
+    violations: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+
+def score_items(refs: Sequence[ItemRef], judgments: Sequence[Judgment], scoring: Scoring, aggregation: str,
+                params: Mapping[str, Any], violations: Mapping[str, Mapping[str, Sequence[str]]],
+                not_generated: frozenset[str]) -> list[ItemScore]:
+    """Combine each item's repeats into one ItemScore (in ``refs`` order).
+
+    Args:
+        refs: Every planned item.
+        judgments: All judgments of the run.
+        scoring: The rubric's scoring (pass threshold).
+        aggregation: A name registered in runner.judging.scoring.SCORE_AGGREGATIONS, e.g. ``mean``.
+        params: Its keyword parameters.
+        violations: item id -> check name -> violations found in the item's candidate.
+        not_generated: Items whose generation failed (never judged).
+    """
+    fn = SCORE_AGGREGATIONS.get(aggregation)
+    by_item: dict[str, list[Judgment]] = {ref.id: [] for ref in refs}
+    for j in judgments:  # pointwise: one stage, one judgment per (item, repeat)
+        by_item.setdefault(j.item_id, []).append(j)
+    out = []
+    for ref in refs:
+        js = by_item[ref.id]
+        scored = [j for j in js if j.status is Status.SCORED and j.score is not None]
+        reasons = tuple(j.verdict.reason or "" for j in js if j.status is not Status.SCORED)
+        item_violations = violations.get(ref.id, {})
+        if not scored:
+            status = NOT_GENERATED if ref.id in not_generated else (
+                UNSCORED if any(j.status is Status.UNSCORED for j in js) else ERROR)
+            out.append(ItemScore(ref, status, reasons=reasons, violations=item_violations))
+            continue
+        overall = round(fn([j.score for j in scored], **dict(params)), OVERALL_DECIMALS)
+        names = list(dict.fromkeys(name for j in scored for name in j.verdict.scores))
+        criteria = {n: round(fn([j.verdict.scores[n] for j in scored if n in j.verdict.scores], **dict(params)),
+                             OVERALL_DECIMALS) for n in names}
+        out.append(ItemScore(
+            ref, SCORED, overall=overall, criteria=criteria, repeat_scores=tuple(j.score for j in scored),
+            passed=scoring.passed(overall), reasons=reasons, extras=dict(scored[0].verdict.extras),
+            judge_pass=tuple(j.verdict.extras.get("pass") for j in scored), violations=item_violations))
+    return out
+
+
+def _first_line(value: Any) -> str:
+    text = value if isinstance(value, str) else ("" if value is None else str(value))
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def section(items: Sequence[ItemScore], repeats: int, consistency_threshold: float,
+            checks: Sequence[CheckSpec]) -> dict[str, Any]:
+    """Every metric over ``items``: counts, pass rate, averages, consistency, human correlation, checks."""
+    scored = [i for i in items if i.status == SCORED]
+    judged_pass = [i for i in scored if i.passed is not None]
+    passed = sum(bool(i.passed) for i in judged_pass)
+    names = list(dict.fromkeys(n for i in scored for n in i.criteria))
+    out: dict[str, Any] = {
+        "total": len(items),
+        "scored": len(scored),
+        "unscored": sum(i.status == UNSCORED for i in items),
+        "errors": sum(i.status in (ERROR, NOT_GENERATED) for i in items),
+        "passed": passed if judged_pass else None,
+        "failed": len(judged_pass) - passed if judged_pass else None,
+        "pass_rate": passed / len(judged_pass) if judged_pass else None,
+        "average_overall": stats.mean([i.overall for i in scored]),
+        "average_by_criterion": {n: stats.mean([i.criteria[n] for i in scored if n in i.criteria]) for n in names},
+    }
+    if repeats > 1:
+        per_item = {i.ref.id: i.repeat_scores for i in scored}
+        out["consistency"] = stats.consistency(per_item, repeats, consistency_threshold).to_dict()
+    rated = [i for i in scored if i.ref.human_score is not None]
+    if rated:  # correlations, +-1 agreement, weighted kappa and Krippendorff's alpha with the human scores
+        out["human_correlation"] = agreement.ordinal_agreement([i.overall for i in rated],
+                                                               [i.ref.human_score for i in rated])
+    if checks:
+        out["checks"] = {c.name: _check_section(items, c) for c in checks}
+    return out
+
+
+def _check_section(items: Sequence[ItemScore], check: CheckSpec) -> dict[str, Any]:
+    checked = [i for i in items if i.status != NOT_GENERATED]
+    hits = [i for i in checked if i.violations.get(check.name)]
+    rate = len(hits) / len(checked) if checked else None
+    by_phrase: dict[str, int] = {}
+    for i in hits:
+        for v in i.violations[check.name]:
+            by_phrase[v] = by_phrase.get(v, 0) + 1
+    met = None if rate is None or check.max_rate is None else rate < check.max_rate
+    return {"items_checked": len(checked), "items_with_violations": len(hits), "violation_rate": rate,
+            "max_rate": check.max_rate, "met": met, "by_violation": by_phrase}
+
+
+def build_report(items: Sequence[ItemScore], scoring: Scoring, repeats: int, consistency_threshold: float,
+                 checks: Sequence[CheckSpec], ci: tuple[float, int, int] = (0.95, 1000, 0)) -> dict[str, Any]:
+    """The users' report: ``summary``, ``by_tag``, ``by_category``, ``detailed_results``.
+
+    ``ci`` is (level, resamples, seed) of the bootstrap intervals on the summary's mean score and pass rate.
+    """
+    summary = section(items, repeats, consistency_threshold, checks)
+    level, resamples, seed = ci
+    scored = [i for i in items if i.status == SCORED]
+    summary["average_overall_ci"] = uncertainty.bootstrap_ci([i.overall for i in scored], "mean", level,
+                                                             resamples, seed)
+    judged = [float(bool(i.passed)) for i in scored if i.passed is not None]
+    if judged:
+        summary["pass_rate_ci"] = uncertainty.bootstrap_ci(judged, "mean", level, resamples, seed)
+    summary.update({
+        "pass_threshold": scoring.pass_threshold,
+        "scale": [scoring.low, scoring.high],
+        "repeats": repeats,
+        "failed_examples": [{"id": i.ref.id, "overall": i.overall, "reasoning": _first_line(i.extras.get("reasoning"))}
+                            for i in items if i.passed is False],
+        "unscored_items": [{"id": i.ref.id, "status": i.status, "reasons": list(i.reasons)}
+                           for i in items if i.status != SCORED],
+    })
+    tags = list(dict.fromkeys(t for i in items for t in i.ref.tags))
+    categories = list(dict.fromkeys(i.ref.category for i in items if i.ref.category is not None))
+    return {
+        "summary": summary,
+        "by_tag": {t: section([i for i in items if t in i.ref.tags], repeats, consistency_threshold, checks)
+                   for t in tags},
+        "by_category": {c: section([i for i in items if i.ref.category == c], repeats, consistency_threshold, checks)
+                        for c in categories},
+        "detailed_results": [_detail(i) for i in items],
+    }
+
+
+def _detail(i: ItemScore) -> dict[str, Any]:
+    return {
+        "id": i.ref.id, "status": i.status, "tags": list(i.ref.tags), "category": i.ref.category,
+        "overall": i.overall, "passed": i.passed, "scores": dict(i.criteria), "repeat_scores": list(i.repeat_scores),
+        "std": stats.item_std(i.repeat_scores), "human_score": i.ref.human_score,
+        "reasoning": i.extras.get("reasoning"), "improvement_suggestions": i.extras.get("improvement_suggestions"),
+        "judge_pass": list(i.judge_pass), "violations": {k: list(v) for k, v in i.violations.items() if v},
+        "unscored_reasons": list(i.reasons),
+    }
+
+
+SECTION_METRICS = {  # section key -> metric name (family/name)
+    "total": "items/total", "scored": "items/scored", "unscored": "items/unscored", "errors": "items/errors",
+    "passed": "items/passed", "failed": "items/failed", "pass_rate": "pass/rate", "average_overall": "score/mean",
+}
+
+
+def section_metrics(sec: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
+    """Numeric MLflow metrics of one section; None values are left out."""
+    raw: dict[str, Any] = {name: sec.get(key) for key, name in SECTION_METRICS.items()}
+    raw.update({f"score/{sanitize(n)}_mean": v for n, v in sec["average_by_criterion"].items()})
+    for key, value in (sec.get("consistency") or {}).items():
+        if key in ("mean_std", "max_std", "share_above_threshold", "items_measured"):
+            raw[f"consistency/{key}"] = value
+    human = sec.get("human_correlation") or {}
+    if human:
+        raw.update({"human/n": human["n"], "human/pearson_r": human["pearson"]["r"],
+                    "human/pearson_p": human["pearson"]["p"], "human/spearman_rho": human["spearman"]["rho"],
+                    "human/spearman_p": human["spearman"]["p"], "human/within_1_rate": human["within_1_rate"],
+                    "human/mean_abs_error": human["mean_abs_error"],
+                    "human/kappa_quadratic": human.get("kappa_quadratic"),
+                    "human/krippendorff_alpha_interval": human.get("krippendorff_alpha_interval")})
+    for key in ("average_overall_ci", "pass_rate_ci"):
+        interval = sec.get(key) or {}
+        raw[f"ci/{key.removesuffix('_ci')}_low"] = interval.get("low")
+        raw[f"ci/{key.removesuffix('_ci')}_high"] = interval.get("high")
+    for name, check in (sec.get("checks") or {}).items():
+        raw[f"checks/{sanitize(name)}/violation_rate"] = check["violation_rate"]
+        raw[f"checks/{sanitize(name)}/items_with_violations"] = check["items_with_violations"]
+    return {prefix + k: float(v) for k, v in raw.items() if v is not None and not isinstance(v, bool)}
+
+
+def report_metrics(report: Mapping[str, Any]) -> dict[str, float]:
+    """Every numeric metric of the report: the summary, ``bias/*``, then ``by_tag/<tag>/...`` and
+    ``by_category/<c>/...``."""
+    out = section_metrics(report["summary"])
+    length = (report.get("bias") or {}).get("length") or {}
+    for key, name in (("judge_length_spearman", "bias/length_score_spearman"),
+                      ("human_length_spearman", "bias/human_length_score_spearman"), ("excess", "bias/length_excess")):
+        if length.get(key) is not None:
+            out[name] = float(length[key])
+    for family in ("by_tag", "by_category"):
+        for name, sec in report[family].items():
+            out.update(section_metrics(sec, f"{family}/{sanitize(name)}/"))
+    return out

@@ -1,0 +1,245 @@
+"""Run summaries as data: the users' JSON summary, gold accuracy, judge statistics and the flat MLflow metrics.
+
+Every function here is pure, and every value returned is plain JSON (dicts, lists, str, int, float, bool, None),
+so the caller can dump it or log it as it is. Printing them is runner.outputs.console's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from runner.core.types import TIE, Item, ItemResult, Judgment, Order, Status
+from runner.judging.aggregation import CONFIDENCES, UNANIMOUS, final_judgments
+from runner.stats.scores import percentile
+
+GOLD_KEYS = (
+    "accuracy_ab",
+    "accuracy_ba",
+    "accuracy_mean",
+    "correct_both",
+    "positional_agreement",
+    "accuracy_overall",
+    "n_pairs",
+)
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def _rate(num: int | float, den: int | float) -> float:
+    """``num / den``, or 0.0 when ``den`` is 0."""
+    return num / den if den else 0.0
+
+
+def sanitize(label: str) -> str:
+    """Make ``label`` usable inside an MLflow metric key."""
+    return _UNSAFE.sub("_", label) or "_"
+
+
+def build_summary(
+    item_results: Sequence[ItemResult],
+    judgments: Sequence[Judgment],
+    ours: str,
+    baseline: str,
+    num_evaluation_runs: int,
+) -> dict[str, Any]:
+    """Build the users' summary document.
+
+    Args:
+        item_results: One aggregated result per item (failures included).
+        judgments: All judgments of the run. Not part of the users' format; accepted so the caller
+            hands the same records to every report function.
+        ours: System name of the first candidate.
+        baseline: System name of the second candidate.
+        num_evaluation_runs: Repeats per item and order, as configured.
+
+    Returns:
+        ``{"summary": {...}, "aggregated_results": {item_id: {...}}}``; rates are fractions of the
+        successful items (0.0 when there are none).
+    """
+    del judgments  # see Args
+    finals = [r.final_verdict for r in item_results if r.final_verdict is not None]
+    verdicts: dict[str, int] = {ours: 0, baseline: 0, TIE: 0}
+    verdicts.update(Counter(finals))  # an unexpected label still shows up instead of vanishing
+    confidences = {name: 0 for name in CONFIDENCES}
+    confidences.update(Counter(r.confidence for r in item_results if r.confidence is not None))
+    n_ok = len(finals)
+    summary = {
+        "evaluation_completed": bool(item_results) and n_ok == len(item_results),
+        "num_evaluation_runs": int(num_evaluation_runs),
+        "total_subsets": len(item_results),
+        "successful_evaluations": n_ok,
+        "final_verdict_distribution": verdicts,
+        "confidence_distribution": confidences,
+        "ours_win_rate": _rate(verdicts[ours], n_ok),
+        "baseline_win_rate": _rate(verdicts[baseline], n_ok),
+        "tie_rate": _rate(verdicts[TIE], n_ok),
+        "unanimous_agreement_rate": _rate(confidences[UNANIMOUS], n_ok),
+        "failed_items": [r.item_id for r in item_results if r.final_verdict is None],
+    }
+    aggregated = {
+        r.item_id: {
+            "verdicts": list(r.verdicts),
+            "verdict_counts": dict(r.verdict_counts),
+            "final_verdict": r.final_verdict,
+            "confidence": r.confidence,
+        }
+        for r in item_results
+    }
+    return {"summary": summary, "aggregated_results": aggregated}
+
+
+def gold_metrics(items: Sequence[Item], judgments: Sequence[Judgment]) -> dict[str, Any] | None:
+    """Accuracy against gold labels, per presentation order, as LLMBar reports it.
+
+    The final judgment per ``(item, repeat, order)`` counts (a synthesis round replaces the first
+    round). An unscored or errored judgment counts as wrong. Over the ``(item, repeat)`` pairs:
+    ``accuracy_ab``/``accuracy_ba`` (LLMBar's ``correct_False``/``correct_True``), their mean
+    (``correct_average``), ``correct_both``, and ``positional_agreement`` (LLMBar's ``equal``, except
+    that two unreadable verdicts do not count as agreeing here).
+
+    Args:
+        items: The dataset items; only those with ``gold`` are scored.
+        judgments: All judgments of the run.
+
+    Returns:
+        None when no item has gold. Otherwise a dict with the keys in :data:`GOLD_KEYS`;
+        ``n_pairs`` counts ``(item, repeat)`` pairs with any final judgment, the both-order keys are
+        None unless some pair was judged in both orders, and a key is None when its denominator is 0.
+    """
+    gold = {item.id: item.gold for item in items if item.gold is not None}
+    if not gold:
+        return None
+    pairs: dict[tuple[str, int], dict[Order, Judgment]] = {}
+    for j in final_judgments(judgments):
+        if j.item_id in gold:
+            pairs.setdefault((j.item_id, j.request.repeat), {})[Order(j.request.order)] = j
+
+    def correct(j: Judgment) -> bool:
+        return j.status == Status.SCORED and j.winner == gold[j.item_id]
+
+    def accuracy(js: list[Judgment]) -> float | None:
+        return sum(map(correct, js)) / len(js) if js else None
+
+    acc = {order: accuracy([p[order] for p in pairs.values() if order in p]) for order in Order}
+    both = [(p[Order.AB], p[Order.BA]) for p in pairs.values() if len(p) == len(Order)]
+    mean = both_correct = agreement = None
+    if both:  # then each order has at least one judgment, so neither accuracy is None
+        mean = (acc[Order.AB] + acc[Order.BA]) / 2
+        both_correct = sum(correct(ab) and correct(ba) for ab, ba in both) / len(both)
+        agreement = sum(_agree(ab, ba) for ab, ba in both) / len(both)
+    return {
+        "accuracy_ab": acc[Order.AB],
+        "accuracy_ba": acc[Order.BA],
+        "accuracy_mean": mean,
+        "correct_both": both_correct,
+        "positional_agreement": agreement,
+        "accuracy_overall": accuracy([j for p in pairs.values() for j in p.values()]),
+        "n_pairs": len(pairs),
+    }
+
+
+def _agree(ab: Judgment, ba: Judgment) -> bool:
+    """True when both orders were scored and named the same winner."""
+    return ab.status == ba.status == Status.SCORED and ab.winner == ba.winner
+
+
+def numeric(values: Mapping[str, Any]) -> dict[str, float]:
+    """The entries of ``values`` that have a value, as floats (for MLflow)."""
+    return {k: float(v) for k, v in values.items() if v is not None}
+
+
+def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
+    """Counts, rates, tokens, cost and latency of the judge calls.
+
+    Args:
+        judgments: Every judge call of the run, all stages included.
+
+    Returns:
+        A flat dict keyed ``family/name``. Latency percentiles cover calls that returned (no error)
+        and are None when there are none; ``parse_failures/<reason>`` counts unscored judgments by
+        the part of ``verdict.reason`` before the first ``":"``.
+    """
+    status = Counter(Status(j.status) for j in judgments)
+    scored, unscored, errors = status[Status.SCORED], status[Status.UNSCORED], status[Status.ERROR]
+    responses = [j.response for j in judgments]
+    prompt = sum(r.prompt_tokens for r in responses)
+    completion = sum(r.completion_tokens for r in responses)
+    fresh = [r for r in responses if r.source == "call"]
+    latencies = [r.latency_s for r in fresh if r.error_type is None and r.error is None]
+    cached = [r for r in responses if r.source == "cache"]
+    paid = [r for r in responses if r.source != "cache"]  # this run's calls, resumed ones included
+    metrics: dict[str, Any] = {
+        "judge/calls": len(judgments),
+        "judge/scored": scored,
+        "judge/unscored": unscored,
+        "judge/errors": errors,
+        "judge/parse_failure_rate": _rate(unscored, scored + unscored),
+        "judge/error_rate": _rate(errors, len(judgments)),
+        "tokens/prompt": prompt,
+        "tokens/completion": completion,
+        "tokens/total": prompt + completion,
+        "cost/usd_total": float(sum(r.cost_usd for r in paid if r.cost_usd is not None)),
+        "cost/usd_saved": float(sum(r.cost_usd for r in cached if r.cost_usd is not None)),
+        "cost/unknown_calls": sum(r.cost_usd is None for r in responses),
+        "calls/made": len(fresh),
+        "calls/cache_hits": len(cached),
+        "calls/resumed": sum(r.source == "journal" for r in responses),
+        "calls/retries": sum(max(r.attempts - 1, 0) for r in fresh),
+        "calls/rate_limited": sum(r.rate_limited for r in fresh),
+        "latency/p50_s": percentile(latencies, 50),
+        "latency/p95_s": percentile(latencies, 95),
+    }
+    reasons = Counter(
+        sanitize((j.verdict.reason or "unknown").split(":", 1)[0].strip())
+        for j in judgments
+        if Status(j.status) is Status.UNSCORED
+    )
+    metrics.update({f"parse_failures/{reason}": n for reason, n in sorted(reasons.items())})
+    return metrics
+
+
+def flat_metrics(
+    summary: dict[str, Any], gold: dict[str, Any] | None, judge: dict[str, Any]
+) -> dict[str, float]:
+    """Flatten the summary, gold and judge metrics into numeric ``family/name`` MLflow metrics.
+
+    Args:
+        summary: The output of :func:`build_summary`.
+        gold: The output of :func:`gold_metrics`, or None.
+        judge: The output of :func:`judge_metrics`.
+
+    Returns:
+        Metric name -> float; None values are left out.
+    """
+    s = summary["summary"]
+    dist = s["final_verdict_distribution"]
+    n_ok = s["successful_evaluations"]
+    raw: dict[str, Any] = {f"verdict/{sanitize(label)}_rate": _rate(n, n_ok) for label, n in dist.items()}
+    raw.update(
+        {
+            "verdict/ours_win_rate": s["ours_win_rate"],
+            "verdict/baseline_win_rate": s["baseline_win_rate"],
+            "verdict/tie_rate": s["tie_rate"],
+            "verdict/unanimous_rate": s["unanimous_agreement_rate"],
+            "items/total": s["total_subsets"],
+            "items/successful": n_ok,
+            "items/failed": s["total_subsets"] - n_ok,
+        }
+    )
+    raw.update({f"confidence/{sanitize(k)}_count": n for k, n in s["confidence_distribution"].items()})
+    if gold is not None:
+        raw.update(
+            {
+                "accuracy/ab": gold["accuracy_ab"],
+                "accuracy/ba": gold["accuracy_ba"],
+                "accuracy/mean": gold["accuracy_mean"],
+                "accuracy/correct_both": gold["correct_both"],
+                "accuracy/overall": gold["accuracy_overall"],
+                "accuracy/n_pairs": gold["n_pairs"],
+                "agreement/positional": gold["positional_agreement"],
+            }
+        )
+    raw.update(judge)
+    return {key: float(value) for key, value in raw.items() if value is not None}

@@ -1,0 +1,153 @@
+"""How far to trust a pairwise run: agreement with gold labels, the win rate with ties and its
+uncertainty, each headline number with a seeded bootstrap confidence interval.
+
+Computed from the same final judgments the summary uses (a synthesis round replaces the first round).
+An unscored verdict is never a vote; for agreement it counts as wrong (``metrics.unscored_as: wrong``)
+or, to reproduce papers that map unreadable output to a tie (PandaLM), as a tie (``unscored_as: tie``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from runner.core.config import MetricsConfig, UnscoredAs
+from runner.core.types import TIE, ItemResult, Judgment, Status
+from runner.inputs.datasets import ItemRef
+from runner.judging.aggregation import final_judgments
+from runner.stats import agreement, uncertainty
+
+
+def bootstrap_settings(cfg: MetricsConfig, seed: int) -> dict[str, Any]:
+    """The bootstrap's level, resample count and seed, recorded beside the intervals they produced."""
+    return {"level": cfg.ci_level, "resamples": cfg.ci_resamples, "seed": seed}
+
+
+def win_rate(results: Sequence[ItemResult], ours: str, baseline: str, cfg: MetricsConfig, seed: int
+             ) -> dict[str, Any] | None:
+    """Ours' win rate with ties as half a win (AlpacaEval's), over items with a final verdict.
+
+    Returns:
+        ``{"n", "wins", "losses", "ties", "rate", "standard_error", "ci"}`` with ``standard_error`` =
+        sample std / sqrt(n) of the per-item scores (1, 0, 0.5), or None when no item has a verdict.
+    """
+    scores = [1.0 if r.final_verdict == ours else 0.0 if r.final_verdict == baseline else 0.5
+              for r in results if r.final_verdict is not None]
+    if not scores:
+        return None
+    se = statistics.stdev(scores) / math.sqrt(len(scores)) if len(scores) > 1 else None
+    return {"n": len(scores), "wins": scores.count(1.0), "losses": scores.count(0.0), "ties": scores.count(0.5),
+            "rate": statistics.fmean(scores), "standard_error": se,
+            "ci": uncertainty.bootstrap_ci(scores, "mean", cfg.ci_level, cfg.ci_resamples, seed)}
+
+
+def gold_agreement(refs: Sequence[ItemRef], judgments: Sequence[Judgment], cfg: MetricsConfig, seed: int
+                   ) -> dict[str, Any] | None:
+    """Agreement of every final judgment with the item's gold label (accuracy, Cohen's kappa, macro-F1,
+    Krippendorff's alpha, confusion matrix) with bootstrap CIs on accuracy and kappa; None without gold."""
+    gold = {r.id: r.gold for r in refs if r.gold is not None}
+    rows = [(j.winner if j.status is Status.SCORED else None, gold[j.item_id])
+            for j in final_judgments(judgments) if j.item_id in gold]
+    return label_rows_agreement(rows, cfg, seed) if rows else None
+
+
+def label_rows_agreement(rows: Sequence[tuple[str | None, str]], cfg: MetricsConfig, seed: int) -> dict[str, Any]:
+    """Agreement of (predicted or None, gold) rows: accuracy, kappa, macro-F1, alpha, confusion, bootstrap CIs."""
+    if cfg.unscored_as is UnscoredAs.tie:
+        rows = [(TIE if pred is None else pred, g) for pred, g in rows]
+    # macro-F1 over the labels that occur (gold or predicted): a tie nobody gave or expected is not a class
+    out = agreement.label_agreement([p for p, _ in rows], [g for _, g in rows])
+    out["unscored_as"] = cfg.unscored_as.value
+    correct = [float(p == g) for p, g in rows]  # unscored (None) is wrong here, as in accuracy_all
+    out["accuracy_all_ci"] = uncertainty.bootstrap_ci(correct, "mean", cfg.ci_level, cfg.ci_resamples, seed)
+    scored = [(p, g) for p, g in rows if p is not None]
+    columns, n_labels = agreement.label_codes([p for p, _ in scored], [g for _, g in scored])
+    out["cohen_kappa_ci"] = uncertainty.bootstrap_metric_ci(
+        columns, functools.partial(agreement.nominal_kappa, n_labels=n_labels), cfg.ci_level, cfg.ci_resamples, seed)
+    return out
+
+
+def pairwise_trust(refs: Sequence[ItemRef], judgments: Sequence[Judgment], results: Sequence[ItemResult],
+                   ours: str, baseline: str, cfg: MetricsConfig, seed: int) -> dict[str, Any]:
+    """The ``trust`` section of a pairwise summary: win rate with ties and, with gold, agreement."""
+    out: dict[str, Any] = {"bootstrap": bootstrap_settings(cfg, seed),
+                           "win_rate": win_rate(results, ours, baseline, cfg, seed)}
+    gold = gold_agreement(refs, judgments, cfg, seed)
+    if gold is not None:
+        out["gold_agreement"] = gold
+    annotated = [r.annotations for r in refs if r.annotations]
+    if annotated:  # several human labels per item: how well humans agree with each other is the ceiling
+        out["human_ceiling"] = agreement.human_ceiling(annotated)
+    return out
+
+
+def trust_metrics(trust: dict[str, Any]) -> dict[str, float]:
+    """MLflow metrics of the trust section: ``verdict/win_rate_with_ties`` (+ SE and CI) and ``agreement/*``."""
+    raw: dict[str, Any] = {}
+    wr = trust.get("win_rate")
+    if wr:
+        raw.update({"verdict/win_rate_with_ties": wr["rate"], "verdict/win_rate_se": wr["standard_error"],
+                    "verdict/win_rate_ci_low": wr["ci"]["low"], "verdict/win_rate_ci_high": wr["ci"]["high"]})
+    ga = trust.get("gold_agreement")
+    if ga:
+        raw.update({f"agreement/{k}": ga[k] for k in ("accuracy", "accuracy_all", "cohen_kappa", "macro_f1",
+                                                       "krippendorff_alpha", "unscored", "n")})
+        raw.update({"agreement/accuracy_all_ci_low": ga["accuracy_all_ci"]["low"],
+                    "agreement/accuracy_all_ci_high": ga["accuracy_all_ci"]["high"],
+                    "agreement/cohen_kappa_ci_low": ga["cohen_kappa_ci"]["low"],
+                    "agreement/cohen_kappa_ci_high": ga["cohen_kappa_ci"]["high"]})
+    ceiling = trust.get("human_ceiling")
+    if ceiling:
+        raw.update({"agreement/human_fleiss_kappa": ceiling["fleiss_kappa"],
+                    "agreement/human_mean_pairwise_kappa": ceiling["mean_pairwise_kappa"],
+                    "agreement/human_mean_pairwise_accuracy": ceiling["mean_pairwise_accuracy"],
+                    "agreement/human_leave_one_out_accuracy": ceiling["mean_leave_one_out_accuracy"]})
+    return {k: float(v) for k, v in raw.items() if v is not None}
+
+
+def _interval(ci: dict[str, Any] | None, scale: float = 100.0, digits: int = 1) -> str:
+    if not ci or ci.get("low") is None:
+        return ""
+    return f" [{ci['low'] * scale:.{digits}f}, {ci['high'] * scale:.{digits}f}]"
+
+
+def console_lines(trust: dict[str, Any]) -> list[str]:
+    """Lines for the run's console summary: win rate with ties, agreement with gold, with their CIs."""
+    lines = []
+    wr = trust.get("win_rate")
+    level = f"{trust['bootstrap']['level']:.0%} CI"
+    if wr:
+        se = f" (SE {wr['standard_error'] * 100:.2f})" if wr["standard_error"] is not None else ""
+        lines.append(f"win rate with ties as half {wr['rate'] * 100:.2f}{se}{_interval(wr['ci'])} {level}")
+    ga = trust.get("gold_agreement")
+    if ga:
+        kappa = "n/a" if ga["cohen_kappa"] is None else f"{ga['cohen_kappa']:.3f}"
+        f1 = "n/a" if ga["macro_f1"] is None else f"{ga['macro_f1']:.4f}"
+        lines.append(f"agreement with gold (unscored as {ga['unscored_as']}): accuracy {ga['accuracy_all'] * 100:.2f}"
+                     f"{_interval(ga['accuracy_all_ci'])}, kappa {kappa}{_interval(ga['cohen_kappa_ci'], 1.0, 3)}, "
+                     f"macro-F1 {f1}")
+    ceiling = trust.get("human_ceiling")
+    if ceiling and ceiling.get("mean_leave_one_out_accuracy") is not None:
+        lines.append(f"human ceiling ({ceiling['annotators']} annotators): each vs the others' majority "
+                     f"{ceiling['mean_leave_one_out_accuracy'] * 100:.2f}, Fleiss kappa {ceiling['fleiss_kappa']:.3f}")
+    return lines
+
+
+def bias_lines(report: dict[str, Any]) -> list[str]:
+    """One console line with the bias report's headline numbers (runner.modes.bias)."""
+    pos, length = report.get("position") or {}, report.get("length") or {}
+
+    def pct(value: float | None) -> str:
+        return "n/a" if value is None else f"{value * 100:.1f}%"
+
+    line = (f"bias: same verdict in both orders {pct(pos.get('consistency_rate'))}, first position wins "
+            f"{pct(pos.get('first_position_rate'))}, longer answer wins {pct(length.get('longer_wins_rate'))}")
+    if length.get("longer_is_gold_rate") is not None:
+        line += f" (labels: {pct(length['longer_is_gold_rate'])})"
+    own = report.get("self_preference")
+    if own:
+        line += f"; own family ({own['own_system']}) wins {pct(own['own_win_rate'])}"
+    return [line]

@@ -1,0 +1,301 @@
+"""Paired comparison of judge runs on the same items (the engine behind ``judgesweep-compare``).
+
+Pure functions over the rows of runs' ``results.jsonl`` (no MLflow here: :mod:`runner.app.compare_cli` fetches
+the rows through :mod:`runner.outputs.tracking`). Each run becomes a map from a pairing key to an outcome:
+
+- pairwise with gold: per final judgment ``(item_id, repeat, order)``, 1.0 when the winner is the gold
+  label and 0.0 otherwise (unscored and errored judgments count as wrong, as in the run's own summary);
+- pairwise without gold: per item, the score of ``ours`` (win 1, tie 0.5, loss 0) averaged over the item's
+  scored judgments;
+- pointwise: per item, the mean overall score of its scored judgments.
+
+Two runs are paired on the keys both have. Per pair: both metrics, the difference ``B - A`` with a paired
+bootstrap CI, McNemar's test for correctness or the Wilcoxon signed-rank test for scores, and the
+Holm-adjusted p-value over all pairs of the comparison. The statistics come from :mod:`runner.stats.uncertainty`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner.core.types import TIE
+from runner.stats import agreement, uncertainty
+
+CORRECT = "correct"  # pairwise with gold
+WIN_SCORE = "win_score"  # pairwise without gold
+SCORE = "score"  # pointwise
+
+METRICS = {CORRECT: "accuracy", WIN_SCORE: "win rate (ties half)", SCORE: "mean score"}
+TESTS = {CORRECT: "mcnemar", WIN_SCORE: "wilcoxon", SCORE: "wilcoxon"}
+UNITS = {CORRECT: "judgment (item_id, repeat, order)", WIN_SCORE: "item", SCORE: "item"}
+
+# A later stage replaces an earlier one for the same (item_id, repeat, order); other stages are not verdicts.
+STAGE_RANK = {"judge": 0, "synthesis": 1}
+# The order in which choices appear in run labels; choices not listed follow alphabetically.
+CHOICE_ORDER = ("generator", "judge", "prompt", "rubric", "aggregation", "dataset")
+IGNORED_CHOICES = frozenset({"tracking"})
+
+Key = tuple[Any, ...]
+
+
+class ComparisonError(ValueError):
+    """The runs cannot be compared (too few, different datasets, different kinds of outcome)."""
+
+
+@dataclass(frozen=True)
+class RunResults:
+    """One run to compare: its identity and the rows of its ``results.jsonl``."""
+
+    run_id: str
+    choices: Mapping[str, str]  # config group -> option (the run's ``choice.*`` params)
+    rows: Sequence[Mapping[str, Any]]
+    ours: str | None = None  # pairwise: the first system's name (``dataset.ours.name``)
+
+    @property
+    def dataset(self) -> str | None:
+        """The dataset option the run judged."""
+        return self.choices.get("dataset")
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """A run reduced to one outcome per pairing key."""
+
+    kind: str  # CORRECT | WIN_SCORE | SCORE
+    values: Mapping[Key, float]
+    verdicts: Mapping[Key, str]  # pairwise: scored final winner per (item_id, repeat, order)
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """Read a ``results.jsonl`` file (blank lines skipped).
+
+    Raises:
+        ComparisonError: If a line is not a JSON object.
+    """
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ComparisonError(f"{path}:{number}: not JSON ({exc.msg})") from None
+    return rows
+
+
+def final_rows(rows: Sequence[Mapping[str, Any]]) -> dict[Key, Mapping[str, Any]]:
+    """The final row per ``(item_id, repeat, order)``: a synthesis row replaces the judge row, whatever
+    the order of the rows; rows of other stages are ignored."""
+    final: dict[Key, Mapping[str, Any]] = {}
+    for row in rows:
+        rank = STAGE_RANK.get(row.get("stage", "judge"))
+        if rank is None:
+            continue
+        key = (row["item_id"], row.get("repeat", 0), row.get("order"))
+        held = final.get(key)
+        if held is None or rank >= STAGE_RANK[held.get("stage", "judge")]:
+            final[key] = row
+    return final
+
+
+def outcomes(run: RunResults) -> Outcomes:
+    """Reduce a run's rows to one outcome per pairing key (see the module docstring).
+
+    Raises:
+        ComparisonError: A pairwise run without gold labels does not name its ``ours`` system.
+    """
+    final = final_rows(run.rows)
+    pairwise = any(key[2] is not None for key in final)
+    verdicts = {k: r["winner"] for k, r in final.items() if pairwise and _scored(r) and r.get("winner")}
+    if pairwise and any(r.get("gold") is not None for r in final.values()):
+        values = {k: float(_scored(r) and r.get("winner") == r["gold"]) for k, r in final.items()
+                  if r.get("gold") is not None}
+        return Outcomes(CORRECT, values, verdicts)
+    per_item: dict[Key, list[float]] = {}
+    for (item_id, _, _), row in final.items():
+        value = _win_score(row, run) if pairwise else row.get("score")
+        if _scored(row) and value is not None:
+            per_item.setdefault((item_id,), []).append(float(value))
+    values = {key: sum(v) / len(v) for key, v in per_item.items()}
+    return Outcomes(WIN_SCORE if pairwise else SCORE, values, verdicts)
+
+
+def compare_pair(a: Outcomes, b: Outcomes, level: float = 0.95, resamples: int = 2000, seed: int = 0
+                 ) -> dict[str, Any]:
+    """Compare two runs on the keys both have.
+
+    Args:
+        a: The baseline run's outcomes.
+        b: The contender's outcomes (the difference is ``b - a``).
+        level: Confidence level of the paired bootstrap interval.
+        resamples: Bootstrap resamples.
+        seed: Seed of the bootstrap.
+
+    Returns:
+        ``n`` (paired keys), ``dropped_a``/``dropped_b`` (keys only one run has), ``metric_a``,
+        ``metric_b``, ``difference``, ``ci_low``, ``ci_high``, ``ci_method``, ``test``, ``statistic``,
+        ``p_value``, ``test_details`` (the test's full result) and, for pairwise runs,
+        ``verdict_agreement`` with ``verdict_kappa`` over the judgments both runs scored.
+
+    Raises:
+        ComparisonError: If the two runs measure different kinds of outcome.
+    """
+    if a.kind != b.kind:
+        raise ComparisonError(f"cannot pair a {METRICS[a.kind]} run with a {METRICS[b.kind]} run")
+    keys = sorted(set(a.values) & set(b.values), key=repr)
+    xa, xb = [a.values[k] for k in keys], [b.values[k] for k in keys]
+    diff = uncertainty.paired_difference(xa, xb, level=level, resamples=resamples, seed=seed)
+    if a.kind == CORRECT:
+        test = uncertainty.mcnemar_test([x == 1.0 for x in xa], [x == 1.0 for x in xb])
+    else:
+        test = uncertainty.wilcoxon_test(xa, xb)
+    result = {
+        "n": len(keys),
+        "dropped_a": len(a.values) - len(keys),
+        "dropped_b": len(b.values) - len(keys),
+        "metric_a": diff["mean_a"],
+        "metric_b": diff["mean_b"],
+        "difference": diff["mean_difference"],
+        "ci_low": diff["low"],
+        "ci_high": diff["high"],
+        "ci_method": diff["method"],
+        "test": TESTS[a.kind],
+        "statistic": test["statistic"],
+        "p_value": test["p_value"],
+        "test_details": test,
+    }
+    if a.verdicts or b.verdicts:
+        result.update(_verdict_agreement(a.verdicts, b.verdicts))
+    return result
+
+
+def compare_runs(runs: Sequence[RunResults], level: float = 0.95, resamples: int = 2000, seed: int = 0,
+                 alpha: float = 0.05) -> dict[str, Any]:
+    """Compare every pair of runs (A = the earlier run in ``runs``) with Holm correction over all pairs.
+
+    Args:
+        runs: Two or more runs on the same dataset.
+        level: Confidence level of the paired bootstrap intervals.
+        resamples: Bootstrap resamples per pair.
+        seed: Seed of every pair's bootstrap.
+        alpha: Family-wise error rate a Holm-adjusted p-value is called significant at.
+
+    Returns:
+        The JSON-serializable comparison: ``dataset``, ``kind``, ``metric``, ``test``, ``unit``, the
+        settings, ``runs`` (``run_id``, ``label``, ``choices``, ``n_keys``), ``pairs`` (one
+        :func:`compare_pair` result each, plus ``a``, ``b``, ``label_a``, ``label_b``, ``p_holm`` and
+        ``significant``), ``n_pairs`` and ``n_significant``.
+
+    Raises:
+        ComparisonError: Fewer than two runs, runs on different datasets, or different kinds of outcome.
+    """
+    check_comparable(runs)
+    reduced = [outcomes(run) for run in runs]
+    empty = [run.run_id for run, o in zip(runs, reduced, strict=True) if not o.values]
+    if empty:
+        raise ComparisonError(f"no outcome to compare in run(s) {', '.join(empty)} (no scored or gold-labelled row)")
+    kinds = {o.kind for o in reduced}
+    if len(kinds) > 1:
+        listing = ", ".join(f"{run.run_id} ({METRICS[o.kind]})" for run, o in zip(runs, reduced, strict=True))
+        raise ComparisonError(f"runs measure different things: {listing}")
+    labels = run_labels(runs)
+    pairs = []
+    for i, j in itertools.combinations(range(len(runs)), 2):
+        pair = compare_pair(reduced[i], reduced[j], level=level, resamples=resamples, seed=seed)
+        ids = {"a": runs[i].run_id, "b": runs[j].run_id, "label_a": labels[runs[i].run_id],
+               "label_b": labels[runs[j].run_id]}
+        pairs.append({**ids, **pair})
+    adjusted = uncertainty.holm({str(k): pair["p_value"] for k, pair in enumerate(pairs)})
+    for k, pair in enumerate(pairs):
+        pair["p_holm"] = adjusted[str(k)]
+        pair["significant"] = pair["p_holm"] is not None and pair["p_holm"] < alpha
+    kind = kinds.pop()
+    verdicts = {labels[run.run_id]: o.verdicts for run, o in zip(runs, reduced, strict=True) if o.verdicts}
+    return {
+        "dataset": runs[0].dataset,
+        "kind": kind,
+        "metric": METRICS[kind],
+        "test": TESTS[kind],
+        "unit": UNITS[kind],
+        "level": level,
+        "resamples": resamples,
+        "seed": seed,
+        "alpha": alpha,
+        "correction": "holm",
+        "runs": [{"run_id": run.run_id, "label": labels[run.run_id], "choices": dict(run.choices),
+                  "n_keys": len(o.values)} for run, o in zip(runs, reduced, strict=True)],
+        "pairs": pairs,
+        "n_pairs": len(pairs),
+        "n_significant": sum(pair["significant"] for pair in pairs),
+        "inter_judge": _inter_judge(verdicts) if len(verdicts) > 1 else None,
+    }
+
+
+def _inter_judge(verdicts: Mapping[str, Mapping[Key, str]]) -> dict[str, Any]:
+    """Agreement among all runs' verdicts (pairwise runs): Fleiss' kappa over the keys every run scored,
+    Krippendorff's alpha over every key (a run that did not score a key is missing there)."""
+    keys = sorted({k for v in verdicts.values() for k in v}, key=repr)
+    return agreement.inter_judge({label: [v.get(k) for k in keys] for label, v in verdicts.items()})
+
+
+def check_comparable(runs: Sequence[RunResults]) -> None:
+    """Raise ``ComparisonError`` unless there are two or more distinct runs, all on one dataset."""
+    if len(runs) < 2:
+        raise ComparisonError(f"need at least 2 runs to compare, got {len(runs)}")
+    ids = [run.run_id for run in runs]
+    if len(set(ids)) != len(ids):
+        raise ComparisonError(f"a run is listed twice: {sorted({i for i in ids if ids.count(i) > 1})}")
+    by_dataset: dict[str | None, list[str]] = {}
+    for run in runs:
+        by_dataset.setdefault(run.dataset, []).append(run.run_id)
+    if len(by_dataset) > 1:
+        listing = "; ".join(f"{name or '<unknown>'}: {', '.join(run_ids)}" for name, run_ids in by_dataset.items())
+        raise ComparisonError(f"cannot compare runs on different datasets ({listing})")
+
+
+def run_labels(runs: Sequence[RunResults]) -> dict[str, str]:
+    """Short labels built from the choices that differ between the runs (``judge=x,prompt=y``).
+
+    Runs whose differing choices are identical (or runs that differ in no choice) are told apart by the
+    first 8 characters of their run id.
+    """
+    names = {name for run in runs for name in run.choices} - IGNORED_CHOICES
+    ordered = [n for n in CHOICE_ORDER if n in names] + sorted(names - set(CHOICE_ORDER))
+    varying = [n for n in ordered if len({run.choices.get(n, "") for run in runs}) > 1]
+    labels = {run.run_id: ",".join(f"{n}={run.choices.get(n, '')}" for n in varying) for run in runs}
+    seen = list(labels.values())
+    for run in runs:
+        label = labels[run.run_id]
+        if not label or seen.count(label) > 1:
+            labels[run.run_id] = f"{label}@{run.run_id[:8]}" if label else run.run_id[:8]
+    return labels
+
+
+def _scored(row: Mapping[str, Any]) -> bool:
+    return row.get("status") == "scored"
+
+
+def _win_score(row: Mapping[str, Any], run: RunResults) -> float | None:
+    """1 when ``ours`` won, 0.5 for a tie, 0 when the other system won; None without a winner."""
+    if run.ours is None:
+        raise ComparisonError(f"run {run.run_id}: pairwise results without gold need the name of 'ours'")
+    winner = row.get("winner")
+    if winner is None:
+        return None
+    return 1.0 if winner == run.ours else 0.5 if winner == TIE else 0.0
+
+
+def _verdict_agreement(a: Mapping[Key, str], b: Mapping[Key, str]) -> dict[str, Any]:
+    """How often two runs gave the same verdict on the judgments both scored, and Cohen's kappa."""
+    keys = sorted(set(a) & set(b), key=repr)
+    la, lb = [a[k] for k in keys], [b[k] for k in keys]
+    same = sum(x == y for x, y in zip(la, lb, strict=True))
+    return {
+        "verdict_n": len(keys),
+        "verdict_agreement": same / len(keys) if keys else None,
+        "verdict_kappa": agreement.cohen_kappa(la, lb) if keys else None,
+    }

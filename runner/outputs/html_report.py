@@ -1,0 +1,331 @@
+"""Static HTML reports of a run and of a sweep: one self-contained file each, opened without a server.
+
+Plots are PNGs embedded as base64 data URIs, so ``report.html`` is the only file to keep, copy or log.
+Titles, labels and override values are data: the template autoescapes them, and plot text goes
+through :func:`runner.outputs.frontier.literal` so matplotlib does not read a ``$`` in a label as math.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment
+
+from runner.outputs import frontier, sweep
+from runner.outputs.frontier import figure, literal, png_bytes
+from runner.outputs.sweep import cell
+
+log = logging.getLogger(__name__)
+
+REPORT_NAME = "report.html"
+Z95 = 1.959963984540054
+
+TEMPLATE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
+<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0;font-size:13px}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}
+img{max-width:100%;border:1px solid #eee}.note{color:#555;font-size:13px}
+</style></head><body>
+<h1>{{ title }}</h1>
+{% for s in sections %}<section><h2>{{ s.heading }}</h2>
+{% if s.image %}<img alt="{{ s.heading }}" src="data:image/png;base64,{{ s.image }}">{% endif %}
+{% if s.columns %}{% if s.collapsed %}<details><summary>{{ s.rows|length }} rows</summary>{% endif %}
+<table><thead><tr>{% for c in s.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead><tbody>
+{% for row in s.rows %}<tr>{% for cell in row %}<td>{{ cell }}</td>{% endfor %}</tr>
+{% endfor %}</tbody></table>{% if s.collapsed %}</details>{% endif %}{% endif %}
+{% for note in s.notes %}<p class="note">{{ note }}</p>{% endfor %}
+</section>
+{% endfor %}</body></html>
+"""
+
+
+@dataclass(frozen=True)
+class Section:
+    """One heading of a report: an optional plot (PNG bytes), an optional table, notes."""
+
+    heading: str
+    png: bytes = b""
+    columns: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    notes: tuple[str, ...] = ()
+    collapsed: bool = False
+
+    @property
+    def image(self) -> str:
+        """The plot as base64 text for a data URI."""
+        return base64.b64encode(self.png).decode("ascii")
+
+
+def render(title: str, sections: Sequence[Section]) -> str:
+    """The HTML page: the sections in order, every text autoescaped."""
+    return Environment(autoescape=True).from_string(TEMPLATE).render(title=title, sections=sections)
+
+
+def wilson(count: int, n: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of ``count / n``; it stays inside [0, 1] for shares near 0 or 1."""
+    if n <= 0:
+        return 0.0, 0.0
+    p, z2 = count / n, Z95 ** 2
+    centre, half = (p + z2 / (2 * n)) / (1 + z2 / n), Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return max(centre - half, 0.0), min(centre + half, 1.0)
+
+
+def verdict_png(distribution: Mapping[str, int], n: int, win_rate: Mapping[str, Any] | None = None) -> bytes:
+    """Bars of each verdict's share of ``n`` items with 95% Wilson intervals; the win rate's CI in the title."""
+    fig = figure(6.0, 3.4)
+    ax = fig.subplots()
+    names = list(distribution)
+    shares = [distribution[k] / n if n else 0.0 for k in names]
+    bounds = [wilson(distribution[k], n) for k in names]
+    # max(0, ...): at a share of 0 or 1 the Wilson bound lands an ulp past it, and matplotlib refuses < 0
+    err = [[max(s - lo, 0.0) for s, (lo, _) in zip(shares, bounds, strict=True)],
+           [max(hi - s, 0.0) for s, (_, hi) in zip(shares, bounds, strict=True)]]
+    ax.bar([literal(k) for k in names], shares, yerr=err, capsize=4, color="#42a5f5")
+    ax.set_ylim(0, 1)
+    ax.set_ylabel(f"share of {n} items")
+    title = "final verdicts (95% Wilson CI)"
+    ci = (win_rate or {}).get("ci") or {}
+    if win_rate and win_rate.get("rate") is not None and ci.get("low") is not None:
+        title += f"\nwin rate, ties as half: {win_rate['rate']:.3f} [{ci['low']:.3f}, {ci['high']:.3f}]"
+    ax.set_title(title, fontsize=10)
+    return png_bytes(fig)
+
+
+def confusion_png(labels: Sequence[str], matrix: Sequence[Sequence[int]]) -> bytes:
+    """Heatmap of a confusion matrix (rows = gold label, columns = the judge's), counts written in."""
+    size = 1.2 + 0.9 * len(labels)
+    fig = figure(size + 1.2, size)
+    ax = fig.subplots()
+    image = ax.imshow(matrix, cmap="Blues")
+    peak = max((v for row in matrix for v in row), default=0)
+    for i, row in enumerate(matrix):
+        for j, value in enumerate(row):
+            ax.text(j, i, str(value), ha="center", va="center", color="white" if value > peak / 2 else "black")
+    ticks = [literal(label) for label in labels]
+    ax.set_xticks(range(len(labels)), ticks, rotation=30, ha="right")
+    ax.set_yticks(range(len(labels)), ticks)
+    ax.set_xlabel("judge")
+    ax.set_ylabel("gold")
+    fig.colorbar(image, ax=ax, shrink=0.8)
+    return png_bytes(fig)
+
+
+def histogram_png(scores: Sequence[float], scale: Sequence[float] | None = None) -> bytes:
+    """Histogram of overall scores over the rubric's scale, with the mean marked."""
+    fig = figure(6.0, 3.4)
+    ax = fig.subplots()
+    limits = (float(scale[0]), float(scale[1])) if scale else (min(scores, default=0.0), max(scores, default=1.0))
+    ax.hist(scores, bins=20, range=limits if limits[1] > limits[0] else None, color="#66bb6a", edgecolor="white")
+    if scores:
+        mean = sum(scores) / len(scores)
+        ax.axvline(mean, color="#2e7d32", linestyle="--", label=f"mean {mean:.2f}")
+        ax.legend(fontsize=8)
+    ax.set_xlabel("overall score")
+    ax.set_ylabel("items")
+    return png_bytes(fig)
+
+
+def bars_png(values: Mapping[str, float | None], xlabel: str, limits: Sequence[float] | None = None) -> bytes:
+    """Horizontal bars, one per name, values written beside them (a missing value: an empty bar, "n/a")."""
+    names = list(values)
+    fig = figure(6.0, 1.0 + 0.32 * len(names))
+    ax = fig.subplots()
+    bars = ax.barh([literal(n) for n in names], [values[n] or 0.0 for n in names], color="#ab47bc")
+    ax.bar_label(bars, labels=[cell(values[n]) if values[n] is not None else "n/a" for n in names], padding=3,
+                 fontsize=8)
+    ax.invert_yaxis()
+    if limits:
+        ax.set_xlim(float(limits[0]), float(limits[1]))
+    ax.set_xlabel(xlabel)
+    return png_bytes(fig)
+
+
+def _headline(metrics: Mapping[str, float]) -> Section:
+    rows = [(name, cell(metrics[key])) for key, name in sweep.HEADLINE.items() if metrics.get(key) is not None]
+    for key in ("items/total", "cost/unknown_calls", "cost/list_unpriced_calls"):
+        if metrics.get(key) is not None:
+            rows.append((key, cell(metrics[key])))
+    return Section("Headline", columns=("metric", "value"), rows=tuple(rows))
+
+
+def _pairwise_sections(summary: Mapping[str, Any]) -> list[Section]:
+    s, trust = summary.get("summary") or {}, summary.get("trust") or {}
+    distribution = s.get("final_verdict_distribution") or {}
+    n = s.get("total_subsets") or sum(distribution.values())
+    out = [Section("Verdict distribution", verdict_png(distribution, n, trust.get("win_rate")))] if distribution else []
+    confusion = (trust.get("gold_agreement") or {}).get("confusion") or {}
+    if confusion.get("matrix"):
+        out.append(Section("Agreement with gold labels", confusion_png(confusion["labels"], confusion["matrix"]),
+                           notes=("rows: gold label; columns: the judge's verdict (each order counted)",)))
+    return out
+
+
+def _score_ensemble_sections(section: Mapping[str, Any]) -> list[Section]:
+    """A pointwise ensemble: each member's headline and how far the members' scores agree."""
+    heads = section.get("member_headline") or {}
+    alpha = (section.get("score_agreement") or {}).get("krippendorff_alpha_interval")
+    return [Section("Ensemble members", columns=("member", "mean score", "pass rate", "Pearson with humans"),
+                    rows=tuple((m, *(cell(h.get(k)) for k in ("average_overall", "pass_rate", "human_pearson")))
+                               for m, h in heads.items()),
+                    notes=(f"combine: {section.get('combine')}; Krippendorff's alpha (interval) of the members' "
+                           f"scores {cell(alpha)}",))]
+
+
+def _ensemble_sections(section: Mapping[str, Any]) -> list[Section]:
+    """An ensemble run: every aggregation and every member against gold, Dawid-Skene's estimates."""
+    if "member_headline" in section:
+        return _score_ensemble_sections(section)
+    by_combine = section.get("by_combine") or {}
+    agreement = {f"ensemble: {m}": s.get("accuracy_all") for m, s in by_combine.items() if "accuracy_all" in s}
+    members = section.get("member_agreement") or {}
+    agreement.update({f"member: {m}": h.get("accuracy_all") for m, h in members.items()})
+    ds = section.get("dawid_skene") or {}
+    estimated, truth = ds.get("estimated_accuracy") or {}, ds.get("true_accuracy") or {}
+    out = [Section("Ensemble aggregations", columns=("aggregation", "agreement with gold", "tie rate", "ours win rate"),
+                   rows=tuple((m, cell(s.get("accuracy_all")), cell(s.get("tie_rate")), cell(s.get("ours_win_rate")))
+                              for m, s in by_combine.items()),
+                   notes=(f"headline aggregation: {section.get('combine')}; inter-judge Fleiss kappa "
+                          f"{cell((section.get('inter_judge') or {}).get('fleiss_kappa'))}",)),
+           Section("Ensemble members", columns=("member", "agreement (per judgment)", "Dawid-Skene estimate",
+                                                "true accuracy (of votes)"),
+                   rows=tuple((m, cell(h.get("accuracy_all")), cell(estimated.get(m)), cell(truth.get(m)))
+                              for m, h in members.items()))]
+    if any(v is not None for v in agreement.values()):
+        out.append(Section("Agreement with gold: ensemble vs members", bars_png(agreement, "agreement", (0, 1))))
+    return out
+
+
+def _family_sections(summary: Mapping[str, Any], scale: Sequence[float] | None) -> list[Section]:
+    out = []
+    for family, noun in (("by_tag", "tag"), ("by_category", "category")):
+        sections = summary.get(family) or {}
+        if not sections:
+            continue
+        means = {name: sec.get("average_overall") for name, sec in sections.items()}
+        out.append(Section(f"Mean score by {noun}", bars_png(means, "mean overall score", scale)))
+        rates = {name: sec.get("pass_rate") for name, sec in sections.items()}
+        if any(v is not None for v in rates.values()):
+            out.append(Section(f"Pass rate by {noun}", bars_png(rates, "pass rate", (0, 1))))
+    return out
+
+
+def _pointwise_sections(summary: Mapping[str, Any]) -> list[Section]:
+    s = summary.get("summary") or {}
+    scale = s.get("scale")
+    details = summary.get("detailed_results") or []
+    scores = [float(d["overall"]) for d in details if d.get("status") == "scored" and d.get("overall") is not None]
+    out = [Section("Score distribution", histogram_png(scores, scale),
+                   notes=(f"{len(scores)} scored of {len(details)} items; unscored items are not drawn",))]
+    if s.get("average_by_criterion"):
+        out.append(Section("Mean score by criterion", bars_png(s["average_by_criterion"], "mean score", scale)))
+    return out + _family_sections(summary, scale)
+
+
+def run_report(summary: Mapping[str, Any], metrics: Mapping[str, float], title: str) -> str:
+    """The HTML report of one run: headline, plots for its mode (pairwise or pointwise), gates, all metrics.
+
+    Args:
+        summary: The run's summary.json content.
+        metrics: The run's flat metrics (metrics.json).
+        title: The page title (the run name).
+    """
+    plots = _pointwise_sections(summary) if "detailed_results" in summary else _pairwise_sections(summary)
+    if summary.get("ensemble"):
+        plots += _ensemble_sections(summary["ensemble"])
+    sections = [_headline(metrics), *plots]
+    gates = summary.get("gates") or []
+    if gates:
+        sections.append(Section("Gates", columns=("gate", "result", "message"), rows=tuple(
+            (str(g.get("name")), "PASS" if g.get("passed") else "FAIL", str(g.get("message"))) for g in gates)))
+    sections.append(Section("All metrics", columns=("metric", "value"), collapsed=True,
+                            rows=tuple((k, cell(v)) for k, v in sorted(metrics.items()))))
+    return render(title, sections)
+
+
+def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> tuple[tuple, tuple]:
+    columns = list(columns or dict.fromkeys(k for row in rows for k in row))
+    return tuple(columns), tuple(tuple(cell(row.get(c)) for c in columns) for row in rows)
+
+
+def _frontier_section(frontier_rows: Sequence[Mapping[str, Any]], quality_key: str, png: bytes | None) -> Section:
+    ci = [k for k in sweep.CI_COLUMNS.get(quality_key, ()) if k]
+    columns, rows = _table(frontier.ordered(list(frontier_rows)), ["job", frontier.LABEL, quality_key, *ci,
+                                                                   frontier.COST_PER_1K, frontier.PARETO])
+    notes = ["Cost: the list price of each config's judge calls (cached and replayed ones included, replays at "
+             "their judge's price_as) per 1,000 items, not what the sweep paid.",
+             "Pareto-optimal: no other config has lower-or-equal cost per 1,000 items and higher-or-equal "
+             f"{quality_key}, one of them strictly; equal configs are all kept, and configs that cost nothing "
+             "compete on quality alone."]
+    unpriced = [r for r in frontier_rows if (r.get(frontier.UNPRICED) or 0) > 0]
+    if unpriced:
+        notes.append(f"{len(unpriced)} of {len(frontier_rows)} configs made calls litellm could not price "
+                     "(local judges without price_as): their cost is a lower bound.")
+    png = png if png is not None else frontier.frontier_png(frontier_rows, quality_key)
+    return Section("Cost-quality frontier", png, columns, rows, tuple(notes))
+
+
+def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapping[str, Any]] | None,
+                 title: str, quality_key: str = "agreement", frontier_png: bytes | None = None) -> str:
+    """The HTML report of a sweep: the sweep table, then the frontier (table and plot) when there is one.
+
+    Args:
+        rows: The sweep table (:func:`runner.outputs.sweep.collect`).
+        frontier_rows: The output of :func:`runner.outputs.frontier.frontier`, or None/empty when no job has
+            ``quality_key``.
+        title: The page title.
+        quality_key: The quality column of the frontier.
+        frontier_png: The frontier plot when already drawn (else it is drawn here).
+    """
+    columns, cells = _table(rows)
+    sections = [Section(f"Jobs ({len(rows)})", columns=columns, rows=cells)]
+    if frontier_rows:
+        sections.append(_frontier_section(frontier_rows, quality_key, frontier_png))
+    else:
+        sections.append(Section("Cost-quality frontier", notes=(f"No job has {quality_key!r}: no frontier.",)))
+    return render(title, sections)
+
+
+def write_run_report(run_dir: Path, summary: Mapping[str, Any], metrics: Mapping[str, float],
+                     title: str) -> Path | None:
+    """Write ``run_dir/report.html``; returns its path, or None (with a warning) when it could not be made.
+
+    The run's results are already on disk when this is called: a failing plot must not fail the run.
+    """
+    path = run_dir / REPORT_NAME
+    try:
+        path.write_text(run_report(summary, metrics, title), encoding="utf-8")
+    except Exception as exc:  # noqa: BLE001 - the report is a view of files already written
+        log.warning("report.html not written: %s: %s", type(exc).__name__, exc)
+        return None
+    return path
+
+
+def write_sweep_report(sweep_dir: Path, rows: Sequence[dict[str, Any]], quality_key: str = "agreement") -> list[Path]:
+    """Write frontier.csv and frontier.png (when a job has ``quality_key``) and report.html into the sweep dir.
+
+    Returns:
+        The files written, report.html last; empty (with a warning) when the report could not be made.
+    """
+    try:
+        front = frontier.frontier(frontier.with_job_counts(sweep_dir, rows), quality_key=quality_key)
+        files, png = [], None
+        if any(r.get(quality_key) is not None for r in front):
+            png = frontier.frontier_png(front, quality_key)  # drawn once: the PNG file and the report share it
+            (sweep_dir / frontier.FRONTIER_PNG).write_bytes(png)
+            files += [frontier.write_csv(sweep_dir / frontier.FRONTIER_CSV, front, quality_key),
+                      sweep_dir / frontier.FRONTIER_PNG]
+        path = sweep_dir / REPORT_NAME
+        path.write_text(sweep_report(rows, front if png else None, f"sweep {sweep_dir}", quality_key, png),
+                        encoding="utf-8")
+    except Exception as exc:  # noqa: BLE001 - the sweep table is written; the report is a view of it
+        log.warning("sweep report not written: %s: %s", type(exc).__name__, exc)
+        return []
+    return [*files, path]

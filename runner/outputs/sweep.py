@@ -1,0 +1,122 @@
+"""The sweep table: one row per job of a multirun, written when the sweep ends.
+
+Each row holds the job's Hydra overrides and its headline metrics (with their confidence intervals),
+calls, tokens, cost and wall time, read from the job directory (``.hydra/overrides.yaml`` and
+``metrics.json``), so the table needs neither MLflow nor a shared process: it works the same for jobs
+run by any launcher. A job that failed before writing its metrics is a row with status ``failed``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+TABLE_CSV = "sweep_table.csv"
+TABLE_JSON = "sweep_table.json"
+FAILURE_NAME = "failure.json"  # written into a job directory by the job that failed (runner/app/cli.py)
+# metric -> column; those no job has are left out
+HEADLINE = {
+    "accuracy/mean": "accuracy", "agreement/accuracy_all": "agreement", "agreement/accuracy_all_ci_low": "agr low",
+    "agreement/accuracy_all_ci_high": "agr high", "agreement/cohen_kappa": "kappa", "agreement/macro_f1": "macro-F1",
+    "bias/position_consistency": "consistency", "verdict/win_rate_with_ties": "win rate",
+    "verdict/win_rate_ci_low": "wr low", "verdict/win_rate_ci_high": "wr high", "score/mean": "mean score",
+    "ci/average_overall_low": "score low", "ci/average_overall_high": "score high", "pass/rate": "pass rate",
+    "judge/parse_failure_rate": "unscored", "judge/calls": "calls", "tokens/total": "tokens",
+    "cost/usd_total": "cost $", "cost/usd_list": "list $", "run/wall_s": "wall s",
+}
+
+
+def _overrides(job_dir: Path) -> dict[str, str]:
+    path = job_dir / ".hydra" / "overrides.yaml"
+    if not path.is_file():
+        return {}
+    return dict(item.split("=", 1) for item in yaml.safe_load(path.read_text()) or [] if "=" in item)
+
+
+def collect(sweep_dir: Path) -> list[dict[str, Any]]:
+    """One row per job directory of ``sweep_dir`` (numbered subdirectories), in job order."""
+    jobs = sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
+    rows = []
+    for job_dir in jobs:
+        metrics_path = job_dir / "metrics.json"
+        metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
+        row: dict[str, Any] = {"job": int(job_dir.name), **_overrides(job_dir),
+                               "status": "ok" if metrics and not (job_dir / FAILURE_NAME).is_file() else "failed"}
+        row.update({name: metrics.get(key) for key, name in HEADLINE.items()})
+        rows.append(row)
+    return _drop_empty_columns(rows)
+
+
+def write_failure(job_dir: Path, reason: str) -> None:
+    """Mark a job directory as failed (with why), for the sweep table and the launching process's exit code."""
+    (job_dir / FAILURE_NAME).write_text(json.dumps({"reason": reason}, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _drop_empty_columns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    empty = {name for name in HEADLINE.values() if all(row.get(name) is None for row in rows)}
+    return [{k: v for k, v in row.items() if k not in empty} for row in rows]
+
+
+def write(sweep_dir: Path, rows: Sequence[dict[str, Any]]) -> list[Path]:
+    """Write the table as CSV and JSON into the sweep directory; returns the two paths."""
+    import pandas as pd  # pandas only when a sweep ends (a single run never pays its import)
+
+    frame = pd.DataFrame(list(rows))
+    csv_path, json_path = sweep_dir / TABLE_CSV, sweep_dir / TABLE_JSON
+    frame.to_csv(csv_path, index=False)
+    json_path.write_text(json.dumps(list(rows), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return [csv_path, json_path]
+
+
+def cell(value: Any) -> str:
+    """A table cell: 4 significant digits for floats (whole numbers from 1000 up), ``-`` for missing values."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+CI_COLUMNS = {"agreement": ("agr low", "agr high"), "win rate": ("wr low", "wr high"),
+              "mean score": ("score low", "score high")}
+
+
+def _shown(row: dict[str, Any], name: str) -> str:
+    """A cell, with its CI bounds appended where the table has them: ``0.955 [0.92, 0.975]``."""
+    low, high = CI_COLUMNS.get(name, (None, None))
+    if low is None or row.get(low) is None or row.get(name) is None:
+        return cell(row.get(name))
+    return f"{cell(row[name])} [{cell(row[low])}, {cell(row[high])}]"
+
+
+def render(rows: Sequence[dict[str, Any]], console: Console | None = None) -> None:
+    """Print the table, one line per job, CIs beside their metric (values as data, never rich markup)."""
+    console = console or Console()
+    if not console.is_terminal:
+        console = Console(width=240)  # a log file wraps nothing: one line per job
+    if not rows:
+        return
+    bounds = {b for pair in CI_COLUMNS.values() for b in pair}
+    metrics = set(HEADLINE.values()) | {"job", "status"}
+    # overrides every job shares (a tracking URI, max_items) are in the files; the screen shows what varies
+    same = {k for k in rows[0] if k not in metrics and all(row.get(k) == rows[0][k] for row in rows)}
+    columns = [k for k in dict.fromkeys(k for row in rows for k in row) if k not in bounds | same]
+    table = Table(title=f"sweep: {len(rows)} jobs", title_justify="left")
+    for name in columns:
+        table.add_column(name)
+    for row in rows:
+        table.add_row(*(Text(_shown(row, name)) for name in columns))
+    console.print(table)
+
+
+def summary_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Counts for the sweep's MLflow run: jobs, failed jobs, total cost."""
+    return {"sweep/jobs": float(len(rows)), "sweep/failed": float(sum(r["status"] == "failed" for r in rows)),
+            "sweep/cost_usd": float(sum(r.get("cost $") or 0.0 for r in rows))}

@@ -1,0 +1,81 @@
+"""The records a run is handed and hands on: its context (from the CLI), its validated inputs (from
+:func:`runner.run.pipeline.prepare`) and its outcome, with the two facts both the paid stages and the report need
+(the items to judge, an ensemble's member directories)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.core.config import RunConfig
+from runner.core.types import Item, Secret
+from runner.inputs.datasets import ItemRef, LoadedDataset
+from runner.judging.generation import Generation, with_outputs
+from runner.judging.judge import JudgePlan
+from runner.llm.pacing import RateLimiter
+from runner.modes import panel, pointwise
+from runner.run import gates
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the CLI hands down: the typed config plus facts about this job."""
+
+    cfg: RunConfig
+    run_dir: Path
+    project_root: Path
+    api_keys: Mapping[str, Secret]  # API-key variable name -> key, for every variable the config names
+    run_name: str
+    params: Mapping[str, Any] = field(default_factory=dict)  # flattened, secret-free, for MLflow
+    tags: Mapping[str, str] = field(default_factory=dict)
+    resolved_config_yaml: str = ""
+    identity: Mapping[str, Any] = field(default_factory=dict)  # settings a resume must not change
+    identity_sha256: str = ""
+    limiter: RateLimiter | None = None  # the judge's, shared across the jobs of this process
+    generator_limiter: RateLimiter | None = None
+    member_limiters: Mapping[str, RateLimiter | None] = field(default_factory=dict)  # ensemble: member -> limiter
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A validated run, ready to judge."""
+
+    dataset: LoadedDataset
+    plan: JudgePlan
+    response_format: dict[str, Any] | None
+    point: pointwise.PointwiseSetup | None = None  # pointwise runs: scoring, checks, generator template
+    baseline: gates.Baseline | None = None  # gate.baseline_run, resolved before any call
+    member_formats: Mapping[str, dict[str, Any] | None] | None = None  # ensemble: member -> response_format
+
+    @property
+    def refs(self) -> tuple[ItemRef, ...]:
+        """Id, gold and location of every item, in dataset order."""
+        return self.dataset.refs
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What the run produced, for the CLI's exit code and for tests."""
+
+    summary: dict
+    gold: dict | None
+    judge: dict
+    failed: bool
+    reason: str = ""
+    mlflow_run_id: str | None = None
+
+
+def member_dirs(ctx: RunContext) -> dict[str, Path]:
+    """Ensemble runs: member -> its directory (journal, results, summary); empty for a single judge."""
+    return {name: ctx.run_dir / panel.MEMBERS_DIR / name for name in ctx.cfg.judge.members}
+
+
+def candidates(ctx: RunContext, prepared: Prepared, generations: dict[str, Generation] | None) -> Iterable[Item]:
+    """The items to judge, streamed: from the dataset, or with the generated outputs as candidates."""
+    items = prepared.dataset.iter_items()
+    if generations is None:
+        return items
+    assert ctx.cfg.generator is not None
+    return with_outputs(items, generations, ctx.cfg.generator.name)

@@ -1,0 +1,118 @@
+"""CI gates: thresholds a finished run must meet, each with one line saying why it failed.
+
+Pure: the caller hands in the run's report section, its flat metrics and (when a baseline is
+configured) the baseline run's value, looked up in MLflow before the first judge call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from runner.core.config import GateConfig
+
+BASELINE_PREFIX = "latest on "
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The run a gate compares against: which one, and its value of the gated metric."""
+
+    ref: str  # as configured: a run id or "latest on <branch>"
+    run_id: str
+    value: float
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """One gate's outcome."""
+
+    name: str  # the config key, e.g. gate.min_pass_rate
+    passed: bool
+    value: float | None
+    threshold: float | None
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON."""
+        return asdict(self)
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f}%"
+
+
+def _pass_rate(gate: GateConfig, summary: Mapping[str, Any]) -> GateResult:
+    rate, limit = summary.get("pass_rate"), gate.min_pass_rate
+    if rate is None:
+        return GateResult("gate.min_pass_rate", False, None, limit, "gate.min_pass_rate: no item was scored")
+    ok = rate >= limit
+    return GateResult("gate.min_pass_rate", ok, rate, limit,
+                      f"gate.min_pass_rate: pass rate {_pct(rate)} {'>=' if ok else '<'} {_pct(limit)} "
+                      f"({summary['passed']} of {summary['passed'] + summary['failed']} scored items passed)")
+
+
+def _mean_score(gate: GateConfig, metrics: Mapping[str, float]) -> GateResult:
+    value, limit = metrics.get("score/mean"), gate.min_mean_score
+    if value is None:
+        return GateResult("gate.min_mean_score", False, None, limit,
+                          "gate.min_mean_score: this run has no score/mean (no item was scored, or a pairwise run)")
+    ok = value >= limit
+    return GateResult("gate.min_mean_score", ok, value, limit,
+                      f"gate.min_mean_score: mean score {value:.3f} {'>=' if ok else '<'} {limit:g}")
+
+
+def _baseline(gate: GateConfig, metrics: Mapping[str, float], baseline: Baseline) -> GateResult:
+    value, allowed = metrics.get(gate.metric), gate.max_drop if gate.max_drop is not None else 0.0
+    if value is None:
+        return GateResult("gate.max_drop", False, None, allowed, f"gate.max_drop: this run has no metric {gate.metric}")
+    drop = round(baseline.value - value, 9)  # 0.8 - 0.7 is 0.10000000000000009: an ulp must not fail the gate
+    ok = drop <= allowed
+    return GateResult("gate.max_drop", ok, drop, allowed,
+                      f"gate.max_drop: {gate.metric} {value:.4f} vs {baseline.value:.4f} in baseline run "
+                      f"{baseline.run_id} ({baseline.ref}): drop {drop:+.4f} {'<=' if ok else '>'} {allowed:g}")
+
+
+def check_results(checks: Mapping[str, Mapping[str, Any]], enforced: frozenset[str]) -> list[GateResult]:
+    """Gates for the deterministic checks configured with ``enforce: true``."""
+    out = []
+    for name in sorted(enforced):
+        check = checks.get(name) or {}
+        rate, limit = check.get("violation_rate"), check.get("max_rate")
+        if rate is None:
+            out.append(GateResult(f"checks.{name}", False, None, limit, f"checks.{name}: no item was checked"))
+            continue
+        if limit is None:
+            out.append(GateResult(f"checks.{name}", False, rate, None,
+                                  f"checks.{name}: enforce is set but max_rate is not"))
+            continue
+        ok = rate < limit
+        relation = "<" if ok else ">="
+        out.append(GateResult(f"checks.{name}", ok, rate, limit,
+                              f"checks.{name}: violation rate {_pct(rate)} {relation} max_rate {_pct(limit)}"))
+    return out
+
+
+def evaluate(gate: GateConfig, summary: Mapping[str, Any], metrics: Mapping[str, float], has_threshold: bool,
+             baseline: Baseline | None) -> list[GateResult]:
+    """Evaluate every configured gate.
+
+    Args:
+        gate: The gate config.
+        summary: The pointwise report's summary section (``pass_rate``, ``passed``, ``failed``), or {}.
+        metrics: The run's flat metrics (``score/mean`` and the baseline metric).
+        has_threshold: Whether the rubric defines pass/fail (``min_pass_rate`` applies only then).
+        baseline: The baseline run's value of ``gate.metric``, when ``gate.baseline_run`` is set.
+
+    Returns:
+        One result per active gate, in config order.
+    """
+    results = []
+    if gate.min_pass_rate is not None and has_threshold:
+        results.append(_pass_rate(gate, summary))
+    if gate.min_mean_score is not None:
+        results.append(_mean_score(gate, metrics))
+    if baseline is not None:
+        results.append(_baseline(gate, metrics, baseline))
+    return results

@@ -1,0 +1,203 @@
+"""The end of a run, once the judges have answered: the summary and metrics (pairwise, pointwise or an
+ensemble's), the gates, the run directory's files, the HTML report, the MLflow run and the console summary.
+Nothing here makes a call."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner.core.config import RunConfig
+from runner.core.types import Judgment, Status
+from runner.judging.estimate import run_list_cost
+from runner.judging.generation import Generation, generation_metrics
+from runner.modes import pairwise, panel, pointwise, score_panel, scorecard, trust
+from runner.modes import summary as summaries
+from runner.outputs import console, html_report, tracking
+from runner.run import gates
+from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
+from runner.storage import store
+
+log = logging.getLogger(__name__)
+
+TABLE_ROWS = 20_000  # judgments in the MLflow results table (results.jsonl, also logged, holds every one)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What the paid stages returned."""
+
+    generations: dict[str, Generation] | None  # item id -> generated output (runs with a generator)
+    judgments: list[Judgment]  # every judge call, an ensemble's members' included
+    by_member: dict[str, list[Judgment]] | None = None  # an ensemble's judgments per member
+
+
+def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: str | None,
+           started: float) -> RunOutcome:
+    """Summarize the judgments, check the gates, write the run directory and its report, finish the MLflow
+    run and print the summary.
+
+    Args:
+        ctx: The run's context.
+        prepared: Its validated inputs.
+        judged: What the judges answered.
+        mlflow_run_id: The run's MLflow run, or None with tracking off.
+        started: ``time.monotonic()`` when the run started (for ``run/wall_s``).
+    """
+    cfg, judgments = ctx.cfg, judged.judgments
+    judges = [name for name, js in judged.by_member.items() for _ in js] if judged.by_member is not None else None
+    # Results first: they need no statistic, so a bug in one still leaves every answer in results.jsonl.
+    store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged), _labels(prepared), judges)
+    summary, gold, metrics = _summarize(ctx, prepared, judged)
+    judge_stats = summaries.judge_metrics(judgments)
+    metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
+    metrics.update(run_list_cost(cfg.judge, judgments, judged.by_member))
+    metrics["items/skipped_rows"] = float(len(prepared.dataset.skipped))
+    gate_results = _gate_results(ctx, prepared, summary, metrics)
+    if gate_results:
+        summary["gates"] = [g.to_dict() for g in gate_results]
+        metrics["gate/passed"] = float(all(g.passed for g in gate_results))
+    store.write_json(ctx.run_dir / store.SUMMARY_NAME, summary)
+    metrics["run/wall_s"] = time.monotonic() - started
+    store.write_json(ctx.run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
+    report_path = html_report.write_run_report(ctx.run_dir, summary, metrics, ctx.run_name)
+    failed, reason = _judge_failure(cfg, judgments)
+    crossed = [g.message for g in gate_results if not g.passed]
+    if crossed and not failed:
+        failed, reason = True, "; ".join(crossed)
+    if mlflow_run_id is not None:
+        tracking.finish_run(cfg.tracking, mlflow_run_id, tracking.RunRecord(
+            metrics=metrics, run_dir=ctx.run_dir, resolved_config_yaml=ctx.resolved_config_yaml,
+            rows=table_rows(_with_texts(ctx, judged), judges, TABLE_ROWS), failed=failed))
+    _print(ctx.run_name, summary, gold, judge_stats, [("PASS " if g.passed else "FAIL ") + g.message
+                                                      for g in gate_results], report_path)
+    return RunOutcome(summary, gold, judge_stats, failed, reason, mlflow_run_id)
+
+
+def _with_texts(ctx: RunContext, judged: Judged) -> Iterator[Judgment]:
+    """Every judgment, in ``judged.judgments`` order, with the answer text the executor left in the journal."""
+    if judged.by_member is None:
+        yield from store.with_texts(judged.judgments, ctx.run_dir / store.JOURNAL_NAME)
+        return
+    dirs = member_dirs(ctx)
+    for name, judgments in judged.by_member.items():
+        yield from store.with_texts(judgments, dirs[name] / store.JOURNAL_NAME)
+
+
+def _labels(prepared: Prepared) -> dict[str, dict]:
+    """Item id -> its gold label and human score, for the items that have either."""
+    return {r.id: {"gold": r.gold, "human_score": r.human_score} for r in prepared.refs
+            if r.gold is not None or r.human_score is not None}
+
+
+def _summarize(ctx: RunContext, prepared: Prepared, judged: Judged) -> tuple[dict, dict | None, dict[str, float]]:
+    """(summary, gold statistics, metrics); an ensemble's members get their own files under members/<name>/."""
+    cfg, by_member = ctx.cfg, judged.by_member
+    gold = None
+    members: Mapping[str, tuple[dict, dict | None, dict[str, float]]] = {}
+    if prepared.point is not None:
+        summary, metrics, members = _pointwise_report(ctx, prepared, judged.judgments, judged.generations,
+                                                      by_member)
+    elif by_member is not None:
+        summary, metrics, members = panel.build(cfg, prepared.refs, by_member)
+    else:
+        summary, gold, metrics = pairwise.build(cfg, prepared.refs, judged.judgments)
+    if by_member is not None:
+        _write_members(ctx, members, by_member, _labels(prepared))
+    summary["summary"]["skipped_rows"] = [f"{s.where}: {s.reason}" for s in prepared.dataset.skipped]
+    return summary, gold, metrics
+
+
+def _judge_failure(cfg: RunConfig, judgments: list[Judgment]) -> tuple[bool, str]:
+    errors = [j for j in judgments if j.status is Status.ERROR]
+    if not judgments:
+        return True, "no judge call was made"
+    rate = len(errors) / len(judgments)
+    if rate > cfg.max_error_rate:
+        first = errors[0].response
+        return True, (f"{len(errors)} of {len(judgments)} judge calls failed ({rate:.1%} > max_error_rate "
+                      f"{cfg.max_error_rate:.1%}); first: {first.error_type}: {first.error}")
+    return False, ""
+
+
+def _write_members(ctx: RunContext, members: Mapping[str, tuple[dict, dict | None, dict[str, float]]],
+                   by_member: Mapping[str, list[Judgment]], labels: Mapping[str, dict]) -> None:
+    """Each member's own results, summary and metrics beside its journal (members/<name>/)."""
+    for name, (summary, _, metrics) in members.items():
+        member_dir = member_dirs(ctx)[name]
+        store.write_results(member_dir / store.RESULTS_NAME,
+                            store.with_texts(by_member[name], member_dir / store.JOURNAL_NAME), labels)
+        store.write_json(member_dir / store.SUMMARY_NAME, summary)
+        store.write_json(member_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
+
+
+def _pointwise_report(ctx: RunContext, prepared: Prepared, judgments: list[Judgment],
+                      generations: dict[str, Generation] | None, by_member: dict[str, list[Judgment]] | None = None
+                      ) -> tuple[dict, dict[str, float], dict[str, tuple[dict, None, dict[str, float]]]]:
+    point = prepared.point
+    assert point is not None
+    violations = pointwise.check_candidates(candidates(ctx, prepared, generations), point.check_calls)
+    failed_gen = frozenset(k for k, g in (generations or {}).items() if not g.ok)
+    members: dict[str, tuple[dict, None, dict[str, float]]] = {}
+    if by_member is None:
+        rep = pointwise.build(ctx.cfg, point, prepared.refs, judgments, violations, failed_gen)
+        metrics = scorecard.report_metrics(rep)
+    else:
+        rep, reports = pointwise.build_panel(ctx.cfg, point, prepared.refs, by_member, violations, failed_gen)
+        metrics = {**scorecard.report_metrics(rep), **score_panel.ensemble_metrics(rep["ensemble"])}
+        for name, member_rep in reports.items():
+            member_metrics = {**scorecard.report_metrics(member_rep), **summaries.numeric(
+                summaries.judge_metrics(by_member[name]))}
+            members[name] = (member_rep, None, member_metrics)
+            metrics.update({f"member/{name}/{k}": v for k, v in member_metrics.items()})
+    if generations is not None:
+        metrics.update({k: float(v) for k, v in generation_metrics(list(generations.values())).items()
+                        if v is not None})
+    return rep, metrics, members
+
+
+def _gate_results(ctx: RunContext, prepared: Prepared, summary: dict, metrics: dict[str, float]
+                  ) -> list[gates.GateResult]:
+    point = prepared.point
+    results = gates.evaluate(ctx.cfg.gate, summary.get("summary", {}), metrics,
+                             has_threshold=point is not None and point.scoring.pass_threshold is not None,
+                             baseline=prepared.baseline)
+    if point is not None:
+        results += gates.check_results(summary["summary"].get("checks") or {}, point.enforced)
+    return results
+
+
+def _print(title: str, summary: dict, gold: dict | None, judge_stats: dict, gate_lines: list[str],
+           report_path: Path | None) -> None:
+    """The end-of-run console summary: pairwise or pointwise, an ensemble's section, gates, the report's path."""
+    ensemble = summary.get("ensemble")
+    if "detailed_results" not in summary:
+        console.render_console(summary, gold, judge_stats, title=title)
+        extra = panel.console_lines(ensemble) if ensemble else trust.bias_lines(summary["bias"])
+        lines = [*trust.console_lines(summary["trust"]), *extra, *gate_lines]
+    else:
+        pointwise.render_console(summary, judge_stats, title, gate_lines)
+        lines = score_panel.console_lines(ensemble) if ensemble else []
+    if report_path is not None:
+        lines.append(f"report: {report_path}")
+    for line in lines:
+        console.print_line(line)
+
+
+def table_rows(judgments: Iterable[Judgment], judges: list[str] | None, limit: int) -> list[dict[str, Any]]:
+    """The MLflow results table: the first ``limit`` judgments' rows (with their member for an ensemble).
+
+    results.jsonl (logged beside it) holds every row; a table of a million rows would cost gigabytes to build
+    in memory and to render, so a larger run's table is cut at ``limit`` (TABLE_ROWS) and says so in the log.
+    """
+    pairs = zip(judges, judgments, strict=True) if judges is not None else ((None, j) for j in judgments)
+    rows = [store.judgment_record(j) if judge is None else {"judge": judge, **store.judgment_record(j)}
+            for judge, j in itertools.islice(pairs, limit)]
+    if len(rows) == limit and next(pairs, None) is not None:
+        log.info("the MLflow results table holds the first %d judgments; results.jsonl holds them all", limit)
+    return rows

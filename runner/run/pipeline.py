@@ -1,0 +1,271 @@
+"""One judge run, end to end: validate, judge, aggregate, report, track.
+
+Everything that can be checked without paying for a call is checked in :func:`prepare` first: names
+are registered, parameters bind, templates exist and have their variables, the dataset parses, a
+resumed run's config matches the one that was interrupted.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from runner.core.config import JudgeConfig, PromptMode, RunConfig, StructuredOutput
+from runner.core.errors import ConfigurationError
+from runner.core.types import Judgment
+from runner.inputs.datasets import Shape, load_items, resolve_path
+from runner.judging import stages
+from runner.judging.estimate import estimate_run
+from runner.judging.generation import GENERATIONS_NAME, Generation
+from runner.judging.judge import JudgePlan, RunAborted, planned_calls
+from runner.llm.client import litellm_version, supports_json_schema
+from runner.modes import pairwise, panel, pointwise
+from runner.outputs import console, tracking
+from runner.run import gates, outcome
+from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
+from runner.storage import store
+
+__all__ = ["ConfigurationError", "Prepared", "RunContext", "RunOutcome", "execute", "prepare", "run"]
+
+log = logging.getLogger(__name__)
+
+
+def _json_schema_format(judge: JudgeConfig, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    mode = judge.structured_output
+    if schema is None or mode is StructuredOutput.off or judge.model == panel.ENSEMBLE_MODEL:
+        return None
+    if mode is StructuredOutput.auto and not supports_json_schema(judge.model):
+        return None
+    return {"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema, "strict": True}}
+
+
+def _check_generator(cfg: RunConfig) -> None:
+    if cfg.generator is not None and cfg.prompt.mode is PromptMode.pairwise:
+        raise ConfigurationError(f"generator {cfg.generator.name}: a generation stage needs a pointwise prompt "
+                                 f"(prompt {cfg.prompt.name} is pairwise)")
+    if cfg.generator is not None and cfg.generator.concurrency < 1:
+        raise ConfigurationError("generator.concurrency must be >= 1")
+
+
+def prepare(ctx: RunContext) -> Prepared:
+    """Validate the configuration and load the data; no network, no judge call.
+
+    Raises:
+        ConfigurationError (runner.core.errors.ParamsError among them), runner.inputs.datasets.DatasetError,
+        runner.inputs.prompts.TemplateError, runner.core.registry.UnknownNameError,
+        runner.judging.scoring.RubricError: with a message naming the file, line or key.
+    """
+    cfg = ctx.cfg
+    if cfg.repeats < 1 or cfg.concurrency < 1:
+        raise ConfigurationError("repeats and concurrency must be >= 1")
+    _check_generator(cfg)
+    point = None
+    if cfg.prompt.mode is PromptMode.pointwise:
+        template, point = pointwise.prepare(cfg, resolve_path(cfg.prompts_dir, ctx.project_root))
+        synthesis = None
+        schema = pointwise.response_format_schema(point, cfg.rubric.parser.name)
+        response_format = _json_schema_format(cfg.judge, schema)
+    else:
+        pairwise.check_rubric(cfg)
+        template, synthesis = pairwise.load_templates(cfg, resolve_path(cfg.prompts_dir, ctx.project_root))
+        response_format = _json_schema_format(cfg.judge, pairwise.response_schema_for(cfg))
+    member_formats = None
+    if panel.is_ensemble(cfg):
+        panel.check(cfg)
+        schema = (pointwise.response_format_schema(point, cfg.rubric.parser.name) if point is not None
+                  else pairwise.response_schema_for(cfg))
+        member_formats = {name: _json_schema_format(m, schema) for name, m in cfg.judge.members.items()}
+        response_format = None
+    shape = Shape(mode=cfg.prompt.mode, with_candidate=cfg.generator is None)
+    loaded = load_items(cfg.dataset, resolve_path(cfg.dataset.path, ctx.project_root), cfg.max_items,
+                        on_bad_row=cfg.on_bad_row, shape=shape)
+    for skipped in loaded.skipped:
+        log.warning("skipped bad row %s: %s", skipped.where, skipped.reason)
+    plan = JudgePlan(
+        template=template, synthesis_template=synthesis, strategy=cfg.prompt.strategy,
+        labels=tuple(cfg.rubric.labels), parser=cfg.rubric.parser,
+        synthesis_parser=cfg.rubric.synthesis_parser or cfg.rubric.parser, order_policy=cfg.order,
+        repeats=cfg.repeats, seed=cfg.seed, concurrency=cfg.concurrency,
+        neutralize=cfg.prompt.neutralize_delimiters, max_error_rate=cfg.max_error_rate,
+        scoring=point.scoring if point else None, score_truncated=cfg.rubric.score_truncated,
+    )
+    return Prepared(dataset=loaded, plan=plan, response_format=response_format, point=point,
+                    baseline=_baseline(ctx), member_formats=member_formats)
+
+
+def _baseline(ctx: RunContext) -> gates.Baseline | None:
+    """The baseline run's value of the gated metric, looked up before any call (gate.baseline_run)."""
+    gate, cfg = ctx.cfg.gate, ctx.cfg
+    if gate.baseline_run is None:
+        return None
+    if not cfg.tracking.enabled:
+        raise ConfigurationError("gate.baseline_run needs tracking (the baseline is an MLflow run); "
+                                 "tracking is off")
+    try:
+        run_id, value = tracking.find_baseline(cfg.tracking, gate.baseline_run, ctx.run_name, gate.metric)
+    except LookupError as exc:
+        raise ConfigurationError(f"gate.baseline_run={gate.baseline_run!r}: {exc}") from None
+    return gates.Baseline(gate.baseline_run, run_id, value)
+
+
+def _resume_state(ctx: RunContext) -> tuple[dict, str | None]:
+    """Answers already in the journal and the MLflow run to continue; checks the run may be resumed."""
+    journal = ctx.run_dir / store.JOURNAL_NAME
+    members = member_dirs(ctx)
+    manifest = store.read_manifest(ctx.run_dir)
+    if not ctx.cfg.resume:
+        if any(j.is_file() and j.stat().st_size > 0 for j in [journal, *(d / store.JOURNAL_NAME
+                                                                         for d in members.values())]):
+            raise ConfigurationError(f"{ctx.run_dir} already holds a journal; continue it with resume={ctx.run_dir}")
+        return {}, None
+    if manifest is None:
+        raise ConfigurationError(f"resume={ctx.cfg.resume}: {ctx.run_dir} holds no run to continue "
+                                 f"(no {store.MANIFEST_NAME})")
+    if manifest.config_sha256 != ctx.identity_sha256:
+        changed = sorted(k for k in set(manifest.config) | set(ctx.identity)
+                         if manifest.config.get(k) != ctx.identity.get(k))
+        raise ConfigurationError(f"resume={ctx.cfg.resume}: the config differs from the interrupted run's in "
+                                 f"{changed}; resume with the same settings or start a new run")
+    if members:
+        answers = {name: stages.prior_answers(d, store.JOURNAL_NAME) for name, d in members.items()}
+        count = sum(map(len, answers.values()))
+    else:
+        answers = stages.prior_answers(ctx.run_dir, store.JOURNAL_NAME)
+        count = len(answers)
+    log.info("resuming %s: %d answers already in the journal", ctx.run_dir, count)
+    return answers, manifest.mlflow_run_id
+
+
+def _run_params(ctx: RunContext, prepared: Prepared) -> dict[str, Any]:
+    plan = prepared.plan
+    return {**ctx.params,
+            "prompt_sha256": plan.template.sha256,
+            "synthesis_prompt_sha256": plan.synthesis_template.sha256 if plan.synthesis_template else "",
+            "litellm_version": litellm_version(),
+            "judge_version": ctx.cfg.judge.version,
+            "response_format": "json_schema" if prepared.response_format else "none",
+            "n_items": len(prepared.refs)}
+
+
+def _generate(ctx: RunContext, prepared: Prepared) -> dict[str, Generation]:
+    cfg, gen = ctx.cfg, ctx.cfg.generator
+    assert gen is not None and prepared.point is not None and prepared.point.generator_template is not None
+    return stages.generate(
+        gen, prepared.point.generator_template, prepared.dataset.iter_items(), run_dir=ctx.run_dir,
+        root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.generator_limiter,
+        seed=cfg.seed, concurrency=gen.concurrency, total=len(prepared.refs),
+        prior=stages.prior_answers(ctx.run_dir, GENERATIONS_NAME) if cfg.resume else {},
+        max_error_rate=cfg.max_error_rate, progress=cfg.progress, neutralize=cfg.prompt.neutralize_delimiters)
+
+
+def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
+                 generations: dict[str, Generation] | None) -> dict[str, list[Judgment]]:
+    cfg = ctx.cfg
+    return stages.judge_panel(
+        cfg.judge.members, prepared.plan, lambda: candidates(ctx, prepared, generations), prepared.refs,
+        member_dirs=member_dirs(ctx),
+        root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiters=ctx.member_limiters,
+        response_formats=prepared.member_formats or {}, seed=cfg.seed, total=total, priors=prior,
+        progress=cfg.progress)
+
+
+def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run: Future[str | None]) -> outcome.Judged:
+    """Generation (optional) and judging; an ensemble's judgments also come back per member.
+
+    ``mlflow_run`` gives the MLflow run id (None without one) once the run exists; an aborted run waits for it
+    to mark it failed.
+    """
+    cfg = ctx.cfg
+    pointwise_run = prepared.point is not None
+    try:
+        generations = _generate(ctx, prepared) if cfg.generator is not None else None
+        total = planned_calls(cfg.order, cfg.repeats, len(prepared.refs), pointwise=pointwise_run)
+        if prepared.member_formats is not None:
+            by_member = _judge_panel(ctx, prepared, prior, total, generations)
+            return outcome.Judged(generations, [j for js in by_member.values() for j in js], by_member)
+        judgments = stages.judge(
+            cfg.judge, prepared.plan, candidates(ctx, prepared, generations), prepared.refs, run_dir=ctx.run_dir,
+            root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.limiter,
+            response_format=prepared.response_format, seed=cfg.seed, total=total, prior=prior, progress=cfg.progress)
+    except RunAborted as exc:
+        mlflow_run_id = mlflow_run.result()  # an error creating the run surfaces here, the abort as its context
+        if mlflow_run_id is not None:
+            tracking.fail_run(cfg.tracking, mlflow_run_id, str(exc))
+        raise RunAborted(f"{exc}. The journal keeps every answer so far: fix the cause and continue with "
+                         f"resume={ctx.run_dir}") from None
+    return outcome.Judged(generations, judgments)
+
+
+def _write_manifest(ctx: RunContext, mlflow_run_id: str | None) -> None:
+    store.write_manifest(ctx.run_dir, store.Manifest(ctx.identity_sha256, dict(ctx.identity), mlflow_run_id))
+
+
+def _start_tracking(ctx: RunContext, prepared: Prepared, mlflow_run_id: str | None) -> str:
+    """Create the MLflow run (or reopen the resumed one) and record its id in the manifest at once, so that
+    resuming an interrupted run continues this MLflow run."""
+    mlflow_run_id = tracking.start_run(ctx.cfg.tracking, ctx.run_name, _run_params(ctx, prepared), ctx.tags,
+                                       run_id=mlflow_run_id)
+    _write_manifest(ctx, mlflow_run_id)
+    return mlflow_run_id
+
+
+def _known(mlflow_run_id: str | None) -> Future[str | None]:
+    done: Future[str | None] = Future()
+    done.set_result(mlflow_run_id)
+    return done
+
+
+def _created(ctx: RunContext, mlflow_run: Future[str | None]) -> str | None:
+    """The MLflow run id once the run exists; an error creating it is raised, after saying how to keep the answers."""
+    try:
+        return mlflow_run.result()
+    except Exception:
+        log.error("the MLflow run could not be created; the journal keeps every answer: fix tracking and "
+                  "continue with resume=%s", ctx.run_dir)
+        raise
+
+
+def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
+    """Generate (optional), judge every item, write the run directory, log to MLflow, print the summary.
+
+    The MLflow run is created in a thread beside the paid stages (importing mlflow and opening the store take
+    seconds, ~3 s for a new sqlite store), so the first judge request does not wait for it. The manifest is
+    written before any call and again with the MLflow run id as soon as the run exists; an error creating the
+    run is raised when the paid stages end, and the journal keeps their answers for ``resume=``.
+    """
+    cfg = ctx.cfg
+    started = time.monotonic()
+    ctx.run_dir.mkdir(parents=True, exist_ok=True)
+    prior, mlflow_run_id = _resume_state(ctx)
+    _write_manifest(ctx, mlflow_run_id)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mlflow-start") as pool:
+        mlflow_run = (pool.submit(_start_tracking, ctx, prepared, mlflow_run_id) if cfg.tracking.enabled
+                      else _known(mlflow_run_id))
+        judged = _paid_stages(ctx, prepared, prior, mlflow_run)
+        mlflow_run_id = _created(ctx, mlflow_run)
+    try:
+        return outcome.finish(ctx, prepared, judged, mlflow_run_id, started)
+    except Exception as exc:  # a bug after the paid stages: every answer is kept, and the run says it failed
+        log.error("the run's answers are all in %s; summarizing them failed. Once the cause is fixed, "
+                  "resume=%s rebuilds the summary without calling the judge", ctx.run_dir / store.JOURNAL_NAME,
+                  ctx.run_dir)
+        if mlflow_run_id is not None:
+            tracking.fail_run(cfg.tracking, mlflow_run_id, f"summary failed: {type(exc).__name__}: {exc}")
+        raise
+
+
+def run(ctx: RunContext) -> RunOutcome | None:
+    """Prepare (validate) then execute one run; with dry_run, print the estimate and call nothing."""
+    prepared = prepare(ctx)
+    if ctx.cfg.dry_run:
+        gen_template = prepared.point.generator_template if prepared.point is not None else None
+        for estimate in estimate_run(ctx.cfg.judge, prepared.plan, prepared.dataset.iter_items(), ctx.cfg.generator,
+                                     gen_template):
+            console.render_estimate(estimate)
+        return None
+    how = "pointwise" if prepared.point is not None else f"order={ctx.cfg.order.value}"
+    log.info("judging %d items x %d repeat(s), %s, with %s", len(prepared.refs), ctx.cfg.repeats, how,
+             ctx.cfg.judge.model)
+    return execute(ctx, prepared)

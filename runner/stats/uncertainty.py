@@ -1,0 +1,329 @@
+"""Uncertainty of judge metrics: bootstrap confidence intervals and paired significance tests.
+
+Pure functions over plain sequences that return plain, JSON-serializable dicts. As in :mod:`runner.stats.scores`,
+a bound or p-value that is undefined on the data (too few items, no spread, nothing to test) is ``None``,
+never NaN and never an exception. Every resampling is seeded, so the same inputs give the same interval.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+# scipy.stats (~0.9 s cold) and statsmodels.stats (+0.35 s) are imported inside the functions that use them: a run
+# imports neither before its first judge call (tests/unit/test_startup.py).
+
+# Below this many discordant pairs McNemar's chi-square approximation is poor, so the exact binomial test is
+# used instead (the usual textbook rule of thumb).
+MCNEMAR_EXACT_BELOW = 25
+
+# Bounded memory at any size. scipy.stats.bootstrap holds every resample at once unless given a batch; BCa's
+# jackknife also builds n leave-one-out samples (n x n values: 9.3 GiB at n = 100,000). Resamples are therefore
+# drawn BATCH_VALUES values at a time (8 MB of float64; larger batches were no faster), and above BCA_MAX_N
+# values the percentile interval is used: BCa's jackknife costs O(n^2) time even in batches, and its bias and
+# acceleration corrections shrink like 1/sqrt(n), so at that size BCa and percentile bounds agree to the third
+# decimal (tested).
+BATCH_VALUES = 1 << 20
+BCA_MAX_N = 10_000
+
+# Named statistics run vectorized inside scipy.stats.bootstrap, far faster than a Python callable per resample.
+_NAMED_STATISTICS: Mapping[str, Callable[..., Any]] = {"mean": np.mean, "median": np.median}
+
+
+def bootstrap_ci(
+    values: Sequence[float],
+    statistic: str | Callable[[np.ndarray], float] = "mean",
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Bootstrap confidence interval of a statistic of one sample, via ``scipy.stats.bootstrap``.
+
+    BCa (bias-corrected and accelerated) is tried first for up to ``BCA_MAX_N`` values. It is degenerate
+    when its jackknife or the bootstrap distribution collapses (few distinct values, e.g. a median of
+    mostly equal scores): scipy then warns and returns NaN bounds, and the percentile interval is used
+    instead. Above ``BCA_MAX_N`` values the percentile interval is used directly (see ``BATCH_VALUES``
+    for why). ``method`` says which one produced the bounds. Memory stays within a few times the data.
+
+    Args:
+        values: The sample (e.g. one score per item).
+        statistic: ``"mean"``, ``"median"``, or a callable mapping a 1-D array to a float.
+        level: Confidence level in (0, 1).
+        resamples: Number of bootstrap resamples.
+        seed: Seed of the numpy ``Generator`` that draws the resamples.
+
+    Returns:
+        ``n``, ``estimate`` (the statistic of ``values``), ``low``, ``high``, ``level``, ``resamples`` and
+        ``method`` (``"BCa"``, ``"percentile"``, or ``None`` when no interval was computed). The bounds
+        are ``None`` when n < 2 or all values are equal (no spread to resample).
+
+    Raises:
+        ValueError: If ``statistic`` is an unknown name, ``level`` is outside (0, 1) or ``resamples`` < 1.
+    """
+    _check_settings(level, resamples)
+    vectorized = isinstance(statistic, str)
+    func = _named_statistic(statistic) if vectorized else statistic
+    data = np.asarray(values, dtype=float)
+    result = {
+        "n": int(data.size),
+        "estimate": _finite(func(data)) if data.size else None,
+        "low": None,
+        "high": None,
+        "level": level,
+        "resamples": resamples,
+        "method": None,
+    }
+    if data.size < 2 or np.all(data == data[0]):
+        return result
+    for method in ("BCa", "percentile") if data.size <= BCA_MAX_N else ("percentile",):
+        low, high = _scipy_interval(data, func, vectorized, method, level, resamples, seed)
+        if low is not None and high is not None:
+            result.update(low=low, high=high, method=method)
+            break
+    return result
+
+
+def bootstrap_metric_ci(
+    columns: Sequence[Sequence[Any]],
+    metric: Callable[..., np.ndarray],
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Percentile bootstrap interval of a statistic of whole rows (e.g. kappa over (pred, gold) pairs).
+
+    The rows are the positions of ``columns`` (equal-length sequences, e.g. predicted and gold label codes);
+    they are resampled by index with ``numpy.random.Generator(seed)``, ``BATCH_VALUES`` values at a time, so
+    memory does not grow with ``resamples``. ``metric`` is vectorized: it gets one 2-D array per column,
+    a resample per row, and returns one value per resample, NaN where it is undefined (kappa when a
+    resample holds one class only). Undefined resamples are left out of the quantiles and counted in
+    ``undefined_resamples``. The percentile method is used because BCa's jackknife would cost n more metric
+    evaluations of n rows each.
+
+    Args:
+        columns: The rows' fields, one sequence per field, all the same length.
+        metric: Maps 2-D arrays (resamples x rows), one per column, to a 1-D array of values.
+        level: Confidence level in (0, 1).
+        resamples: Number of bootstrap resamples.
+        seed: Seed of the numpy ``Generator`` that draws the resamples.
+
+    Returns:
+        ``n``, ``estimate`` (the metric of all rows), ``low``, ``high``, ``level``, ``resamples``,
+        ``undefined_resamples`` and ``method`` (``"percentile"``). The bounds are ``None`` when n < 2,
+        when every resample is undefined, or when all defined resamples give the same value.
+
+    Raises:
+        ValueError: If ``level`` is outside (0, 1), ``resamples`` < 1 or the columns differ in length.
+    """
+    _check_settings(level, resamples)
+    arrays = [np.asarray(column) for column in columns]
+    n = len(arrays[0]) if arrays else 0
+    if any(len(a) != n for a in arrays):
+        raise ValueError(f"columns differ in length: {[len(a) for a in arrays]}")
+    result = {
+        "n": n,
+        "estimate": _finite(metric(*(a[np.newaxis, :] for a in arrays))[0]) if n else None,
+        "low": None,
+        "high": None,
+        "level": level,
+        "resamples": resamples,
+        "undefined_resamples": 0,
+        "method": "percentile",
+    }
+    if n < 2:
+        return result
+    rng = np.random.default_rng(seed)
+    values = np.empty(resamples)
+    batch = max(1, BATCH_VALUES // n)
+    for start in range(0, resamples, batch):
+        indices = rng.integers(0, n, size=(min(batch, resamples - start), n))
+        values[start:start + len(indices)] = metric(*(a[indices] for a in arrays))
+    defined = values[np.isfinite(values)]
+    result["undefined_resamples"] = resamples - defined.size
+    if defined.size and np.ptp(defined) > 0:
+        tail = (1 - level) / 2
+        low, high = np.quantile(defined, [tail, 1 - tail])
+        result.update(low=float(low), high=float(high))
+    return result
+
+
+def paired_difference(
+    a: Sequence[float], b: Sequence[float], level: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> dict[str, Any]:
+    """Mean difference ``b - a`` over paired items with a paired bootstrap interval.
+
+    Resampling items and keeping each item's pair together is the same as bootstrapping the per-item
+    differences, which is what this does (with :func:`bootstrap_ci`, so BCa with a percentile fallback).
+
+    Args:
+        a: Per-item values of the baseline (e.g. 1.0/0.0 correctness of judge A).
+        b: Per-item values of the contender, in the same item order.
+        level: Confidence level in (0, 1).
+        resamples: Number of bootstrap resamples.
+        seed: Seed of the resampling.
+
+    Returns:
+        ``n``, ``mean_a``, ``mean_b``, ``mean_difference`` (b - a), ``low``, ``high``, ``level``,
+        ``resamples`` and ``method``; bounds are ``None`` when n < 2 or every difference is the same.
+
+    Raises:
+        ValueError: If the sequences differ in length, or on invalid ``level``/``resamples``.
+    """
+    _check_lengths(a, b)
+    differences = [float(y) - float(x) for x, y in zip(a, b, strict=True)]
+    ci = bootstrap_ci(differences, "mean", level=level, resamples=resamples, seed=seed)
+    return {
+        "n": ci["n"],
+        "mean_a": _finite(np.mean(a)) if len(a) else None,
+        "mean_b": _finite(np.mean(b)) if len(b) else None,
+        "mean_difference": ci["estimate"],
+        **{key: ci[key] for key in ("low", "high", "level", "resamples", "method")},
+    }
+
+
+def mcnemar_test(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> dict[str, Any]:
+    """McNemar's test: do two judges' accuracies on the same items differ?
+
+    Exact binomial test when there are fewer than ``MCNEMAR_EXACT_BELOW`` discordant pairs (``statistic``
+    is then the smaller discordant count), else the chi-square test with continuity correction.
+
+    Args:
+        a_correct: Per item, whether judge A was right.
+        b_correct: Per item, whether judge B was right, in the same item order.
+
+    Returns:
+        ``n``, ``b01`` (A wrong, B right), ``b10`` (A right, B wrong), ``exact``, ``statistic`` and
+        ``p_value``; the last two are ``None`` when there is no discordant pair (nothing to test).
+
+    Raises:
+        ValueError: If the sequences differ in length.
+    """
+    _check_lengths(a_correct, b_correct)
+    pairs = [(bool(x), bool(y)) for x, y in zip(a_correct, b_correct, strict=True)]
+    b01 = sum(1 for x, y in pairs if not x and y)
+    b10 = sum(1 for x, y in pairs if x and not y)
+    exact = b01 + b10 < MCNEMAR_EXACT_BELOW
+    statistic = p_value = None
+    if b01 + b10:
+        from statsmodels.stats.contingency_tables import mcnemar
+
+        both = sum(1 for x, y in pairs if x and y)
+        table = [[both, b10], [b01, len(pairs) - both - b01 - b10]]
+        bunch = mcnemar(table, exact=exact, correction=True)
+        statistic, p_value = _finite(bunch.statistic), _finite(bunch.pvalue)
+    return {"n": len(pairs), "b01": b01, "b10": b10, "exact": exact, "statistic": statistic, "p_value": p_value}
+
+
+def wilcoxon_test(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+    """Wilcoxon signed-rank test of the paired differences ``b - a`` (zero differences dropped).
+
+    Args:
+        a: Per-item values of the baseline.
+        b: Per-item values of the contender, in the same item order.
+
+    Returns:
+        ``n``, ``n_nonzero``, ``zero_method`` (``"wilcox"``), ``statistic`` and ``p_value``; the last two
+        are ``None`` when every difference is zero.
+
+    Raises:
+        ValueError: If the sequences differ in length.
+    """
+    from scipy import stats as scipy_stats
+
+    _check_lengths(a, b)
+    differences = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    nonzero = int(np.count_nonzero(differences))
+    statistic = p_value = None
+    if nonzero:
+        test = scipy_stats.wilcoxon(differences, zero_method="wilcox")
+        statistic, p_value = _finite(test.statistic), _finite(test.pvalue)
+    return {
+        "n": int(differences.size),
+        "n_nonzero": nonzero,
+        "zero_method": "wilcox",
+        "statistic": statistic,
+        "p_value": p_value,
+    }
+
+
+def holm(p_values: Mapping[str, float | None]) -> dict[str, float | None]:
+    """Holm-Bonferroni adjusted p-values (statsmodels ``multipletests(method="holm")``).
+
+    Args:
+        p_values: Test name -> raw p-value; ``None`` (an undefined test) stays ``None`` and is not counted
+            among the tests being corrected for.
+
+    Returns:
+        Test name -> adjusted p-value, in the input order.
+    """
+    defined = {name: p for name, p in p_values.items() if p is not None}
+    adjusted: dict[str, float] = {}
+    if defined:
+        from statsmodels.stats.multitest import multipletests
+
+        corrected = multipletests(list(defined.values()), method="holm")[1]
+        adjusted = dict(zip(defined, (float(p) for p in corrected), strict=True))
+    return {name: adjusted.get(name) for name in p_values}
+
+
+def _scipy_interval(
+    data: np.ndarray,
+    func: Callable[..., Any],
+    vectorized: bool,
+    method: str,
+    level: float,
+    resamples: int,
+    seed: int,
+) -> tuple[float | None, float | None]:
+    """One ``scipy.stats.bootstrap`` interval, ``(None, None)`` where scipy found it degenerate."""
+    from scipy import stats as scipy_stats
+
+    # A degenerate BCa shows as a DegenerateDataWarning and a 0/0 inside scipy; the NaN bounds it returns
+    # are the cue for the caller's fallback, so the warnings carry nothing more and are silenced.
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)
+        interval = scipy_stats.bootstrap(
+            (data,),
+            func,
+            n_resamples=resamples,
+            confidence_level=level,
+            method=method,
+            vectorized=vectorized,
+            batch=max(1, BATCH_VALUES // data.size),
+            rng=np.random.default_rng(seed),
+        ).confidence_interval
+    return _finite(interval.low), _finite(interval.high)
+
+
+def _named_statistic(name: str) -> Callable[..., Any]:
+    """The numpy function behind a statistic name; ``ValueError`` listing the known names otherwise."""
+    try:
+        return _NAMED_STATISTICS[name]
+    except KeyError:
+        raise ValueError(f"unknown statistic {name!r}; known: {sorted(_NAMED_STATISTICS)}") from None
+
+
+def _check_settings(level: float, resamples: int) -> None:
+    """Raise ``ValueError`` on a confidence level outside (0, 1) or fewer than one resample."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+
+
+def _check_lengths(a: Sequence[Any], b: Sequence[Any]) -> None:
+    """Raise ``ValueError`` unless the two paired sequences have the same length."""
+    if len(a) != len(b):
+        raise ValueError(f"paired sequences differ in length: {len(a)} != {len(b)}")
+
+
+def _finite(value: Any) -> float | None:
+    """``value`` as a Python float, or ``None`` when it is missing, NaN or infinite."""
+    if value is None:
+        return None
+    result = float(value)
+    return result if math.isfinite(result) else None

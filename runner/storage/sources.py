@@ -1,0 +1,50 @@
+"""Where an answer can come from before paying for it: the interrupted run's journal (on resume)
+and the response cache shared across runs and sweeps."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from runner.core.types import JudgeRequest, JudgeResponse, Message
+from runner.storage.cache import ResponseCache, cache_key
+
+
+class AnswerSources:
+    """Looks an answer up in the journal of the run being resumed, then in the cache.
+
+    Args:
+        prior: Answers from the interrupted run's journal, keyed like :attr:`JudgeRequest.key`.
+        cache: The response cache, or None.
+        model: The judge's litellm model string (part of the cache key).
+        api_base: The judge's api_base (part of the cache key).
+        params: Decoding parameters sent with every call (part of the cache key).
+    """
+
+    def __init__(self, prior: Mapping[tuple, JudgeResponse], cache: ResponseCache | None, model: str,
+                 api_base: str | None, params: Mapping[str, Any]) -> None:
+        self._prior = prior
+        self._cache = cache
+        self._identity = (model, api_base, dict(params))
+
+    def _key(self, request: JudgeRequest, messages: tuple[Message, ...]) -> str:
+        model, api_base, params = self._identity
+        return cache_key(model, api_base, messages, params, request.repeat)
+
+    def get(self, request: JudgeRequest, messages: tuple[Message, ...]) -> JudgeResponse | None:
+        """The known answer to this request, marked with where it came from, or None."""
+        known = self._prior.get(request.key)
+        if known is not None:
+            return known
+        if self._cache is None:
+            return None
+        cached = self._cache.get(self._key(request, messages))
+        if cached is None:
+            return None
+        return replace(cached, source="cache", attempts=0, rate_limited=0)
+
+    def put(self, request: JudgeRequest, messages: tuple[Message, ...], response: JudgeResponse) -> None:
+        """Remember a fresh, successful answer in the cache (the cache decides by its mode)."""
+        if self._cache is not None:
+            self._cache.put(self._key(request, messages), response)
