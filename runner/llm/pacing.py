@@ -305,47 +305,6 @@ class RateLimiter:
         self._refill = self._tpm * factor / 60.0 if self._tpm else 0.0
 
 
-class LimiterPool:
-    """The process's limiters, one per key (a judge's name and model), created on first use.
-
-    Keep one pool for the whole process so every job and repeat of a judge paces against the same
-    quota. If a key is asked for with different limits (its config changed between jobs), the old
-    limiter is replaced by a fresh one with the new limits: its history belonged to other quotas.
-
-    Args:
-        clock: Clock handed to every limiter the pool creates.
-    """
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._limiters: dict[str, RateLimiter] = {}
-
-    def get(self, key: str, rpm: int | None, tpm: int | None) -> RateLimiter:
-        """Return the limiter for ``key``, creating or replacing it as needed.
-
-        Args:
-            key: Identifies a quota, e.g. ``f"{judge.name}/{judge.model}"``.
-            rpm: Requests per minute, or None.
-            tpm: Tokens per minute, or None.
-
-        Returns:
-            The same object for the same key and limits.
-        """
-        limiter = self._limiters.get(key)
-        if limiter is not None and limiter.rpm == rpm and limiter.tpm == tpm:
-            return limiter
-        if limiter is not None:
-            logger.info("limits for %s changed (rpm %s->%s, tpm %s->%s): new limiter",
-                        key, limiter.rpm, rpm, limiter.tpm, tpm)
-        limiter = RateLimiter(rpm, tpm, clock=self._clock)
-        self._limiters[key] = limiter
-        return limiter
-
-    def items(self) -> list[tuple[str, RateLimiter]]:
-        """Return (key, limiter) pairs, e.g. to report waits and penalties per judge."""
-        return list(self._limiters.items())
-
-
 def estimate_tokens(prompt_chars: int, max_tokens: int) -> int:
     """Estimate a call's tokens before sending it: about four characters a token, plus ``max_tokens``.
 

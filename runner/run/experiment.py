@@ -33,7 +33,8 @@ from omegaconf.errors import ConfigKeyError
 from runner.core.config import JudgeConfig, RunConfig, register_configs
 from runner.core.errors import ConfigurationError
 from runner.core.types import Secret
-from runner.llm.pacing import LimiterPool, RateLimiter
+from runner.llm.limiter_pool import LimiterPool
+from runner.llm.pacing import RateLimiter
 
 if TYPE_CHECKING:
     from runner.run.context import RunContext, RunOutcome

@@ -27,3 +27,12 @@ def test_every_module_sits_in_a_layer():
     loose = sorted(p.name for p in (REPO / "runner").glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
     packages = {p.parent.name for p in (REPO / "runner").glob("*/__init__.py")} - {"data"}
     assert loose == [] and packages == layers
+
+
+def test_the_public_names_import_from_the_package():
+    import runner
+    from runner import results
+    from runner.outputs import results as outputs_results
+    from runner.run.experiment import run_experiment
+
+    assert results is outputs_results and runner.run_experiment is run_experiment

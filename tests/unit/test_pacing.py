@@ -11,7 +11,8 @@ import selectors
 
 import pytest
 
-from runner.llm.pacing import LimiterPool, RateLimiter, estimate_tokens
+from runner.llm.limiter_pool import LimiterPool
+from runner.llm.pacing import RateLimiter, estimate_tokens
 
 
 class FakeClock:
