@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runner.core.types import TIE, Item, ItemResult, Judgment, Order, Status
+from runner.inputs.datasets import ItemRef
 from runner.judging.aggregation import CONFIDENCES, UNANIMOUS, final_judgments
 from runner.stats.scores import percentile
 
@@ -90,7 +91,7 @@ def build_summary(
     return {"summary": summary, "aggregated_results": aggregated}
 
 
-def gold_metrics(items: Sequence[Item], judgments: Sequence[Judgment]) -> dict[str, Any] | None:
+def gold_metrics(items: Sequence[Item | ItemRef], judgments: Sequence[Judgment]) -> dict[str, Any] | None:
     """Accuracy against gold labels, per presentation order, as LLMBar reports it.
 
     The final judgment per ``(item, repeat, order)`` counts (a synthesis round replaces the first
@@ -125,8 +126,9 @@ def gold_metrics(items: Sequence[Item], judgments: Sequence[Judgment]) -> dict[s
     acc = {order: accuracy([p[order] for p in pairs.values() if order in p]) for order in Order}
     both = [(p[Order.AB], p[Order.BA]) for p in pairs.values() if len(p) == len(Order)]
     mean = both_correct = agreement = None
-    if both:  # then each order has at least one judgment, so neither accuracy is None
-        mean = (acc[Order.AB] + acc[Order.BA]) / 2
+    ab_acc, ba_acc = acc[Order.AB], acc[Order.BA]
+    if both and ab_acc is not None and ba_acc is not None:  # both: each order has a judgment, so neither is None
+        mean = (ab_acc + ba_acc) / 2
         both_correct = sum(correct(ab) and correct(ba) for ab, ba in both) / len(both)
         agreement = sum(_agree(ab, ba) for ab, ba in both) / len(both)
     return {

@@ -149,7 +149,7 @@ def literal(text: Any) -> str:
 
 def _ci_error(row: dict[str, Any], value: float, quality_key: str) -> tuple[float, float]:
     """Distances from ``value`` down and up to its CI bounds (0 where the sweep has no CI column)."""
-    low_key, high_key = sweep.CI_COLUMNS.get(quality_key, (None, None))
+    low_key, high_key = sweep.CI_COLUMNS.get(quality_key, ("", ""))
     low, high = _number(row.get(low_key)), _number(row.get(high_key))
     return (0.0 if low is None else max(value - low, 0.0)), (0.0 if high is None else max(high - value, 0.0))
 

@@ -10,16 +10,17 @@ from __future__ import annotations
 import base64
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment
 
+from runner.modes import base
+from runner.modes.base import View, cell
 from runner.outputs import frontier, sweep
 from runner.outputs.frontier import figure, literal, png_bytes
-from runner.outputs.sweep import cell
 
 log = logging.getLogger(__name__)
 
@@ -156,91 +157,27 @@ def _headline(metrics: Mapping[str, float]) -> Section:
     return Section("Headline", columns=("metric", "value"), rows=tuple(rows))
 
 
-def _pairwise_sections(summary: Mapping[str, Any]) -> list[Section]:
-    s, trust = summary.get("summary") or {}, summary.get("trust") or {}
-    distribution = s.get("final_verdict_distribution") or {}
-    n = s.get("total_subsets") or sum(distribution.values())
-    out = [Section("Verdict distribution", verdict_png(distribution, n, trust.get("win_rate")))] if distribution else []
-    confusion = (trust.get("gold_agreement") or {}).get("confusion") or {}
-    if confusion.get("matrix"):
-        out.append(Section("Agreement with gold labels", confusion_png(confusion["labels"], confusion["matrix"]),
-                           notes=("rows: gold label; columns: the judge's verdict (each order counted)",)))
-    return out
+PLOTS: dict[str, Callable[..., bytes]] = {"verdicts": verdict_png, "confusion": confusion_png,
+                                          "histogram": histogram_png, "bars": bars_png}
 
 
-def _score_ensemble_sections(section: Mapping[str, Any]) -> list[Section]:
-    """A pointwise ensemble: each member's headline and how far the members' scores agree."""
-    heads = section.get("member_headline") or {}
-    alpha = (section.get("score_agreement") or {}).get("krippendorff_alpha_interval")
-    return [Section("Ensemble members", columns=("member", "mean score", "pass rate", "Pearson with humans"),
-                    rows=tuple((m, *(cell(h.get(k)) for k in ("average_overall", "pass_rate", "human_pearson")))
-                               for m, h in heads.items()),
-                    notes=(f"combine: {section.get('combine')}; Krippendorff's alpha (interval) of the members' "
-                           f"scores {cell(alpha)}",))]
+def view_section(view: View) -> Section:
+    """Draw a mode's view (runner.modes.base.View): its plot by kind, its table's cells formatted."""
+    png = PLOTS[view.plot](**view.data) if view.plot is not None else b""
+    rows = tuple(tuple(cell(value) for value in row) for row in view.rows)
+    return Section(view.title, png, view.columns, rows, view.notes)
 
 
-def _ensemble_sections(section: Mapping[str, Any]) -> list[Section]:
-    """An ensemble run: every aggregation and every member against gold, Dawid-Skene's estimates."""
-    if "member_headline" in section:
-        return _score_ensemble_sections(section)
-    by_combine = section.get("by_combine") or {}
-    agreement = {f"ensemble: {m}": s.get("accuracy_all") for m, s in by_combine.items() if "accuracy_all" in s}
-    members = section.get("member_agreement") or {}
-    agreement.update({f"member: {m}": h.get("accuracy_all") for m, h in members.items()})
-    ds = section.get("dawid_skene") or {}
-    estimated, truth = ds.get("estimated_accuracy") or {}, ds.get("true_accuracy") or {}
-    out = [Section("Ensemble aggregations", columns=("aggregation", "agreement with gold", "tie rate", "ours win rate"),
-                   rows=tuple((m, cell(s.get("accuracy_all")), cell(s.get("tie_rate")), cell(s.get("ours_win_rate")))
-                              for m, s in by_combine.items()),
-                   notes=(f"headline aggregation: {section.get('combine')}; inter-judge Fleiss kappa "
-                          f"{cell((section.get('inter_judge') or {}).get('fleiss_kappa'))}",)),
-           Section("Ensemble members", columns=("member", "agreement (per judgment)", "Dawid-Skene estimate",
-                                                "true accuracy (of votes)"),
-                   rows=tuple((m, cell(h.get("accuracy_all")), cell(estimated.get(m)), cell(truth.get(m)))
-                              for m, h in members.items()))]
-    if any(v is not None for v in agreement.values()):
-        out.append(Section("Agreement with gold: ensemble vs members", bars_png(agreement, "agreement", (0, 1))))
-    return out
-
-
-def _family_sections(summary: Mapping[str, Any], scale: Sequence[float] | None) -> list[Section]:
-    out = []
-    for family, noun in (("by_tag", "tag"), ("by_category", "category")):
-        sections = summary.get(family) or {}
-        if not sections:
-            continue
-        means = {name: sec.get("average_overall") for name, sec in sections.items()}
-        out.append(Section(f"Mean score by {noun}", bars_png(means, "mean overall score", scale)))
-        rates = {name: sec.get("pass_rate") for name, sec in sections.items()}
-        if any(v is not None for v in rates.values()):
-            out.append(Section(f"Pass rate by {noun}", bars_png(rates, "pass rate", (0, 1))))
-    return out
-
-
-def _pointwise_sections(summary: Mapping[str, Any]) -> list[Section]:
-    s = summary.get("summary") or {}
-    scale = s.get("scale")
-    details = summary.get("detailed_results") or []
-    scores = [float(d["overall"]) for d in details if d.get("status") == "scored" and d.get("overall") is not None]
-    out = [Section("Score distribution", histogram_png(scores, scale),
-                   notes=(f"{len(scores)} scored of {len(details)} items; unscored items are not drawn",))]
-    if s.get("average_by_criterion"):
-        out.append(Section("Mean score by criterion", bars_png(s["average_by_criterion"], "mean score", scale)))
-    return out + _family_sections(summary, scale)
-
-
-def run_report(summary: Mapping[str, Any], metrics: Mapping[str, float], title: str) -> str:
-    """The HTML report of one run: headline, plots for its mode (pairwise or pointwise), gates, all metrics.
+def run_report(summary: Mapping[str, Any], metrics: Mapping[str, float], title: str, mode: str) -> str:
+    """The HTML report of one run: headline, its mode's views (runner.modes.base.RunMode.views), gates, all metrics.
 
     Args:
         summary: The run's summary.json content.
         metrics: The run's flat metrics (metrics.json).
         title: The page title (the run name).
+        mode: The run's mode (``prompt.mode``: pairwise or pointwise).
     """
-    plots = _pointwise_sections(summary) if "detailed_results" in summary else _pairwise_sections(summary)
-    if summary.get("ensemble"):
-        plots += _ensemble_sections(summary["ensemble"])
-    sections = [_headline(metrics), *plots]
+    sections = [_headline(metrics), *map(view_section, base.mode_named(mode).views(summary))]
     gates = summary.get("gates") or []
     if gates:
         sections.append(Section("Gates", columns=("gate", "result", "message"), rows=tuple(
@@ -257,7 +194,7 @@ def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = No
 
 def _frontier_section(frontier_rows: Sequence[Mapping[str, Any]], quality_key: str, png: bytes | None) -> Section:
     ci = [k for k in sweep.CI_COLUMNS.get(quality_key, ()) if k]
-    columns, rows = _table(frontier.ordered(list(frontier_rows)), ["job", frontier.LABEL, quality_key, *ci,
+    columns, rows = _table(frontier.ordered([dict(r) for r in frontier_rows]), ["job", frontier.LABEL, quality_key, *ci,
                                                                    frontier.COST_PER_1K, frontier.PARETO])
     notes = ["Cost: the list price of each config's judge calls (cached and replayed ones included, replays at "
              "their judge's price_as) per 1,000 items, not what the sweep paid.",
@@ -268,7 +205,7 @@ def _frontier_section(frontier_rows: Sequence[Mapping[str, Any]], quality_key: s
     if unpriced:
         notes.append(f"{len(unpriced)} of {len(frontier_rows)} configs made calls litellm could not price "
                      "(local judges without price_as): their cost is a lower bound.")
-    png = png if png is not None else frontier.frontier_png(frontier_rows, quality_key)
+    png = png if png is not None else frontier.frontier_png([dict(r) for r in frontier_rows], quality_key)
     return Section("Cost-quality frontier", png, columns, rows, tuple(notes))
 
 
@@ -294,14 +231,14 @@ def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapp
 
 
 def write_run_report(run_dir: Path, summary: Mapping[str, Any], metrics: Mapping[str, float],
-                     title: str) -> Path | None:
+                     title: str, mode: str) -> Path | None:
     """Write ``run_dir/report.html``; returns its path, or None (with a warning) when it could not be made.
 
     The run's results are already on disk when this is called: a failing plot must not fail the run.
     """
     path = run_dir / REPORT_NAME
     try:
-        path.write_text(run_report(summary, metrics, title), encoding="utf-8")
+        path.write_text(run_report(summary, metrics, title, mode), encoding="utf-8")
     except Exception as exc:  # noqa: BLE001 - the report is a view of files already written
         log.warning("report.html not written: %s: %s", type(exc).__name__, exc)
         return None

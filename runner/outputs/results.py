@@ -29,8 +29,9 @@ from typing import Any
 import pandas as pd
 
 from runner.core.config import TrackingConfig
-from runner.modes import bias, panel, score_panel, scorecard, trust
-from runner.modes import summary as summaries
+from runner.modes import base as modes
+from runner.modes import panel
+from runner.modes.base import RunMode
 from runner.outputs import tracking
 from runner.storage import store
 
@@ -207,7 +208,7 @@ def _read_run_dir(path: Path) -> _Run:
     choices = _choices(params)
     summary = _read_json(path / store.SUMMARY_NAME)
     rows_path: Path | None = path / store.RESULTS_NAME
-    if rows_path.is_file():
+    if rows_path is not None and rows_path.is_file():
         judgments = _read_rows(rows_path)
     else:
         judgments, rows_path = _unfinished_rows(path)
@@ -218,8 +219,9 @@ def _read_run_dir(path: Path) -> _Run:
             "start_time": pd.Timestamp(started.stat().st_mtime, unit="s", tz="UTC"), "run_dir": str(path),
             "sweep": str(path.parent) if (path.parent / "multirun.yaml").is_file() else None, "git_commit": None,
             "judgments_from": rows_path.name if rows_path is not None else None}
-    return _Run(info=info, choices=choices, params=params, metrics=summary_metrics(summary) if summary else {},
-                summary=summary, judgments=judgments)
+    mode = run_mode(params)
+    return _Run(info=info, choices=choices, params=params, metrics=summary_metrics(summary, mode) if summary and mode
+                else {}, summary=summary, judgments=judgments)
 
 
 def _unfinished_rows(run_dir: Path) -> tuple[pd.DataFrame, Path | None]:
@@ -234,21 +236,19 @@ def _unfinished_rows(run_dir: Path) -> tuple[pd.DataFrame, Path | None]:
     return pd.concat(frames, ignore_index=True), journals[0]
 
 
-def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
+def run_mode(params: Mapping[str, str]) -> RunMode | None:
+    """The run's mode from its recorded ``prompt.mode`` (MLflow params or run.json), or None when not recorded."""
+    name = params.get("prompt.mode")
+    return modes.mode_named(name) if name else None
+
+
+def summary_metrics(summary: Mapping[str, Any], mode: RunMode) -> dict[str, float]:
     """The MLflow metrics a run's summary.json determines, named as the run logged them.
 
     What the calls themselves determine is only in MLflow and left out: the families ``judge/``, ``calls/``,
     ``tokens/``, ``cost/``, ``latency/``, ``parse_failures/``, ``generation/`` and ``run/wall_s``.
     """
-    if "detailed_results" in summary:  # pointwise
-        out = scorecard.report_metrics(summary)
-    else:
-        out = {**summaries.flat_metrics(dict(summary), summary.get("gold"), {}),
-               **trust.trust_metrics(summary.get("trust") or {}), **bias.bias_metrics(summary.get("bias") or {})}
-    ensemble = summary.get("ensemble")
-    if ensemble:
-        out.update(score_panel.ensemble_metrics(ensemble) if "member_headline" in ensemble
-                   else panel.ensemble_metrics(ensemble))
+    out = mode.summary_metrics(summary)
     out["items/skipped_rows"] = float(len(summary["summary"].get("skipped_rows") or []))
     if summary.get("gates"):
         out["gate/passed"] = float(all(gate["passed"] for gate in summary["gates"]))
@@ -278,27 +278,16 @@ def _read_rows(path: Path | None) -> pd.DataFrame:
 
 
 def _items(run: _Run) -> pd.DataFrame:
-    """Pointwise: detailed_results; pairwise: aggregated_results, with the gold label from the judgments."""
-    summary = run.summary or {}
-    if "detailed_results" in summary:
-        frame = pd.DataFrame(summary["detailed_results"]).rename(columns={"id": "item_id"})
-        return _expand(frame, "scores")
-    results = summary.get("aggregated_results") or {}
-    frame = _expand(pd.DataFrame([{"item_id": k, **v} for k, v in results.items()]), "verdict_counts", fill=0)
-    if "gold" in run.judgments.columns and not frame.empty:
+    """One row per item, as the run's mode lays them out (runner.modes.base.RunMode.items); pairwise items get
+    the gold label from the judgments."""
+    mode = run_mode(run.params)
+    if run.summary is None or mode is None:
+        return pd.DataFrame()
+    frame = pd.DataFrame(mode.items(run.summary))
+    if mode.items_take_gold and "gold" in run.judgments.columns and not frame.empty:
         gold = run.judgments.groupby("item_id", sort=False)["gold"].first()
         frame["gold"] = frame["item_id"].map(gold)
     return frame
-
-
-def _expand(frame: pd.DataFrame, column: str, fill: int | None = None) -> pd.DataFrame:
-    """Replace a column of dicts by one column per key, ``<column>.<key>``."""
-    if column not in frame.columns:
-        return frame
-    wide = pd.DataFrame([v if isinstance(v, dict) else {} for v in frame[column]], index=frame.index)
-    if fill is not None:
-        wide = wide.fillna(fill).astype(type(fill))
-    return pd.concat([frame.drop(columns=column), wide.add_prefix(f"{column}.")], axis=1)
 
 
 def _tag(frame: pd.DataFrame, run: _Run) -> pd.DataFrame:

@@ -18,6 +18,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from runner.modes import statistics
+from runner.modes.base import cell
+
 TABLE_CSV = "sweep_table.csv"
 TABLE_JSON = "sweep_table.json"
 FAILURE_NAME = "failure.json"  # written into a job directory by the job that failed (runner/app/cli.py)
@@ -50,8 +53,19 @@ def collect(sweep_dir: Path) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"job": int(job_dir.name), **_overrides(job_dir),
                                "status": "ok" if metrics and not (job_dir / FAILURE_NAME).is_file() else "failed"}
         row.update({name: metrics.get(key) for key, name in HEADLINE.items()})
+        row.update(_statistic_columns(metrics))
         rows.append(row)
     return _drop_empty_columns(rows)
+
+
+def _statistic_columns(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The metrics of the registered statistics (runner.modes.statistics), under their own keys."""
+    families = statistics.families()
+    return {key: value for key, value in sorted(metrics.items()) if key.split("/", 1)[0] in families}
+
+
+def _is_statistic(name: str) -> bool:
+    return "/" in name and name.split("/", 1)[0] in statistics.families()
 
 
 def write_failure(job_dir: Path, reason: str) -> None:
@@ -75,23 +89,14 @@ def write(sweep_dir: Path, rows: Sequence[dict[str, Any]]) -> list[Path]:
     return [csv_path, json_path]
 
 
-def cell(value: Any) -> str:
-    """A table cell: 4 significant digits for floats (whole numbers from 1000 up), ``-`` for missing values."""
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
-    return str(value)
-
-
 CI_COLUMNS = {"agreement": ("agr low", "agr high"), "win rate": ("wr low", "wr high"),
               "mean score": ("score low", "score high")}
 
 
 def _shown(row: dict[str, Any], name: str) -> str:
     """A cell, with its CI bounds appended where the table has them: ``0.955 [0.92, 0.975]``."""
-    low, high = CI_COLUMNS.get(name, (None, None))
-    if low is None or row.get(low) is None or row.get(name) is None:
+    low, high = CI_COLUMNS.get(name, (f"{name}_ci_low", f"{name}_ci_high") if _is_statistic(name) else ("", ""))
+    if not low or row.get(low) is None or row.get(name) is None:
         return cell(row.get(name))
     return f"{cell(row[name])} [{cell(row[low])}, {cell(row[high])}]"
 
@@ -103,8 +108,10 @@ def render(rows: Sequence[dict[str, Any]], console: Console | None = None) -> No
         console = Console(width=240)  # a log file wraps nothing: one line per job
     if not rows:
         return
+    stats = {k for row in rows for k in row if _is_statistic(k)}
     bounds = {b for pair in CI_COLUMNS.values() for b in pair}
-    metrics = set(HEADLINE.values()) | {"job", "status"}
+    bounds |= {k for k in stats if k.endswith(("_ci_low", "_ci_high"))}
+    metrics = set(HEADLINE.values()) | {"job", "status"} | stats
     # overrides every job shares (a tracking URI, max_items) are in the files; the screen shows what varies
     same = {k for k in rows[0] if k not in metrics and all(row.get(k) == rows[0][k] for row in rows)}
     columns = [k for k in dict.fromkeys(k for row in rows for k in row) if k not in bounds | same]

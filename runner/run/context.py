@@ -16,6 +16,7 @@ from runner.judging.generation import Generation, with_outputs
 from runner.judging.judge import JudgePlan
 from runner.llm.pacing import RateLimiter
 from runner.modes import panel, pointwise
+from runner.modes.base import ModeSetup, RunMode
 from runner.run import gates
 
 
@@ -45,9 +46,15 @@ class Prepared:
     dataset: LoadedDataset
     plan: JudgePlan
     response_format: dict[str, Any] | None
-    point: pointwise.PointwiseSetup | None = None  # pointwise runs: scoring, checks, generator template
+    mode: RunMode  # chosen once, from prompt.mode
+    setup: ModeSetup  # what the mode validated and loaded
     baseline: gates.Baseline | None = None  # gate.baseline_run, resolved before any call
     member_formats: Mapping[str, dict[str, Any] | None] | None = None  # ensemble: member -> response_format
+
+    @property
+    def point(self) -> pointwise.PointwiseSetup | None:
+        """A pointwise run's scoring, checks and generator template (None for a pairwise run)."""
+        return self.setup.point
 
     @property
     def refs(self) -> tuple[ItemRef, ...]:

@@ -45,6 +45,7 @@ def _pct(value: float) -> str:
 
 def _pass_rate(gate: GateConfig, summary: Mapping[str, Any]) -> GateResult:
     rate, limit = summary.get("pass_rate"), gate.min_pass_rate
+    assert limit is not None  # evaluate() checks a gate only when it is set
     if rate is None:
         return GateResult("gate.min_pass_rate", False, None, limit, "gate.min_pass_rate: no item was scored")
     ok = rate >= limit
@@ -55,6 +56,7 @@ def _pass_rate(gate: GateConfig, summary: Mapping[str, Any]) -> GateResult:
 
 def _mean_score(gate: GateConfig, metrics: Mapping[str, float]) -> GateResult:
     value, limit = metrics.get("score/mean"), gate.min_mean_score
+    assert limit is not None  # evaluate() checks a gate only when it is set
     if value is None:
         return GateResult("gate.min_mean_score", False, None, limit,
                           "gate.min_mean_score: this run has no score/mean (no item was scored, or a pairwise run)")

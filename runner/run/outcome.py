@@ -16,8 +16,8 @@ from runner.core.config import RunConfig
 from runner.core.types import Judgment, Status
 from runner.judging.estimate import run_list_cost
 from runner.judging.generation import Generation, generation_metrics
-from runner.modes import pairwise, panel, pointwise, score_panel, scorecard, trust
 from runner.modes import summary as summaries
+from runner.modes.base import MemberReport, ModeInputs, RunMode
 from runner.outputs import console, html_report, tracking
 from runner.run import gates
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
@@ -65,7 +65,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     store.write_json(ctx.run_dir / store.SUMMARY_NAME, summary)
     metrics["run/wall_s"] = time.monotonic() - started
     store.write_json(ctx.run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
-    report_path = html_report.write_run_report(ctx.run_dir, summary, metrics, ctx.run_name)
+    report_path = html_report.write_run_report(ctx.run_dir, summary, metrics, ctx.run_name, prepared.mode.name)
     failed, reason = _judge_failure(cfg, judgments)
     crossed = [g.message for g in gate_results if not g.passed]
     if crossed and not failed:
@@ -74,7 +74,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
         tracking.finish_run(cfg.tracking, mlflow_run_id, tracking.RunRecord(
             metrics=metrics, run_dir=ctx.run_dir, resolved_config_yaml=ctx.resolved_config_yaml,
             rows=table_rows(_with_texts(ctx, judged), judges, TABLE_ROWS), failed=failed))
-    _print(ctx.run_name, summary, gold, judge_stats, [("PASS " if g.passed else "FAIL ") + g.message
+    _print(ctx.run_name, prepared.mode, summary, gold, judge_stats, [("PASS " if g.passed else "FAIL ") + g.message
                                                       for g in gate_results], report_path)
     return RunOutcome(summary, gold, judge_stats, failed, reason, mlflow_run_id)
 
@@ -96,21 +96,20 @@ def _labels(prepared: Prepared) -> dict[str, dict]:
 
 
 def _summarize(ctx: RunContext, prepared: Prepared, judged: Judged) -> tuple[dict, dict | None, dict[str, float]]:
-    """(summary, gold statistics, metrics); an ensemble's members get their own files under members/<name>/."""
-    cfg, by_member = ctx.cfg, judged.by_member
-    gold = None
-    members: Mapping[str, tuple[dict, dict | None, dict[str, float]]] = {}
-    if prepared.point is not None:
-        summary, metrics, members = _pointwise_report(ctx, prepared, judged.judgments, judged.generations,
-                                                      by_member)
-    elif by_member is not None:
-        summary, metrics, members = panel.build(cfg, prepared.refs, by_member)
-    else:
-        summary, gold, metrics = pairwise.build(cfg, prepared.refs, judged.judgments)
-    if by_member is not None:
-        _write_members(ctx, members, by_member, _labels(prepared))
+    """(summary, gold statistics, metrics) from the run's mode; an ensemble's members get their own files under
+    members/<name>/."""
+    inputs = ModeInputs(cfg=ctx.cfg, setup=prepared.setup, refs=prepared.refs, judgments=judged.judgments,
+                        by_member=judged.by_member, candidates=candidates(ctx, prepared, judged.generations),
+                        not_generated=frozenset(k for k, g in (judged.generations or {}).items() if not g.ok))
+    report = prepared.mode.build(inputs)
+    summary, metrics = report.to_json(), dict(report.metrics)
+    if judged.by_member is not None:
+        _write_members(ctx, report.members, judged.by_member, _labels(prepared))
+    if judged.generations is not None:
+        metrics.update({k: float(v) for k, v in generation_metrics(list(judged.generations.values())).items()
+                        if v is not None})
     summary["summary"]["skipped_rows"] = [f"{s.where}: {s.reason}" for s in prepared.dataset.skipped]
-    return summary, gold, metrics
+    return summary, None if report.gold is None else dict(report.gold), metrics
 
 
 def _judge_failure(cfg: RunConfig, judgments: list[Judgment]) -> tuple[bool, str]:
@@ -125,40 +124,15 @@ def _judge_failure(cfg: RunConfig, judgments: list[Judgment]) -> tuple[bool, str
     return False, ""
 
 
-def _write_members(ctx: RunContext, members: Mapping[str, tuple[dict, dict | None, dict[str, float]]],
-                   by_member: Mapping[str, list[Judgment]], labels: Mapping[str, dict]) -> None:
+def _write_members(ctx: RunContext, members: Mapping[str, MemberReport], by_member: Mapping[str, list[Judgment]],
+                   labels: Mapping[str, dict]) -> None:
     """Each member's own results, summary and metrics beside its journal (members/<name>/)."""
-    for name, (summary, _, metrics) in members.items():
+    for name, member in members.items():
         member_dir = member_dirs(ctx)[name]
         store.write_results(member_dir / store.RESULTS_NAME,
                             store.with_texts(by_member[name], member_dir / store.JOURNAL_NAME), labels)
-        store.write_json(member_dir / store.SUMMARY_NAME, summary)
-        store.write_json(member_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
-
-
-def _pointwise_report(ctx: RunContext, prepared: Prepared, judgments: list[Judgment],
-                      generations: dict[str, Generation] | None, by_member: dict[str, list[Judgment]] | None = None
-                      ) -> tuple[dict, dict[str, float], dict[str, tuple[dict, None, dict[str, float]]]]:
-    point = prepared.point
-    assert point is not None
-    violations = pointwise.check_candidates(candidates(ctx, prepared, generations), point.check_calls)
-    failed_gen = frozenset(k for k, g in (generations or {}).items() if not g.ok)
-    members: dict[str, tuple[dict, None, dict[str, float]]] = {}
-    if by_member is None:
-        rep = pointwise.build(ctx.cfg, point, prepared.refs, judgments, violations, failed_gen)
-        metrics = scorecard.report_metrics(rep)
-    else:
-        rep, reports = pointwise.build_panel(ctx.cfg, point, prepared.refs, by_member, violations, failed_gen)
-        metrics = {**scorecard.report_metrics(rep), **score_panel.ensemble_metrics(rep["ensemble"])}
-        for name, member_rep in reports.items():
-            member_metrics = {**scorecard.report_metrics(member_rep), **summaries.numeric(
-                summaries.judge_metrics(by_member[name]))}
-            members[name] = (member_rep, None, member_metrics)
-            metrics.update({f"member/{name}/{k}": v for k, v in member_metrics.items()})
-    if generations is not None:
-        metrics.update({k: float(v) for k, v in generation_metrics(list(generations.values())).items()
-                        if v is not None})
-    return rep, metrics, members
+        store.write_json(member_dir / store.SUMMARY_NAME, member.document)
+        store.write_json(member_dir / store.METRICS_NAME, dict(sorted(member.metrics.items())))
 
 
 def _gate_results(ctx: RunContext, prepared: Prepared, summary: dict, metrics: dict[str, float]
@@ -172,19 +146,13 @@ def _gate_results(ctx: RunContext, prepared: Prepared, summary: dict, metrics: d
     return results
 
 
-def _print(title: str, summary: dict, gold: dict | None, judge_stats: dict, gate_lines: list[str],
+def _print(title: str, mode: RunMode, summary: dict, gold: dict | None, judge_stats: dict, gate_lines: list[str],
            report_path: Path | None) -> None:
-    """The end-of-run console summary: pairwise or pointwise, an ensemble's section, gates, the report's path."""
-    ensemble = summary.get("ensemble")
-    if "detailed_results" not in summary:
-        console.render_console(summary, gold, judge_stats, title=title)
-        extra = panel.console_lines(ensemble) if ensemble else trust.bias_lines(summary["bias"])
-        lines = [*trust.console_lines(summary["trust"]), *extra, *gate_lines]
-    else:
-        pointwise.render_console(summary, judge_stats, title, gate_lines)
-        lines = score_panel.console_lines(ensemble) if ensemble else []
+    """The end-of-run console summary: the mode's lines (an ensemble's included), the gates, the report's path."""
+    lines = [*mode.console_lines(summary, gold, judge_stats), *gate_lines]
     if report_path is not None:
         lines.append(f"report: {report_path}")
+    console.print_title(title)
     for line in lines:
         console.print_line(line)
 

@@ -21,7 +21,8 @@ from runner.judging.estimate import estimate_run
 from runner.judging.generation import GENERATIONS_NAME, Generation
 from runner.judging.judge import JudgePlan, RunAborted, planned_calls
 from runner.llm.client import litellm_version, supports_json_schema
-from runner.modes import pairwise, panel, pointwise
+from runner.modes import base as modes
+from runner.modes import panel
 from runner.outputs import console, tracking
 from runner.run import gates, outcome
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
@@ -61,22 +62,14 @@ def prepare(ctx: RunContext) -> Prepared:
     if cfg.repeats < 1 or cfg.concurrency < 1:
         raise ConfigurationError("repeats and concurrency must be >= 1")
     _check_generator(cfg)
-    point = None
-    if cfg.prompt.mode is PromptMode.pointwise:
-        template, point = pointwise.prepare(cfg, resolve_path(cfg.prompts_dir, ctx.project_root))
-        synthesis = None
-        schema = pointwise.response_format_schema(point, cfg.rubric.parser.name)
-        response_format = _json_schema_format(cfg.judge, schema)
-    else:
-        pairwise.check_rubric(cfg)
-        template, synthesis = pairwise.load_templates(cfg, resolve_path(cfg.prompts_dir, ctx.project_root))
-        response_format = _json_schema_format(cfg.judge, pairwise.response_schema_for(cfg))
+    mode = modes.mode_for(cfg)
+    mode_setup = mode.prepare(cfg, resolve_path(cfg.prompts_dir, ctx.project_root))
+    response_format = _json_schema_format(cfg.judge, mode_setup.response_schema)
     member_formats = None
     if panel.is_ensemble(cfg):
         panel.check(cfg)
-        schema = (pointwise.response_format_schema(point, cfg.rubric.parser.name) if point is not None
-                  else pairwise.response_schema_for(cfg))
-        member_formats = {name: _json_schema_format(m, schema) for name, m in cfg.judge.members.items()}
+        member_formats = {name: _json_schema_format(m, mode_setup.response_schema)
+                          for name, m in cfg.judge.members.items()}
         response_format = None
     shape = Shape(mode=cfg.prompt.mode, with_candidate=cfg.generator is None)
     loaded = load_items(cfg.dataset, resolve_path(cfg.dataset.path, ctx.project_root), cfg.max_items,
@@ -84,14 +77,14 @@ def prepare(ctx: RunContext) -> Prepared:
     for skipped in loaded.skipped:
         log.warning("skipped bad row %s: %s", skipped.where, skipped.reason)
     plan = JudgePlan(
-        template=template, synthesis_template=synthesis, strategy=cfg.prompt.strategy,
+        template=mode_setup.template, synthesis_template=mode_setup.synthesis_template, strategy=cfg.prompt.strategy,
         labels=tuple(cfg.rubric.labels), parser=cfg.rubric.parser,
         synthesis_parser=cfg.rubric.synthesis_parser or cfg.rubric.parser, order_policy=cfg.order,
         repeats=cfg.repeats, seed=cfg.seed, concurrency=cfg.concurrency,
         neutralize=cfg.prompt.neutralize_delimiters, max_error_rate=cfg.max_error_rate,
-        scoring=point.scoring if point else None, score_truncated=cfg.rubric.score_truncated,
+        scoring=mode_setup.point.scoring if mode_setup.point else None, score_truncated=cfg.rubric.score_truncated,
     )
-    return Prepared(dataset=loaded, plan=plan, response_format=response_format, point=point,
+    return Prepared(dataset=loaded, plan=plan, response_format=response_format, mode=mode, setup=mode_setup,
                     baseline=_baseline(ctx), member_formats=member_formats)
 
 
@@ -128,6 +121,7 @@ def _resume_state(ctx: RunContext) -> tuple[dict, str | None]:
                          if manifest.config.get(k) != ctx.identity.get(k))
         raise ConfigurationError(f"resume={ctx.cfg.resume}: the config differs from the interrupted run's in "
                                  f"{changed}; resume with the same settings or start a new run")
+    answers: Any  # a single judge's answers, or an ensemble's per member
     if members:
         answers = {name: stages.prior_answers(d, store.JOURNAL_NAME) for name, d in members.items()}
         count = sum(map(len, answers.values()))
@@ -202,7 +196,7 @@ def _write_manifest(ctx: RunContext, mlflow_run_id: str | None) -> None:
     store.write_manifest(ctx.run_dir, store.Manifest(ctx.identity_sha256, dict(ctx.identity), mlflow_run_id))
 
 
-def _start_tracking(ctx: RunContext, prepared: Prepared, mlflow_run_id: str | None) -> str:
+def _start_tracking(ctx: RunContext, prepared: Prepared, mlflow_run_id: str | None) -> str | None:
     """Create the MLflow run (or reopen the resumed one) and record its id in the manifest at once, so that
     resuming an interrupted run continues this MLflow run."""
     mlflow_run_id = tracking.start_run(ctx.cfg.tracking, ctx.run_name, _run_params(ctx, prepared), ctx.tags,

@@ -68,7 +68,7 @@ def test_wilson_interval_stays_in_range_and_is_centred_at_a_half():
 
 def test_a_pairwise_report_embeds_the_verdict_and_confusion_plots_and_escapes_the_title():
     metrics = {"agreement/accuracy_all": 0.955, "cost/usd_total": 0.0, "items/total": 100.0, "judge/calls": 200.0}
-    html = run_report(pairwise_summary(), metrics, f"run {HOSTILE}")
+    html = run_report(pairwise_summary(), metrics, f"run {HOSTILE}", "pairwise")
     assert len(images(html)) == 2 and all(png.startswith(PNG) for png in images(html))
     assert HOSTILE not in html and "run &lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<td>agreement</td><td>0.955</td>" in html and "<td>items/total</td><td>100</td>" in html
@@ -78,12 +78,12 @@ def test_a_pairwise_report_embeds_the_verdict_and_confusion_plots_and_escapes_th
 def test_a_pairwise_report_without_gold_has_no_confusion_matrix():
     summary = pairwise_summary()
     del summary["trust"]["gold_agreement"]
-    html = run_report(summary, {}, "t")
+    html = run_report(summary, {}, "t", "pairwise")
     assert len(images(html)) == 1 and "Agreement with gold labels" not in html
 
 
 def test_a_pointwise_report_has_histogram_criteria_and_category_bars_and_gates():
-    html = run_report(pointwise_summary(), {"score/mean": 7.1}, "t")
+    html = run_report(pointwise_summary(), {"score/mean": 7.1}, "t", "pointwise")
     assert len(images(html)) == 3  # scores, criteria, categories (no pass rates, no tags)
     assert "8 scored of 9 items" in html and "Mean score by category" in html
     assert "<td>gate.min_mean_score</td><td>PASS</td>" in html and HOSTILE not in html
@@ -133,9 +133,9 @@ def test_the_sweep_files_are_written_with_a_frontier_only_when_there_are_labels(
 
 
 def test_a_report_that_cannot_be_written_is_a_warning_not_a_failed_run(tmp_path, caplog):
-    assert write_run_report(tmp_path / "missing", pairwise_summary(), {}, "t") is None
+    assert write_run_report(tmp_path / "missing", pairwise_summary(), {}, "t", "pairwise") is None
     assert "report.html not written" in caplog.text
-    path = write_run_report(tmp_path, pairwise_summary(), {}, "t")
+    path = write_run_report(tmp_path, pairwise_summary(), {}, "t", "pairwise")
     assert path == tmp_path / html_report.REPORT_NAME and path.read_text().startswith("<!doctype html>")
 
 

@@ -1,4 +1,4 @@
-"""Pairwise runs: validate the rubric and templates before any call, and build the users' summary.
+"""Pairwise runs, before any call: the rubric's labels and parsers, the templates, the answer's schema.
 
 A pairwise run shows the judge two candidates (ours, baseline) in the orders the order policy asks
 for; its verdicts are aggregated per item by a registered vote aggregation (majority_vote).
@@ -6,20 +6,16 @@ for; its verdicts are aggregated per item by a registered vote aggregation (majo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from runner.core.config import OrderPolicy, RunConfig, Strategy
 from runner.core.errors import ConfigurationError
-from runner.core.types import TIE, Judgment
-from runner.inputs.datasets import ItemRef
+from runner.core.types import TIE
 from runner.inputs.prompts import Template, check_variables, load_template
 from runner.judging import aggregation
 from runner.judging.judge import PAIRWISE_VARIABLES, SYNTHESIS_VARIABLES
 from runner.judging.parsing import PARSERS, response_schema
-from runner.modes import bias, trust
-from runner.modes import summary as summaries
 
 POSITIONAL_LABELS = frozenset({"A", "B", TIE})
 
@@ -59,24 +55,3 @@ def response_schema_for(cfg: RunConfig) -> dict[str, Any] | None:
     """The JSON schema of the rubric's verdict, when its parser reads JSON (else None)."""
     parser = cfg.rubric.parser
     return response_schema(parser.name, cfg.rubric.labels, parser.params)
-
-
-def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: list[Judgment]
-          ) -> tuple[dict, dict | None, dict[str, float]]:
-    """The users' summary (with gold accuracy when the dataset has gold), its trust section (win rate with
-    ties, agreement with gold, bootstrap CIs; see runner.modes.trust) and its MLflow metrics."""
-    assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
-    item_results = aggregation.aggregate_items(judgments, [r.id for r in refs],
-                                               cfg.aggregation.name, cfg.aggregation.params)
-    summary = summaries.build_summary(item_results, judgments, cfg.dataset.ours.name, cfg.dataset.baseline.name,
-                                   cfg.repeats)
-    gold = summaries.gold_metrics(refs, judgments)
-    if gold is not None:
-        summary["gold"] = gold
-    ours, baseline = cfg.dataset.ours, cfg.dataset.baseline
-    summary["trust"] = trust.pairwise_trust(refs, judgments, item_results, ours.name, baseline.name, cfg.metrics,
-                                            cfg.seed)
-    summary["bias"] = bias.bias_report(refs, judgments, ours.name, baseline.name, judge_family=cfg.judge.family,
-                                       families={ours.name: ours.family, baseline.name: baseline.family})
-    return summary, gold, {**summaries.flat_metrics(summary, gold, {}), **trust.trust_metrics(summary["trust"]),
-                           **bias.bias_metrics(summary["bias"])}

@@ -1,0 +1,185 @@
+"""What every run mode is: the :class:`RunMode` interface, the :class:`Report` it builds and the views it shows.
+
+A run's mode (pairwise or pointwise) is chosen once, from ``prompt.mode``, by :func:`mode_for`; the rest of the
+package asks the mode object, never the shape of a dict, what kind of run it holds. A mode owns its start-up
+validation, the JSON schema of its judge's answer, its typed report, that report's metrics, its console lines and
+its HTML views. An ensemble is a judge made of members; the mode combines their judgments (``inputs.by_member``).
+
+Views are data (:class:`View`): the mode says what to draw, runner.outputs.html_report draws it, so this layer
+needs no plotting library.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+from runner.core.config import RunConfig
+from runner.core.types import Item, Judgment
+from runner.inputs.datasets import ItemRef
+from runner.inputs.prompts import Template
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class View:
+    """One section of the HTML report, as data.
+
+    Attributes:
+        title: The section's heading.
+        plot: The kind of plot runner.outputs.html_report draws (``verdicts``, ``confusion``, ``histogram``,
+            ``bars``), or None for a table or notes only.
+        data: The plot's keyword arguments (plain JSON values).
+        columns, rows: A table (cells already formatted as text, or numbers the report formats).
+        notes: Sentences under the section.
+    """
+
+    title: str
+    plot: str | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+    columns: tuple[str, ...] = ()
+    rows: tuple[tuple[Any, ...], ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def cell(value: Any) -> str:
+    """A table cell: 4 significant digits for floats (whole numbers from 1000 up), ``-`` for missing values."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class ModeSetup:
+    """A validated mode's start-up products: its templates, its answer schema and what only it needs."""
+
+    template: Template
+    synthesis_template: Template | None = None
+    response_schema: dict[str, Any] | None = None
+    point: Any = None  # pointwise: runner.modes.pointwise.PointwiseSetup
+
+
+@dataclass(frozen=True)
+class ModeInputs:
+    """What a mode builds its report from, once the judges have answered."""
+
+    cfg: RunConfig
+    setup: ModeSetup
+    refs: Sequence[ItemRef]
+    judgments: Sequence[Judgment]  # every judge call (an ensemble's members' included)
+    by_member: Mapping[str, Sequence[Judgment]] | None = None  # an ensemble's judgments per member
+    candidates: Iterable[Item] = ()  # pointwise: the judged outputs (for the deterministic checks)
+    not_generated: frozenset[str] = frozenset()  # pointwise: items whose generation failed
+
+
+@dataclass(frozen=True)
+class MemberReport:
+    """An ensemble member's own summary and metrics (written under members/<name>/)."""
+
+    document: Json
+    metrics: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class Report:
+    """A run's report: the mode that built it, its summary document, gold accuracy and metrics.
+
+    ``to_json()`` is summary.json's content; ``metrics`` are the MLflow metrics the summary determines.
+    """
+
+    mode: str
+    document: Json
+    metrics: Mapping[str, float]
+    gold: Mapping[str, Any] | None = None  # pairwise with gold labels: accuracy per order (LLMBar's)
+    members: Mapping[str, MemberReport] = field(default_factory=lambda: MappingProxyType({}))
+
+    def to_json(self) -> Json:
+        """The summary.json document."""
+        return self.document
+
+
+class RunMode(ABC):
+    """One kind of run. Subclasses are stateless; :data:`MODES` holds one instance of each."""
+
+    name: ClassVar[str]
+    items_take_gold: ClassVar[bool] = False  # the results API adds each item's gold label (from its judgments)
+
+    @abstractmethod
+    def prepare(self, cfg: RunConfig, prompts_dir: Path) -> ModeSetup:
+        """Validate everything the mode needs that costs nothing and load its templates.
+
+        Raises:
+            ConfigurationError and its kin, naming the file or key.
+        """
+
+    @abstractmethod
+    def build(self, inputs: ModeInputs) -> Report:
+        """The run's typed report (a single judge's, or an ensemble's combined from its members)."""
+
+    @abstractmethod
+    def summary_metrics(self, document: Mapping[str, Any]) -> dict[str, float]:
+        """The metrics a summary.json document of this mode determines (for a run read back from disk)."""
+
+    @abstractmethod
+    def console_lines(self, document: Mapping[str, Any], gold: Mapping[str, Any] | None,
+                      judge_stats: Mapping[str, Any]) -> list[str]:
+        """The end-of-run console summary, one line per string (printed as data, never as markup)."""
+
+    @abstractmethod
+    def views(self, document: Mapping[str, Any]) -> list[View]:
+        """The HTML report's sections for this mode (headline, gates and metrics are the report's own)."""
+
+    @abstractmethod
+    def items(self, document: Mapping[str, Any]) -> list[Json]:
+        """One row per item of the summary document (for the results API's ``items`` frame)."""
+
+
+MODES: dict[str, RunMode] = {}
+
+
+def register(mode: RunMode) -> RunMode:
+    """Add a mode to :data:`MODES` under its name (``prompt.mode``)."""
+    if mode.name in MODES:
+        raise ValueError(f"run mode {mode.name!r} is registered twice")
+    MODES[mode.name] = mode
+    return mode
+
+
+def mode_named(name: str) -> RunMode:
+    """The mode registered as ``name`` (a run's ``prompt.mode``).
+
+    Raises:
+        LookupError: No such mode, with the known ones.
+    """
+    import runner.modes.pairwise.mode  # noqa: F401 - each mode registers itself when imported
+    import runner.modes.pointwise.mode  # noqa: F401
+
+    try:
+        return MODES[name]
+    except KeyError:
+        raise LookupError(f"run mode {name!r} is not one of {sorted(MODES)}") from None
+
+
+def mode_for(cfg: RunConfig) -> RunMode:
+    """The run's mode, chosen once from ``prompt.mode``."""
+    return mode_named(cfg.prompt.mode.value)
+
+
+def expand(rows: Iterable[Mapping[str, Any]], column: str, fill: Any = None) -> list[Json]:
+    """Rows with the dict in ``column`` replaced by one ``<column>.<key>`` entry per key (the union of keys
+    over all rows; a row without a key gets ``fill``, or no entry when ``fill`` is None)."""
+    copies = [dict(r) for r in rows]
+    keys = list(dict.fromkeys(k for r in copies for k in (r.get(column) or {})))
+    out = []
+    for row in copies:
+        nested = row.pop(column, None) or {}
+        row.update({f"{column}.{k}": nested.get(k, fill) for k in keys if k in nested or fill is not None})
+        out.append(row)
+    return out

@@ -1,0 +1,47 @@
+"""A pairwise run's report: verdicts aggregated per item, the users' summary, gold accuracy, trust, bias and the
+registered statistics (runner.modes.statistics), with its MLflow metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from runner.core.config import RunConfig
+from runner.core.types import Judgment
+from runner.inputs.datasets import ItemRef
+from runner.judging import aggregation
+from runner.modes import bias, statistics, trust
+from runner.modes import summary as summaries
+
+MODE = "pairwise"
+
+
+def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: list[Judgment]
+          ) -> tuple[dict, dict | None, dict[str, float]]:
+    """The users' summary (with gold accuracy when the dataset has gold), its trust section (win rate with
+    ties, agreement with gold, bootstrap CIs; see runner.modes.trust), its bias section, the registered
+    statistics, and its MLflow metrics."""
+    assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
+    item_results = aggregation.aggregate_items(judgments, [r.id for r in refs],
+                                               cfg.aggregation.name, cfg.aggregation.params)
+    summary = summaries.build_summary(item_results, judgments, cfg.dataset.ours.name, cfg.dataset.baseline.name,
+                                      cfg.repeats)
+    gold = summaries.gold_metrics(refs, judgments)
+    if gold is not None:
+        summary["gold"] = gold
+    ours, baseline = cfg.dataset.ours, cfg.dataset.baseline
+    summary["trust"] = trust.pairwise_trust(refs, judgments, item_results, ours.name, baseline.name, cfg.metrics,
+                                            cfg.seed)
+    summary["bias"] = bias.bias_report(refs, judgments, ours.name, baseline.name, judge_family=cfg.judge.family,
+                                       families={ours.name: ours.family, baseline.name: baseline.family})
+    stats = statistics.compute(MODE, statistics.StatInputs(cfg, refs, judgments, item_results))
+    if stats:
+        summary["statistics"] = stats
+    return summary, gold, summary_metrics(summary)
+
+
+def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
+    """The MLflow metrics a pairwise summary determines (its ensemble section's are the ensemble's own)."""
+    return {**summaries.flat_metrics(dict(summary), summary.get("gold"), {}),
+            **trust.trust_metrics(summary.get("trust") or {}), **bias.bias_metrics(summary.get("bias") or {}),
+            **statistics.metrics(summary.get("statistics") or {})}

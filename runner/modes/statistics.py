@@ -1,0 +1,160 @@
+"""The metric registry: a statistic is one function plus one registration, and then it shows everywhere.
+
+A registered :class:`Statistic` computes a table, group -> measure -> :class:`Estimate` (a value, its n and its
+confidence interval), from a run's :class:`StatInputs` (config, items, judgments, the mode's per-item results). Every
+run of a mode it is registered for then carries it, with nothing else to edit:
+
+- summary.json: ``statistics.<name>.<group>.<measure>`` = ``{"value", "n", "ci_low", "ci_high"}``;
+- MLflow and metrics.json: ``<name>/<group>/<measure>`` with ``_ci_low`` / ``_ci_high`` beside it, and
+  ``<name>/<group>/n``;
+- the console: one line per group; the HTML report: one table per statistic;
+- the sweep table: every metric of a registered statistic's family is a column (runner.outputs.sweep).
+
+The last three read the summary document, so a run read back from disk (runner.outputs.results) shows the
+same. A statistic that returns an empty table (e.g. per category on a dataset without categories) adds nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runner.core.config import RunConfig
+from runner.core.types import Judgment
+from runner.inputs.datasets import ItemRef
+from runner.modes.base import View
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One measured value with its sample size and (when there is spread to resample) its interval."""
+
+    value: float | None
+    n: int
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"value", "n", "ci_low", "ci_high"}``."""
+        return {"value": self.value, "n": self.n, "ci_low": self.ci_low, "ci_high": self.ci_high}
+
+
+@dataclass(frozen=True)
+class StatInputs:
+    """What a statistic is computed from."""
+
+    cfg: RunConfig
+    refs: Sequence[ItemRef]
+    judgments: Sequence[Judgment]
+    results: Sequence[Any]  # the mode's per-item results (pairwise: runner.core.types.ItemResult)
+
+
+Table = Mapping[str, Mapping[str, Estimate]]  # group -> measure -> estimate
+Compute = Callable[[StatInputs], Table]
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """A registered statistic: its family name (the metric prefix), its title, the modes it runs for."""
+
+    name: str
+    title: str
+    modes: frozenset[str]
+    compute: Compute
+
+
+STATISTICS: dict[str, Statistic] = {}
+
+
+def statistic(name: str, title: str, modes: Sequence[str]) -> Callable[[Compute], Compute]:
+    """Register ``fn(inputs: StatInputs) -> Table`` as the statistic ``name`` of the given modes."""
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+        raise ValueError(f"statistic name {name!r}: snake_case, it becomes a metric family")
+
+    def decorate(fn: Compute) -> Compute:
+        if name in STATISTICS:
+            raise ValueError(f"statistic {name!r} is registered twice")
+        STATISTICS[name] = Statistic(name, title, frozenset(modes), fn)
+        return fn
+
+    return decorate
+
+
+def compute(mode: str, inputs: StatInputs) -> dict[str, Any]:
+    """Every statistic registered for ``mode``, as summary.json's ``statistics`` section (empty tables left out)."""
+    out: dict[str, Any] = {}
+    for stat in STATISTICS.values():
+        if mode in stat.modes:
+            table = stat.compute(inputs)
+            if table:
+                out[stat.name] = {group: {measure: est.to_json() for measure, est in row.items()}
+                                  for group, row in table.items()}
+    return out
+
+
+def key_part(text: str) -> str:
+    """``text`` made safe inside an MLflow metric key."""
+    return _UNSAFE.sub("_", text) or "_"
+
+
+def metrics(section: Mapping[str, Any]) -> dict[str, float]:
+    """The MLflow metrics of a ``statistics`` section: value, n and CI bounds per group and measure."""
+    out: dict[str, float] = {}
+    for name, table in section.items():
+        for group, row in table.items():
+            prefix = f"{key_part(name)}/{key_part(group)}"
+            for measure, est in row.items():
+                key = f"{prefix}/{key_part(measure)}"
+                for suffix, field in (("", "value"), ("_ci_low", "ci_low"), ("_ci_high", "ci_high")):
+                    if est.get(field) is not None:
+                        out[key + suffix] = float(est[field])
+            sizes = [est["n"] for est in row.values() if est.get("n") is not None]
+            if sizes:
+                out[f"{prefix}/n"] = float(max(sizes))
+    return out
+
+
+def _pct(est: Mapping[str, Any]) -> str:
+    if est.get("value") is None:
+        return "n/a"
+    text = f"{est['value'] * 100:.1f}%"
+    if est.get("ci_low") is not None and est.get("ci_high") is not None:
+        text += f" [{est['ci_low'] * 100:.1f}, {est['ci_high'] * 100:.1f}]"
+    return text
+
+
+def _title(name: str) -> str:
+    stat = STATISTICS.get(name)
+    return stat.title if stat is not None else name
+
+
+def console_lines(section: Mapping[str, Any]) -> list[str]:
+    """One console line per group of every statistic: its measures with their intervals and n."""
+    lines = []
+    for name, table in section.items():
+        for group, row in table.items():
+            n = max((est.get("n") or 0 for est in row.values()), default=0)
+            measures = ", ".join(f"{measure.replace('_', ' ')} {_pct(est)}" for measure, est in row.items())
+            lines.append(f"{_title(name)} {group} (n={n}): {measures}")
+    return lines
+
+
+def views(section: Mapping[str, Any]) -> list[View]:
+    """One HTML table per statistic: a row per group, a column per measure (value [CI])."""
+    out = []
+    for name, table in section.items():
+        measures = list(dict.fromkeys(m for row in table.values() for m in row))
+        rows = tuple((group, str(max((e.get("n") or 0 for e in row.values()), default=0)),
+                      *(_pct(row[m]) if m in row else "" for m in measures)) for group, row in table.items())
+        out.append(View(_title(name), columns=("group", "n", *measures), rows=rows,
+                        notes=("value [confidence interval]; the interval is empty where there was no spread",)))
+    return out
+
+
+def families() -> frozenset[str]:
+    """The metric families of the registered statistics (the sweep table shows their metrics)."""
+    return frozenset(key_part(name) for name in STATISTICS)
