@@ -202,10 +202,10 @@ def section_metrics(sec: Mapping[str, Any], prefix: str = "") -> dict[str, float
                     "human/mean_abs_error": human["mean_abs_error"],
                     "human/kappa_quadratic": human.get("kappa_quadratic"),
                     "human/krippendorff_alpha_interval": human.get("krippendorff_alpha_interval")})
-    for key in ("average_overall_ci", "pass_rate_ci"):
-        interval = sec.get(key) or {}
-        raw[f"ci/{key.removesuffix('_ci')}_low"] = interval.get("low")
-        raw[f"ci/{key.removesuffix('_ci')}_high"] = interval.get("high")
+    for key in ("average_overall", "pass_rate"):  # the CI bounds beside their metric: score/mean_ci_low, ...
+        interval = sec.get(f"{key}_ci") or {}
+        raw[f"{SECTION_METRICS[key]}_ci_low"] = interval.get("low")
+        raw[f"{SECTION_METRICS[key]}_ci_high"] = interval.get("high")
     for name, check in (sec.get("checks") or {}).items():
         raw[f"checks/{sanitize(name)}/violation_rate"] = check["violation_rate"]
         raw[f"checks/{sanitize(name)}/items_with_violations"] = check["items_with_violations"]

@@ -25,6 +25,7 @@ GOLD_KEYS = (
     "accuracy_overall",
     "n_pairs",
 )
+PARSE_FAILURES = "judge/parse_failures/"  # + the reason's kind: one count per kind of unreadable answer
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -160,7 +161,7 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
 
     Returns:
         A flat dict keyed ``family/name``. Latency percentiles cover calls that returned (no error)
-        and are None when there are none; ``parse_failures/<reason>`` counts unscored judgments by
+        and are None when there are none; ``judge/parse_failures/<reason>`` counts unscored judgments by
         the part of ``verdict.reason`` before the first ``":"``.
     """
     status = Counter(Status(j.status) for j in judgments)
@@ -198,7 +199,7 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
         for j in judgments
         if Status(j.status) is Status.UNSCORED
     )
-    metrics.update({f"parse_failures/{reason}": n for reason, n in sorted(reasons.items())})
+    metrics.update({f"{PARSE_FAILURES}{reason}": n for reason, n in sorted(reasons.items())})
     return metrics
 
 

@@ -246,7 +246,7 @@ def summary_metrics(summary: Mapping[str, Any], mode: RunMode) -> dict[str, floa
     """The MLflow metrics a run's summary.json determines, named as the run logged them.
 
     What the calls themselves determine is only in MLflow and left out: the families ``judge/``, ``calls/``,
-    ``tokens/``, ``cost/``, ``latency/``, ``parse_failures/``, ``generation/`` and ``run/wall_s``.
+    ``tokens/``, ``cost/``, ``latency/``, ``generation/`` and ``run/wall_s``.
     """
     out = mode.summary_metrics(summary)
     out["items/skipped_rows"] = float(len(summary["summary"].get("skipped_rows") or []))

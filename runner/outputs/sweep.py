@@ -30,7 +30,7 @@ HEADLINE = {
     "agreement/accuracy_all_ci_high": "agr high", "agreement/cohen_kappa": "kappa", "agreement/macro_f1": "macro-F1",
     "bias/position_consistency": "consistency", "verdict/win_rate_with_ties": "win rate",
     "verdict/win_rate_ci_low": "wr low", "verdict/win_rate_ci_high": "wr high", "score/mean": "mean score",
-    "ci/average_overall_low": "score low", "ci/average_overall_high": "score high", "pass/rate": "pass rate",
+    "score/mean_ci_low": "score low", "score/mean_ci_high": "score high", "pass/rate": "pass rate",
     "judge/parse_failure_rate": "unscored", "judge/calls": "calls", "tokens/total": "tokens",
     "cost/usd_total": "cost $", "cost/usd_list": "list $", "run/wall_s": "wall s",
 }

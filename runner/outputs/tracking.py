@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.core import metric_names
 from runner.core.config import TrackingConfig
 
 # mlflow and pandas are imported inside the functions that use them: together they cost ~120 MB of
@@ -159,9 +160,10 @@ def find_baseline(cfg: TrackingConfig, ref: str, run_name: str, metric: str) -> 
             run = client.get_run(ref)
         except MlflowException:
             raise LookupError(f"no MLflow run {ref!r} at {client.tracking_uri}") from None
-        if metric not in run.data.metrics:
+        value = metric_names.lookup(run.data.metrics, metric)  # a run logged before a rename: its old name
+        if value is None:
             raise LookupError(f"baseline run {ref} has no metric {metric!r}")
-        return ref, float(run.data.metrics[metric])
+        return ref, value
     exp = client.get_experiment_by_name(cfg.experiment)
     branch = latest.group(1)
     if exp is not None:
@@ -171,8 +173,9 @@ def find_baseline(cfg: TrackingConfig, ref: str, run_name: str, metric: str) -> 
             filter_string=f"tags.`git.branch` = '{branch}' and attributes.status = 'FINISHED' "
                           f"and attributes.run_name = '{quoted}'")
         for run in runs:
-            if metric in run.data.metrics:
-                return run.info.run_id, float(run.data.metrics[metric])
+            value = metric_names.lookup(run.data.metrics, metric)
+            if value is not None:
+                return run.info.run_id, value
     raise LookupError(f"no finished run named {run_name!r} with metric {metric!r} on branch {branch!r} in "
                       f"experiment {cfg.experiment!r}")
 

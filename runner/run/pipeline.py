@@ -12,6 +12,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from runner.core import metric_names
 from runner.core.config import JudgeConfig, PromptMode, RunConfig, StructuredOutput
 from runner.core.errors import ConfigurationError
 from runner.core.types import Judgment
@@ -93,6 +94,9 @@ def _baseline(ctx: RunContext) -> gates.Baseline | None:
     gate, cfg = ctx.cfg.gate, ctx.cfg
     if gate.baseline_run is None:
         return None
+    if metric_names.renamed_to(gate.metric) is not None:
+        raise ConfigurationError(f"gate.metric={gate.metric!r} was renamed to {metric_names.renamed_to(gate.metric)!r} "
+                                 "(README.md, renamed metrics); a baseline logged under the old name still counts")
     if not cfg.tracking.enabled:
         raise ConfigurationError("gate.baseline_run needs tracking (the baseline is an MLflow run); "
                                  "tracking is off")

@@ -517,7 +517,7 @@ def test_unscored_answers_keep_raw_text_and_reason_in_results_and_mlflow(runs):
     assert m["judge/unscored"] == 4 and m["judge/scored"] == 2 and m["items/unscored"] == 4
     assert m["judge/parse_failure_rate"] == pytest.approx(4 / 6)
     for reason in ("invalid_json", "missing_key", "out_of_range", "not_a_number"):
-        assert m[f"parse_failures/{reason}"] == 1.0, reason
+        assert m[f"judge/parse_failures/{reason}"] == 1.0, reason
     assert m["score/mean"] == pytest.approx(3.6)
 
 

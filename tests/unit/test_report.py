@@ -237,9 +237,9 @@ def test_judge_metrics_counts_rates_and_percentiles() -> None:
     # latencies of calls that returned: 1, 1.5, 2, 2.5, 3, 4 (the 100 s error is left out)
     assert m["latency/p50_s"] == pytest.approx(2.25)
     assert m["latency/p95_s"] == pytest.approx(3.75)
-    assert m["parse_failures/no_label"] == 1
-    assert m["parse_failures/ambiguous"] == 1
-    assert not any(k.startswith("parse_failures/") and "unknown" in k for k in m)
+    assert m["judge/parse_failures/no_label"] == 1
+    assert m["judge/parse_failures/ambiguous"] == 1
+    assert not any(k.startswith("judge/parse_failures/") and "unknown" in k for k in m)
 
 
 def test_judge_metrics_without_calls() -> None:
@@ -262,7 +262,7 @@ def test_flat_metrics_keys_and_values() -> None:
     assert flat["accuracy/correct_both"] == 0.25
     assert flat["agreement/positional"] == 0.5
     assert flat["judge/calls"] == 7.0
-    assert flat["parse_failures/no_label"] == 1.0
+    assert flat["judge/parse_failures/no_label"] == 1.0
 
 
 def test_flat_metrics_sanitises_labels_and_skips_none() -> None:

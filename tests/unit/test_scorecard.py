@@ -367,4 +367,4 @@ def test_metrics_without_threshold_repeats_humans_or_checks() -> None:
     # the summary's mean score has a bootstrap interval (here the two scores 5 and 2 bound it)
     assert metrics == {"items/total": 2.0, "items/scored": 2.0, "items/unscored": 0.0, "items/errors": 0.0,
                        "score/mean": 3.5, "score/accuracy_mean": 3.0, "score/completeness_mean": 4.0,
-                       "ci/average_overall_low": 2.0, "ci/average_overall_high": 5.0}
+                       "score/mean_ci_low": 2.0, "score/mean_ci_high": 5.0}

@@ -8,8 +8,7 @@ from typing import Any
 
 from runner.modes import statistics, trust
 from runner.modes.base import View, cell
-
-PARSE_FAILURES = "parse_failures/"
+from runner.modes.summary import PARSE_FAILURES
 
 
 def _pct(value: float | None) -> str:

@@ -1,0 +1,62 @@
+"""Metric keys that were renamed so that one spelling holds everywhere, and how to find a value logged under an
+old name (``gate.baseline_run`` compares against runs logged before the rename).
+
+The rules the renames enforce: a confidence bound is ``<family>/<name>_ci_low`` / ``_ci_high`` beside its value;
+token counts of every stage are ``tokens/*`` and money is ``cost/*``; every parse-failure count is in ``judge/``.
+README.md lists each rename (tests/unit/test_metric_names.py keeps the two in step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# old key -> new key
+RENAMED = {
+    "ci/average_overall_low": "score/mean_ci_low",
+    "ci/average_overall_high": "score/mean_ci_high",
+    "ci/pass_rate_low": "pass/rate_ci_low",
+    "ci/pass_rate_high": "pass/rate_ci_high",
+    "generation/tokens_prompt": "tokens/generation_prompt",
+    "generation/tokens_completion": "tokens/generation_completion",
+    "generation/cost_usd": "cost/generation_usd",
+}
+# old prefix -> new prefix, for families with a key per label (``parse_failures/<reason>``)
+RENAMED_PREFIXES = {"parse_failures/": "judge/parse_failures/"}
+# sections whose metrics repeat under a group prefix (``by_tag/<tag>/score/mean_ci_low``)
+GROUP_FAMILIES = ("by_tag/", "by_category/")
+
+
+def _split_group(name: str) -> tuple[str, str]:
+    """(``by_tag/<tag>/``, rest) for a grouped key, else ("", name)."""
+    for family in GROUP_FAMILIES:
+        if name.startswith(family) and name.count("/") >= 3:
+            group_end = name.index("/", len(family)) + 1
+            return name[:group_end], name[group_end:]
+    return "", name
+
+
+def old_names(name: str) -> list[str]:
+    """The names ``name`` was logged under before it was renamed (empty when it never was)."""
+    group, rest = _split_group(name)
+    olds = [group + old for old, new in RENAMED.items() if new == rest]
+    olds += [group + old + rest[len(new):] for old, new in RENAMED_PREFIXES.items() if rest.startswith(new)]
+    return olds
+
+
+def renamed_to(name: str) -> str | None:
+    """The current name of ``name`` when it is an old (renamed) key, else None."""
+    group, rest = _split_group(name)
+    if rest in RENAMED:
+        return group + RENAMED[rest]
+    for old, new in RENAMED_PREFIXES.items():
+        if rest.startswith(old):
+            return group + new + rest[len(old):]
+    return None
+
+
+def lookup(metrics: Mapping[str, float], name: str) -> float | None:
+    """``metrics[name]``, or its value under an old name (a run logged before the rename), or None."""
+    for candidate in (name, *old_names(name)):
+        if candidate in metrics:
+            return float(metrics[candidate])
+    return None
