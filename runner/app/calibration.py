@@ -20,7 +20,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from runner.core.config import multirun_tracking
+from runner.core.config_store import multirun_tracking
 from runner.outputs import console, sweep, tracking
 from runner.storage import store
 
@@ -86,8 +86,10 @@ class HeldOutTest(Callback):
         if not results_path.is_file():
             log.warning("calibration: %s not found (is hydra/sweeper=optuna?); no held-out test run", results_path)
             return
-        results = OmegaConf.to_container(OmegaConf.load(results_path), resolve=True)
-        assert isinstance(results, dict)
+        loaded = OmegaConf.to_container(OmegaConf.load(results_path), resolve=True)
+        if not isinstance(loaded, dict):
+            raise TypeError(f"calibration: {results_path} holds no mapping (is it hydra-optuna-sweeper's?)")
+        results = {str(key): value for key, value in loaded.items()}
         run_dir = sweep_dir / HELDOUT_DIR
         args = heldout_overrides(list(config.hydra.overrides.task), results.get("best_params") or {}, run_dir)
         log.info("calibration: held-out test run: judgesweep %s", " ".join(args))

@@ -8,14 +8,14 @@ import logging
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from runner.core.config import multirun_tracking
+from runner.core.config_store import multirun_tracking
 from runner.core.errors import ConfigurationError, DatasetError
 from runner.core.registry import UnknownNameError
 from runner.inputs.prompts import TemplateError
@@ -48,7 +48,8 @@ def _job(dcfg: DictConfig) -> float | None:
     makes it tell Optuna a failed trial with a value, which raises and ends the whole study.
     """
     prepare_process()
-    hc = HydraConfig.get()
+    # cast: HydraConfig.get() is annotated as the HydraConf dataclass but returns the config's ``hydra`` DictConfig node
+    hc = cast(DictConfig, HydraConfig.get())
     job = hc.runtime.output_dir
     failure = Path(job) / sweep.FAILURE_NAME
     failure.unlink(missing_ok=True)  # a resumed job that failed before

@@ -1,64 +1,25 @@
-"""Typed schemas for every config group, registered in Hydra's ConfigStore.
+"""Typed schemas for every config group, registered in Hydra's ConfigStore (:mod:`runner.core.config_store`).
 
 The composed config is validated against these dataclasses when Hydra composes it, so a misspelt key
 or a wrong type in any YAML file or command-line override fails before anything runs. ``cli.py``
-turns the composed config into these (frozen) objects once; nothing below it sees a DictConfig.
+turns the composed config into these (frozen) objects once; nothing below it sees a DictConfig. The
+enumerated options are :mod:`runner.core.choices`, importable from here as well.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hydra.core.config_store import ConfigStore
-from hydra.core.hydra_config import HydraConfig
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import MISSING
 
-
-class PromptMode(str, Enum):
-    """How candidates are presented to the judge."""
-
-    pairwise = "pairwise"
-    pointwise = "pointwise"
-
-
-class Strategy(str, Enum):
-    """How judge calls for one item and repeat are organised."""
-
-    single = "single"  # one call per planned order
-    swap_synthesize = "swap_synthesize"  # LLMBar: both orders; on conflict a synthesis round
-
-
-class OrderPolicy(str, Enum):
-    """Which presentation orders a pairwise item is judged in."""
-
-    both = "both"  # each order is its own judgment
-    swap_random = "swap_random"  # one order per (item, repeat), chosen by a seeded coin
-    fixed = "fixed"  # ours first, always
-
-
-class CacheMode(str, Enum):
-    """How the cross-run response cache is used."""
-
-    read_write = "read_write"
-    read_only = "read_only"
-    off = "off"
-
-
-class OnBadRow(str, Enum):
-    """What a malformed dataset row does."""
-
-    error = "error"  # stop before any call, naming file and line
-    skip = "skip"  # leave it out; the run reports how many and which
-
-
-class StructuredOutput(str, Enum):
-    """Whether to ask the judge for JSON via response_format."""
-
-    auto = "auto"  # when the rubric's parser reads JSON and litellm says the model supports it
-    on = "on"
-    off = "off"
+from runner.core.choices import CacheMode as CacheMode
+from runner.core.choices import OnBadRow as OnBadRow
+from runner.core.choices import OrderPolicy as OrderPolicy
+from runner.core.choices import PromptMode as PromptMode
+from runner.core.choices import Strategy as Strategy
+from runner.core.choices import StructuredOutput as StructuredOutput
+from runner.core.choices import UnscoredAs as UnscoredAs
 
 
 @dataclass
@@ -107,8 +68,11 @@ class JudgeConfig:
     price_as: str | None = None
     replicas: list[ReplicaConfig] = field(default_factory=list)  # several servers of this judge (litellm Router)
     members: dict[str, JudgeConfig] = field(default_factory=dict)  # model: ensemble: name -> member judge
-    combine: str = "majority_vote"  # ensemble: majority_vote | mean | median | weighted | dawid_skene
-    weights: dict[str, float] = field(default_factory=dict)  # ensemble, combine=weighted: member -> weight
+    # ensemble: a registered aggregation (runner.judging.aggregations) as a bare name (majority_vote | weighted | mean
+    # | median | dawid_skene) or {name, params}; Any because OmegaConf has no str-or-node union. Normalised once by
+    # runner.judging.aggregations.aggregation_ref (runner.modes.ensemble_check.combine_of).
+    combine: Any = "majority_vote"
+    weights: dict[str, float] = field(default_factory=dict)  # ensemble: member -> weight (default of params.weights)
 
 
 @dataclass
@@ -187,7 +151,7 @@ class RubricConfig:
 
 @dataclass
 class AggregationConfig(FunctionRef):
-    """A registered aggregation (runner.judging.aggregation.AGGREGATIONS) and its parameters."""
+    """An aggregation of one judge's repeats, registered in runner.judging.aggregations, and its parameters."""
 
 
 @dataclass
@@ -257,13 +221,6 @@ class GateConfig:
     metric: str = "score/mean"
 
 
-class UnscoredAs(str, Enum):
-    """How agreement metrics count a verdict that could not be read (it is never a vote either way)."""
-
-    wrong = "wrong"  # a miss: the honest default
-    tie = "tie"  # as a tie: PandaLM's compute_metrics convention, for reproducing its figures
-
-
 @dataclass
 class MetricsConfig:
     """How the trust metrics are computed: unscored verdicts in agreement, bootstrap CIs (seeded by ``seed``)."""
@@ -319,30 +276,16 @@ class RunConfig:
     objective: str = "agreement/accuracy_all"  # the metric a multirun's sweeper maximises (the job's return value)
 
 
-def register_configs() -> None:
-    """Register the schemas with Hydra's ConfigStore (idempotent), and share the store instead of copying it.
+# register_configs and multirun_tracking are runner.core.config_store's (the Hydra glue), which imports this module;
+# importers not yet switched to it still find them here, imported on first use.
+if TYPE_CHECKING:
+    from runner.core.config_store import multirun_tracking as multirun_tracking
+    from runner.core.config_store import register_configs as register_configs
+else:
 
-    Hydra 1.3.8 deep-copies its config repository for every compose and every config-group listing, and
-    with it the ConfigStore singleton that its StructuredConfigSource keeps a reference to, holding every
-    schema and plugin config (the Ray launcher's alone is thousands of nodes): `judgesweep --help` lists
-    the groups with 97 such copies (1.2 s of its 1.65 s), and every job composes twice. Hydra's main
-    branch reads ``ConfigStore.instance()`` on each use instead (facebookresearch/hydra#2928), so a copied
-    repository sees the one live store; until a release carries that, copying the store yields the store
-    itself. Nothing copied it to protect it: ``ConfigStore.load`` already returns a copy of the node.
-    """
-    cs = ConfigStore.instance()
-    cs.store(name="run_schema", node=RunConfig)
-    ConfigStore.__deepcopy__ = _the_store_itself  # type: ignore[attr-defined]
+    def __getattr__(name: str) -> Any:
+        if name in ("multirun_tracking", "register_configs"):
+            from runner.core import config_store
 
-
-def _the_store_itself(store: ConfigStore, memo: dict) -> ConfigStore:
-    return store
-
-
-def multirun_tracking(config: DictConfig) -> TrackingConfig:
-    """The tracking settings of a multirun, read by a Hydra callback in the launching process when the sweep
-    ends. No job has set HydraConfig there, and the default store's ``${hydra:runtime.cwd}`` needs it: it is set
-    from the callback's own config (the launching process's working directory is the runtime cwd)."""
-    if not HydraConfig.initialized():
-        HydraConfig.instance().set_config(config)
-    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TrackingConfig), config.tracking))  # type: ignore[return-value]
+            return getattr(config_store, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,32 +2,29 @@
 
 Every problem is reported with the file and line (JSONL) or row index (JSON) it came from, before any
 judge call is made. A bad row either stops the load (``on_bad_row: error``) or is left out and listed
-(``on_bad_row: skip``); a file that is missing or not a list of rows always stops it.
+(``on_bad_row: skip``); a file that is missing or not a list of rows always stops it. Reading the file is
+:mod:`runner.inputs.rows`, what one row becomes :mod:`runner.inputs.items` (its :class:`Shape` is re-exported
+here).
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any
 
 from runner.core.config import DatasetConfig, OnBadRow, PromptMode
 from runner.core.errors import DatasetError
-from runner.core.types import TIE, Candidate, Item
+from runner.core.types import TIE, Item
+from runner.inputs.items import Shape, annotator_labels, to_item
+from runner.inputs.rows import RowError, read_rows
 from runner.inputs.splits import check_split, split_of
 
 __all__ = ["DatasetError", "ItemRef", "LoadedDataset", "Shape", "SkippedRow", "load_items", "resolve_path"]
 
 PKG_PREFIX = "pkg://"
-
-
-class _RowError(Exception):
-    """One row is unusable; load_items turns it into a DatasetError or a SkippedRow."""
+_PAIRWISE = Shape()  # the default shape: two candidates per row
 
 
 @dataclass(frozen=True)
@@ -58,19 +55,6 @@ class ItemRef:
 
 
 @dataclass(frozen=True)
-class Shape:
-    """What a row must provide besides the mapped variables.
-
-    Attributes:
-        mode: pairwise rows carry two candidates (ours, baseline); pointwise rows one.
-        with_candidate: False when a generator writes the pointwise candidate, so the row needs none.
-    """
-
-    mode: PromptMode = PromptMode.pairwise
-    with_candidate: bool = True
-
-
-@dataclass(frozen=True)
 class LoadedDataset:
     """A validated dataset. Texts are not kept: :meth:`iter_items` reads them again, one row at a time,
     so a dataset of any size costs memory only for its ids.
@@ -90,9 +74,9 @@ class LoadedDataset:
     def iter_items(self) -> Iterator[Item]:
         """Yield the loaded items in file order, reading the file again."""
         last = max(self._ordinals)
-        for ordinal, (where, row) in enumerate(_read_rows(self.path), start=1):
+        for ordinal, (where, row) in enumerate(read_rows(self.path), start=1):
             if ordinal in self._ordinals:
-                yield _to_item(row, self.cfg, where, ordinal, self.shape)
+                yield to_item(row, self.cfg, where, ordinal, self.shape)
             if ordinal >= last:
                 return
 
@@ -109,155 +93,6 @@ def resolve_path(path: str, root: Path) -> Path:
         return Path(str(resources.files(package).joinpath(rest)))
     candidate = Path(path)
     return candidate if candidate.is_absolute() else root / candidate
-
-
-def _read_rows(path: Path) -> Iterator[tuple[str, Any]]:
-    """Yield (location, row) pairs; location is ``file:line`` for JSONL, ``file[row i]`` for JSON.
-
-    A JSONL line that is not valid JSON is yielded as a _RowError in place of the row.
-    """
-    if not path.is_file():
-        raise DatasetError(f"dataset file {path} not found")
-    if path.suffix == ".jsonl":
-        # bytes per line, so one badly encoded line is one bad row rather than a failed file
-        with path.open("rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                yield from _parse_line(raw, f"{path}:{lineno}")
-        return
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-    rows = data.get("examples") if isinstance(data, dict) else data
-    if not isinstance(rows, list):
-        raise DatasetError(f"{path}: expected a JSON list of rows or an object with an 'examples' list")
-    for index, row in enumerate(rows):
-        yield f"{path}[row {index}]", row
-
-
-def _parse_line(raw: bytes, where: str) -> Iterator[tuple[str, Any]]:
-    """Yield nothing for a blank line, else (where, row) with a _RowError as the row if it does not parse."""
-    try:
-        line = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        yield where, _RowError(f"not valid UTF-8 (byte {exc.start})")
-        return
-    if not line.strip():
-        return
-    try:
-        row: Any = json.loads(line)
-    except json.JSONDecodeError as exc:
-        row = _RowError(f"not valid JSON ({exc.msg}, column {exc.colno})")
-    yield where, row
-
-
-def _field(row: dict, name: str) -> Any:
-    if name not in row:
-        raise _RowError(f"missing field {name!r} (fields present: {sorted(row)})")
-    return row[name]
-
-
-def _is_turn(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("role"), str) and isinstance(value.get("content"), str)
-
-
-def _text(row: dict, name: str, optional: bool = False) -> str:
-    if optional and row.get(name) is None:
-        return ""
-    value = _field(row, name)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return "\n".join(f"- {v}" for v in value)  # e.g. success criteria: one bullet per line
-    if isinstance(value, list) and value and all(_is_turn(v) for v in value):
-        return "\n".join(f"{v['role']}: {v['content']}" for v in value)  # a chat transcript, one turn per line
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False, indent=2) if value or not optional else ""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)
-    raise _RowError(f"field {name!r} must be text, got {type(value).__name__}")
-
-
-def _annotations(row: dict, cfg: DatasetConfig) -> tuple[str | None, ...]:
-    """Every annotator's label mapped like gold; a missing or null label is None (that annotator abstained)."""
-    return tuple(None if row.get(name) is None else _label(str(row[name]), cfg) for name in cfg.annotator_fields)
-
-
-def _gold(row: dict, cfg: DatasetConfig) -> str | None:
-    if cfg.gold_field is None:
-        return None
-    return _label(str(_field(row, cfg.gold_field)), cfg)
-
-
-def _label(raw: str, cfg: DatasetConfig) -> str:
-    if not cfg.gold_map:
-        gold = raw
-    elif raw in cfg.gold_map:
-        gold = cfg.gold_map[raw]
-    else:
-        raise _RowError(f"gold value {raw!r} is not in dataset.gold_map {sorted(cfg.gold_map)}")
-    allowed = {s.name for s in (cfg.ours, cfg.baseline) if s is not None} | {TIE}
-    if gold not in allowed:
-        raise _RowError(f"gold {gold!r} is none of {sorted(allowed)}")
-    return gold
-
-
-def _tags(row: dict, cfg: DatasetConfig) -> tuple[str, ...]:
-    if cfg.tags_field is None or row.get(cfg.tags_field) is None:
-        return ()
-    value = row[cfg.tags_field]
-    values = [value] if isinstance(value, str) else value
-    if isinstance(values, list) and all(isinstance(v, str) and v.strip() for v in values):
-        return tuple(dict.fromkeys(v.strip() for v in values))
-    raise _RowError(f"field {cfg.tags_field!r} must be a non-empty string or a list of them")
-
-
-def _category(row: dict, cfg: DatasetConfig) -> str | None:
-    if cfg.category_field is None or row.get(cfg.category_field) is None:
-        return None
-    value = row[cfg.category_field]
-    if not isinstance(value, str) or not value.strip():
-        raise _RowError(f"field {cfg.category_field!r} must be a non-empty string")
-    return value.strip()
-
-
-def _human_score(row: dict, cfg: DatasetConfig) -> float | None:
-    if cfg.human_score_field is None or row.get(cfg.human_score_field) is None:
-        return None
-    value = row[cfg.human_score_field]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _RowError(f"field {cfg.human_score_field!r} must be a finite number, got {value!r}")
-    return float(value)
-
-
-def _candidates(row: dict, cfg: DatasetConfig, shape: Shape) -> tuple[Candidate, ...]:
-    if shape.mode is PromptMode.pairwise:
-        systems = (cfg.ours, cfg.baseline)
-    else:
-        systems = (cfg.candidate,) if shape.with_candidate else ()
-    return tuple(Candidate(system=s.name, text=_text(row, s.field)) for s in systems if s is not None)
-
-
-def _to_item(row: Any, cfg: DatasetConfig, where: str, ordinal: int, shape: Shape) -> Item:
-    if isinstance(row, _RowError):
-        raise row
-    if not isinstance(row, dict):
-        raise _RowError(f"expected a JSON object, got {type(row).__name__}")
-    item_id = str(_field(row, cfg.id_field)) if cfg.id_field else str(ordinal)
-    variables = {var: _text(row, fld) for var, fld in cfg.variables.items()}
-    variables.update({var: _text(row, fld, optional=True) for var, fld in cfg.optional_variables.items()})
-    return Item(
-        id=item_id,
-        variables=MappingProxyType(variables),
-        candidates=_candidates(row, cfg, shape),
-        gold=_gold(row, cfg),
-        source=where,
-        tags=_tags(row, cfg),
-        category=_category(row, cfg),
-        human_score=_human_score(row, cfg),
-    )
 
 
 def check_systems(cfg: DatasetConfig, shape: Shape) -> None:
@@ -283,7 +118,7 @@ def load_items(
     max_items: int | None = None,
     *,
     on_bad_row: OnBadRow = OnBadRow.error,
-    shape: Shape = Shape(),
+    shape: Shape = _PAIRWISE,
 ) -> LoadedDataset:
     """Load and validate every row of a dataset.
 
@@ -308,13 +143,13 @@ def load_items(
     ordinals: set[int] = set()
     skipped: list[SkippedRow] = []
     seen: dict[str, str] = {}
-    for ordinal, (where, row) in enumerate(_read_rows(path), start=1):
+    for ordinal, (where, row) in enumerate(read_rows(path), start=1):
         try:
-            item = _to_item(row, cfg, where, ordinal, shape)
-            annotations = _annotations(row, cfg)
+            item = to_item(row, cfg, where, ordinal, shape)
+            annotations = annotator_labels(row, cfg)
             if item.id in seen:
-                raise _RowError(f"duplicate id {item.id!r} (first at {seen[item.id]})")
-        except _RowError as exc:
+                raise RowError(f"duplicate id {item.id!r} (first at {seen[item.id]})")
+        except RowError as exc:
             if not skip:
                 raise DatasetError(f"{where}: {exc}") from None
             skipped.append(SkippedRow(where=where, reason=str(exc)))

@@ -131,9 +131,9 @@ def _segments(node: nodes.Node) -> Iterator[object]:
     if isinstance(node, nodes.TemplateData):
         yield node.data
     elif isinstance(node, nodes.Output):
-        for child in node.nodes:
-            if isinstance(child, nodes.TemplateData):
-                yield child.data
+        for expr in node.nodes:
+            if isinstance(expr, nodes.TemplateData):
+                yield expr.data
             else:
                 yield _SLOT
     elif isinstance(node, nodes.Block):

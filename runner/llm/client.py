@@ -4,15 +4,16 @@ Calls are paced by the judge's rpm/tpm limiter and retried with exponential back
 rate-limit, timeout, connection and 5xx errors, honouring Retry-After; authentication and bad-request
 errors are not retried. Errors are classified by exception type (litellm's exceptions subclass
 openai's), never by message text, and come back inside the JudgeResponse: one failed call never
-stops the run.
+stops the run. What comes back is read into a JudgeResponse by :mod:`runner.llm.responses`.
 
 A judge with ``replicas`` sends its calls through a litellm Router (one per client, model list from
 :mod:`runner.llm.replicas`). ``simple-shuffle`` draws a replica weighted by its rpm (or tpm), with no per-call
-usage bookkeeping; the judge's limiter paces the group at the replicas' summed rpm/tpm (:func:`pacing_limits`).
-Retries stay ours (Router ``num_retries=0``). An error worth retrying (connection, timeout, 429, 5xx) is
-failed over at once to a replica not yet tried in that attempt; auth and bad-request errors are not, so a
-replica with a wrong key shows up as failed calls instead of hiding behind the others. Cooldowns are off:
-they would turn the provider's error into the Router's own "no deployments available" (not an APIError).
+usage bookkeeping; the judge's limiter paces the group at the replicas' summed rpm/tpm
+(:func:`runner.llm.replicas.pacing_limits`). Retries stay ours (Router ``num_retries=0``). An error worth
+retrying (connection, timeout, 429, 5xx) is failed over at once to a replica not yet tried in that attempt;
+auth and bad-request errors are not, so a replica with a wrong key shows up as failed calls instead of hiding
+behind the others. Cooldowns are off: they would turn the provider's error into the Router's own "no
+deployments available" (not an APIError).
 """
 
 from __future__ import annotations
@@ -20,13 +21,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import sys
 import time
 import weakref
 from collections import Counter
 from collections.abc import Mapping
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import litellm
 import openai
@@ -37,7 +37,12 @@ from runner.core.config import JudgeConfig
 from runner.core.types import JudgeResponse, Message, Secret
 from runner.llm import replay, replicas
 from runner.llm.pacing import RateLimiter, estimate_tokens
-from runner.llm.retry import RetryPolicy, parse_retry_after
+from runner.llm.replicas import pacing_limits as pacing_limits  # re-export: runner.run.experiment imports it from here
+from runner.llm.responses import answer, failure, served_by
+from runner.llm.retry import RetryPolicy, retry_after_of
+
+if TYPE_CHECKING:
+    from litellm.types.llms.openai import AllMessageValues
 
 log = logging.getLogger(__name__)
 
@@ -122,28 +127,11 @@ def price(model: str, prompt_tokens: int, completion_tokens: int) -> float | Non
     return prompt_usd + completion_usd
 
 
-def _retry_after(exc: Exception) -> float | None:
-    headers = getattr(exc, "litellm_response_headers", None)
-    return parse_retry_after(dict(headers.items())) if headers is not None else None
-
-
 def _retryable(exc: openai.APIError) -> bool:
     if isinstance(exc, RETRYABLE):
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(exc, litellm.APIError) and isinstance(status, int) and status >= 500
-
-
-def pacing_limits(judge: JudgeConfig) -> tuple[int | None, int | None]:
-    """(rpm, tpm) the judge's client-side limiter paces at: the judge's own when set, else the sum over its
-    replicas when every replica sets that limit, else None (no limit)."""
-
-    def summed(values: list[int | None]) -> int | None:
-        return sum(values) if values and all(v is not None for v in values) else None  # type: ignore[arg-type]
-
-    rpm = judge.rpm if judge.rpm is not None else summed([r.rpm for r in judge.replicas])
-    tpm = judge.tpm if judge.tpm is not None else summed([r.tpm for r in judge.replicas])
-    return rpm, tpm
 
 
 class ReplicaRouter(litellm.Router):
@@ -236,8 +224,10 @@ class JudgeClient:
     async def _send(self, payload: list[dict[str, str]]) -> Any:
         if self._router is None:
             return await litellm.acompletion(messages=payload, **self._kwargs())
-        # the Router adds each replica's api_base and key; the model group is the judge's name
-        return await self._router.acompletion(model=self.judge.name, messages=payload, timeout=self.judge.timeout_s,
+        # the Router adds each replica's api_base and key; the model group is the judge's name. cast: litellm types
+        # messages as one TypedDict per role; our role/content dicts are those messages.
+        messages = cast("list[AllMessageValues]", payload)
+        return await self._router.acompletion(model=self.judge.name, messages=messages, timeout=self.judge.timeout_s,
                                               num_retries=0, **self.decoding_params)
 
     def _kwargs(self) -> dict[str, Any]:
@@ -254,11 +244,7 @@ class JudgeClient:
         return kwargs
 
     def _error(self, exc: Exception, started: float, attempts: int, limited: int) -> JudgeResponse:
-        text = str(exc)
-        for secret in self._secrets:
-            text = text.replace(secret.reveal(), "***")
-        return JudgeResponse(text=None, latency_s=time.perf_counter() - started, error_type=type(exc).__name__,
-                             error=text[:2000], attempts=attempts, rate_limited=limited)
+        return failure(exc, self._secrets, started, attempts, limited)
 
     async def complete(self, messages: tuple[Message, ...]) -> JudgeResponse:
         """Make one judge call, with pacing and retries; never raises for provider errors."""
@@ -276,7 +262,7 @@ class JudgeClient:
                 retry_after = None
                 if isinstance(exc, litellm.RateLimitError):
                     limited += 1
-                    retry_after = _retry_after(exc)
+                    retry_after = retry_after_of(exc)
                     if self._limiter is not None:
                         self._limiter.penalize(retry_after)
                         if self._progressing(first_attempt):
@@ -299,25 +285,10 @@ class JudgeClient:
         return time.monotonic() - since < self.judge.retry_rate_limited_s
 
     def _response(self, resp: Any, started: float, attempts: int, limited: int, estimate: int) -> JudgeResponse:
-        choice = resp.choices[0]
-        usage = getattr(resp, "usage", None)
-        prompt_tokens = getattr(usage, "prompt_tokens", 0) or 0
-        completion_tokens = getattr(usage, "completion_tokens", 0) or 0
+        response = answer(resp, started, attempts, limited)
         if self._limiter is not None:
-            self._limiter.settle(estimate, prompt_tokens + completion_tokens)
+            self._limiter.settle(estimate, response.prompt_tokens + response.completion_tokens)
             self._limiter.record_success()
-        hidden = getattr(resp, "_hidden_params", None) or {}
-        cost = hidden.get("response_cost")
         if self._router is not None:
-            self.replica_calls[str(hidden.get("api_base"))] += 1
-        return JudgeResponse(
-            text=choice.message.content,
-            # interned: a million answers share the one "stop" instead of holding a million copies
-            finish_reason=sys.intern(choice.finish_reason) if isinstance(choice.finish_reason, str) else None,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            cost_usd=float(cost) if cost is not None else None,
-            latency_s=time.perf_counter() - started,
-            attempts=attempts,
-            rate_limited=limited,
-        )
+            self.replica_calls[served_by(resp)] += 1
+        return response

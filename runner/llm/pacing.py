@@ -22,14 +22,9 @@ later of what each quota requires.
 Two more behaviours come from providers that meter more tightly than the configured numbers say:
 
 - No burst in any second: an rpm of 600 is also read as "10 in any sliding second", which some providers
-  enforce. Even spacing alone would allow it, but the event loop may delay one send a few ms and let the
-  next ten land within a second, so :meth:`RateLimiter.acquire` also keeps the last ``rpm / 60`` actual
-  sends and waits until the oldest is ``1 s + SEND_GUARD_S`` old.
-- A limit nobody configured is learned (AIMD, as TCP does): without an rpm, the first 429 of an episode
-  sets the request rate to ``DECREASE`` times the lower of the current rate and the starts of the last
-  second, and the rate then grows linearly by ``RAMP`` of that value per second until the next 429
-  (``rate = r0 * (1 + RAMP * t)``); a 429 within ``OBSERVE_S`` of the last pause's end does not lower it
-  again. Retry-After pauses every new start, as with a configured limit.
+  enforce; :meth:`RateLimiter.acquire` holds a send that would break it (:mod:`runner.llm.send_window`).
+- A limit nobody configured is learned (AIMD, as TCP does): without an rpm, 429s teach the limiter a request
+  rate (:mod:`runner.llm.learned_rate`). Retry-After pauses every new start, as with a configured limit.
 """
 
 from __future__ import annotations
@@ -38,8 +33,10 @@ import asyncio
 import logging
 import math
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable
+
+from runner.llm.learned_rate import RAMP, LearnedRate
+from runner.llm.send_window import SendWindow
 
 logger = logging.getLogger(__name__)
 
@@ -47,11 +44,6 @@ BUCKET_SECONDS = 10.0  # the tpm bucket holds this many seconds of refill
 SLOWDOWN = 0.8  # a 429 multiplies the effective rate by this
 MIN_RATE_FACTOR = 0.25  # ... but never below this share of the configured rate
 RECOVERY_STEP = 0.02  # each success gives back this share of the configured rate
-SEND_GUARD_S = 0.025  # slack for send-time jitter between client and server in the one-second window
-OBSERVE_S = 1.0  # a learned rate starts from the starts of this many seconds before the 429
-DECREASE = 0.8  # a 429 without a configured rpm multiplies the learned request rate by this
-RAMP = 0.05  # ... which then grows by this share of itself per second until the next 429
-MIN_LEARNED_RATE = 0.1  # requests per second: a learned rate never falls below one call in ten seconds
 
 
 class RateLimiter:
@@ -88,12 +80,11 @@ class RateLimiter:
         self._waits = 0
         self._waited_s = 0.0
         self._penalties = 0
-        self._starts: deque[float] = deque()  # booked starts of the last OBSERVE_S seconds (learning a rate)
-        self._learned: tuple[float, float] | None = None  # (requests/s, since when) once a 429 taught a rate
+        self._learned = LearnedRate()  # without an rpm: the rate 429s taught (its starts are recorded from the first)
         self._last_success = -math.inf
         self._epoch = 0  # bumped when a 429 lowers the learned rate: bookings made before are made again
         # actual sends of the last second: at most rpm / 60 of them in any second (see the module docstring)
-        self._sent: deque[float] | None = deque(maxlen=max(1, rpm // 60)) if rpm else None
+        self._sent = SendWindow(max(1, rpm // 60), clock, sleep) if rpm else None
 
     @property
     def rpm(self) -> int | None:
@@ -113,7 +104,7 @@ class RateLimiter:
     @property
     def learned_rate(self) -> float | None:
         """Requests per second learned from 429s when no rpm is configured (None before the first 429)."""
-        return self._rate_now(self._clock()) if self._learned is not None else None
+        return self._learned.at(self._clock()) if self._learned.known else None
 
     @property
     def waits(self) -> int:
@@ -146,15 +137,13 @@ class RateLimiter:
         """
         now = self._clock()
         if self._rpm is None:  # what a first 429 learns the rate from
-            self._starts.append(now)
-            while now - self._starts[0] > OBSERVE_S:
-                self._starts.popleft()
+            self._learned.record_start(now)
         if self._free:
             return 0.0
         start = self._next_start if self._next_start > now else now
         if self._tpm is not None:
             start = self._book_tokens(start, tokens)
-        interval = self._interval if self._learned is None else 1.0 / self._rate_now(start)
+        interval = self._interval if not self._learned.known else 1.0 / self._learned.at(start)
         self._next_start = start + interval
         self._last_start = start
         wait = start - now
@@ -210,14 +199,7 @@ class RateLimiter:
         """Hold a send until the one rpm/60 sends ago is over a second old; record the send (rpm only)."""
         if self._sent is None:
             return 0.0
-        waited = 0.0
-        while len(self._sent) == self._sent.maxlen:
-            early = self._sent[0] + 1.0 + SEND_GUARD_S - self._clock()
-            if early <= 0.0:
-                break
-            waited += early
-            await self._sleep(early)
-        self._sent.append(self._clock())
+        waited = await self._sent.hold()
         self._waited_s += waited
         return waited
 
@@ -253,9 +235,7 @@ class RateLimiter:
         until = now + retry_after
         if now >= self._blocked_until:
             if self._rpm is None:
-                # a learned rate is lowered at most once per OBSERVE_S after a pause: 429s of calls booked
-                # before the last decrease say nothing about the new rate
-                if self._learned is None or now >= self._learned[1] + OBSERVE_S:
+                if self._learned.may_decrease(now):
                     self._learn(now, until)
             else:
                 self._set_factor(max(MIN_RATE_FACTOR, self._factor * SLOWDOWN))
@@ -275,18 +255,11 @@ class RateLimiter:
     def _learn(self, now: float, resume_at: float) -> None:
         """Multiplicative decrease of the learned rate at the first 429 of an episode; the additive ramp
         starts when the pause ends."""
-        observed = max(1, sum(1 for t in self._starts if now - t <= OBSERVE_S)) / OBSERVE_S
-        current = self._rate_now(now) if self._learned is not None else math.inf
-        rate = max(MIN_LEARNED_RATE, DECREASE * min(current, observed))
-        self._learned = (rate, max(now, resume_at))
+        rate = self._learned.decrease(now, resume_at)
         self._epoch += 1
         self._next_start = self._last_start = now  # waiting calls book again at the new rate, from the pause's end
         logger.info("429 with no rpm configured: pacing at %.2f requests/s, then %.0f%% more per second",
                     rate, RAMP * 100)
-
-    def _rate_now(self, at: float) -> float:
-        rate, since = self._learned  # type: ignore[misc]
-        return rate * (1.0 + RAMP * max(0.0, at - since))
 
     @property
     def last_success(self) -> float:

@@ -1,10 +1,10 @@
 """A judge served by several replicas: the model list of the litellm Router that shares the calls.
 
-Pure functions of the config and the keys; the Router itself is built (and the judge-level rpm/tpm
-summed) in ``runner.llm.client``, the only module that imports litellm. Each replica is one Router
-deployment of the model group ``judge.name``. Calls are shared in proportion to the replicas' rpm (or
-tpm when only that is set everywhere), which litellm's simple-shuffle strategy reads from each
-deployment's ``weight``.
+Pure functions of the config and the keys; the Router itself is built in ``runner.llm.client``, the only
+module that imports litellm. Each replica is one Router deployment of the model group ``judge.name``. Calls
+are shared in proportion to the replicas' rpm (or tpm when only that is set everywhere), which litellm's
+simple-shuffle strategy reads from each deployment's ``weight``; the judge's limiter paces them all at their
+summed rpm/tpm (:func:`pacing_limits`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def replica_key(judge: JudgeConfig, replica: ReplicaConfig, api_keys: Mapping[st
 
 def judge_secrets(judge: JudgeConfig, api_keys: Mapping[str, Secret]) -> tuple[Secret, ...]:
     """Every key a call of this judge may send (the judge's and each replica's): what errors are scrubbed of."""
-    names = {judge.api_key_env, *(r.api_key_env for r in judge.replicas)} - {None}
+    names = {name for name in (judge.api_key_env, *(r.api_key_env for r in judge.replicas)) if name is not None}
     return tuple(api_keys[name] for name in sorted(names) if name in api_keys and api_keys[name].reveal())
 
 
@@ -44,6 +44,19 @@ def routing_weights(replicas: list[ReplicaConfig]) -> list[int]:
         if all(v is not None for v in values):
             return values
     return [1] * len(replicas)
+
+
+def pacing_limits(judge: JudgeConfig) -> tuple[int | None, int | None]:
+    """(rpm, tpm) the judge's client-side limiter paces at: the judge's own when set, else the sum over its
+    replicas when every replica sets that limit, else None (no limit)."""
+
+    def summed(values: list[int | None]) -> int | None:
+        known = [v for v in values if v is not None]
+        return sum(known) if values and len(known) == len(values) else None
+
+    rpm = judge.rpm if judge.rpm is not None else summed([r.rpm for r in judge.replicas])
+    tpm = judge.tpm if judge.tpm is not None else summed([r.tpm for r in judge.replicas])
+    return rpm, tpm
 
 
 def _check(judge: JudgeConfig) -> None:

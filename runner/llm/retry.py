@@ -112,6 +112,13 @@ def parse_retry_after(headers: Mapping[str, str] | None, *, now: datetime | None
     return None
 
 
+def retry_after_of(exc: Exception) -> float | None:
+    """The Retry-After of a provider's error (see :func:`parse_retry_after`), None when it sent none: litellm
+    keeps the response's headers on the exception."""
+    headers = getattr(exc, "litellm_response_headers", None)
+    return parse_retry_after(dict(headers.items())) if headers is not None else None
+
+
 def _parse_seconds(value: str) -> float | None:
     """A non-negative decimal number (no sign, exponent, inf or nan), else None."""
     return float(value) if _SECONDS.fullmatch(value) else None

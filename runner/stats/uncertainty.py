@@ -1,8 +1,10 @@
-"""Uncertainty of judge metrics: bootstrap confidence intervals and paired significance tests.
+"""Uncertainty of judge metrics: bootstrap confidence intervals, of one sample, of a metric over rows, of a paired
+difference.
 
 Pure functions over plain sequences that return plain, JSON-serializable dicts. As in :mod:`runner.stats.scores`,
-a bound or p-value that is undefined on the data (too few items, no spread, nothing to test) is ``None``,
-never NaN and never an exception. Every resampling is seeded, so the same inputs give the same interval.
+a bound that is undefined on the data (too few items, no spread) is ``None``, never NaN and never an exception.
+Every resampling is seeded, so the same inputs give the same interval. The paired significance tests are
+:mod:`runner.stats.significance`, re-exported here, where their callers import them from today.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
-# scipy.stats (~0.9 s cold) and statsmodels.stats (+0.35 s) are imported inside the functions that use them: a run
-# imports neither before its first judge call (tests/unit/test_startup.py).
+from runner.stats.significance import MCNEMAR_EXACT_BELOW as MCNEMAR_EXACT_BELOW  # re-export
+from runner.stats.significance import holm as holm  # re-export
+from runner.stats.significance import mcnemar_test as mcnemar_test  # re-export
+from runner.stats.significance import wilcoxon_test as wilcoxon_test  # re-export
 
-# Below this many discordant pairs McNemar's chi-square approximation is poor, so the exact binomial test is
-# used instead (the usual textbook rule of thumb).
-MCNEMAR_EXACT_BELOW = 25
+# scipy.stats (~0.9 s cold) is imported inside the function that uses it: a run does not import it before its
+# first judge call (tests/unit/test_startup.py).
 
 # Bounded memory at any size. scipy.stats.bootstrap holds every resample at once unless given a batch; BCa's
 # jackknife also builds n leave-one-out samples (n x n values: 9.3 GiB at n = 100,000). Resamples are therefore
@@ -65,10 +68,13 @@ def bootstrap_ci(
         ValueError: If ``statistic`` is an unknown name, ``level`` is outside (0, 1) or ``resamples`` < 1.
     """
     _check_settings(level, resamples)
-    vectorized = isinstance(statistic, str)
-    func = _named_statistic(statistic) if vectorized else statistic
+    func: Callable[..., Any]
+    if isinstance(statistic, str):
+        func, vectorized = _named_statistic(statistic), True
+    else:
+        func, vectorized = statistic, False
     data = np.asarray(values, dtype=float)
-    result = {
+    result: dict[str, Any] = {
         "n": int(data.size),
         "estimate": _finite(func(data)) if data.size else None,
         "low": None,
@@ -183,91 +189,6 @@ def paired_difference(
         "mean_difference": ci["estimate"],
         **{key: ci[key] for key in ("low", "high", "level", "resamples", "method")},
     }
-
-
-def mcnemar_test(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> dict[str, Any]:
-    """McNemar's test: do two judges' accuracies on the same items differ?
-
-    Exact binomial test when there are fewer than ``MCNEMAR_EXACT_BELOW`` discordant pairs (``statistic``
-    is then the smaller discordant count), else the chi-square test with continuity correction.
-
-    Args:
-        a_correct: Per item, whether judge A was right.
-        b_correct: Per item, whether judge B was right, in the same item order.
-
-    Returns:
-        ``n``, ``b01`` (A wrong, B right), ``b10`` (A right, B wrong), ``exact``, ``statistic`` and
-        ``p_value``; the last two are ``None`` when there is no discordant pair (nothing to test).
-
-    Raises:
-        ValueError: If the sequences differ in length.
-    """
-    _check_lengths(a_correct, b_correct)
-    pairs = [(bool(x), bool(y)) for x, y in zip(a_correct, b_correct, strict=True)]
-    b01 = sum(1 for x, y in pairs if not x and y)
-    b10 = sum(1 for x, y in pairs if x and not y)
-    exact = b01 + b10 < MCNEMAR_EXACT_BELOW
-    statistic = p_value = None
-    if b01 + b10:
-        from statsmodels.stats.contingency_tables import mcnemar
-
-        both = sum(1 for x, y in pairs if x and y)
-        table = [[both, b10], [b01, len(pairs) - both - b01 - b10]]
-        bunch = mcnemar(table, exact=exact, correction=True)
-        statistic, p_value = _finite(bunch.statistic), _finite(bunch.pvalue)
-    return {"n": len(pairs), "b01": b01, "b10": b10, "exact": exact, "statistic": statistic, "p_value": p_value}
-
-
-def wilcoxon_test(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
-    """Wilcoxon signed-rank test of the paired differences ``b - a`` (zero differences dropped).
-
-    Args:
-        a: Per-item values of the baseline.
-        b: Per-item values of the contender, in the same item order.
-
-    Returns:
-        ``n``, ``n_nonzero``, ``zero_method`` (``"wilcox"``), ``statistic`` and ``p_value``; the last two
-        are ``None`` when every difference is zero.
-
-    Raises:
-        ValueError: If the sequences differ in length.
-    """
-    from scipy import stats as scipy_stats
-
-    _check_lengths(a, b)
-    differences = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
-    nonzero = int(np.count_nonzero(differences))
-    statistic = p_value = None
-    if nonzero:
-        test = scipy_stats.wilcoxon(differences, zero_method="wilcox")
-        statistic, p_value = _finite(test.statistic), _finite(test.pvalue)
-    return {
-        "n": int(differences.size),
-        "n_nonzero": nonzero,
-        "zero_method": "wilcox",
-        "statistic": statistic,
-        "p_value": p_value,
-    }
-
-
-def holm(p_values: Mapping[str, float | None]) -> dict[str, float | None]:
-    """Holm-Bonferroni adjusted p-values (statsmodels ``multipletests(method="holm")``).
-
-    Args:
-        p_values: Test name -> raw p-value; ``None`` (an undefined test) stays ``None`` and is not counted
-            among the tests being corrected for.
-
-    Returns:
-        Test name -> adjusted p-value, in the input order.
-    """
-    defined = {name: p for name, p in p_values.items() if p is not None}
-    adjusted: dict[str, float] = {}
-    if defined:
-        from statsmodels.stats.multitest import multipletests
-
-        corrected = multipletests(list(defined.values()), method="holm")[1]
-        adjusted = dict(zip(defined, (float(p) for p in corrected), strict=True))
-    return {name: adjusted.get(name) for name in p_values}
 
 
 def _scipy_interval(

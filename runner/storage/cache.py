@@ -1,9 +1,9 @@
 """The response cache shared across runs, sweeps and processes.
 
-A judge answer is stored under :func:`cache_key` of the request that produced it, in one SQLite file
-that every run and every job of a sweep may share. The file is opened in WAL journal mode with
-``synchronous=NORMAL`` and a 30 s busy timeout, so parallel sweep processes can read while one writes,
-and a second writer waits for the lock instead of failing. Each :class:`ResponseCache` holds one
+A judge answer is stored under :func:`cache_key` (:mod:`runner.storage.keys`) of the request that produced
+it, in one SQLite file that every run and every job of a sweep may share. The file is opened in WAL journal
+mode with ``synchronous=NORMAL`` and a 30 s busy timeout, so parallel sweep processes can read while one
+writes, and a second writer waits for the lock instead of failing. Each :class:`ResponseCache` holds one
 connection; create one per process (never pass an open cache to another process).
 
 Only successful answers are cached (a failed call is retried by the next run, never replayed), the
@@ -13,19 +13,17 @@ the money a hit saved can be reported.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
-from enum import Enum
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from runner.core.config import CacheMode
-from runner.core.types import JudgeResponse, Message
+from runner.core.types import JudgeResponse
+from runner.storage.keys import cache_key as cache_key  # re-export: importers of runner.storage.cache use it
 
 logger = logging.getLogger(__name__)
 
@@ -67,61 +65,6 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     """Whether an error means another connection holds the lock (SQLITE_BUSY or SQLITE_LOCKED)."""
     code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+; before that, assume contention
     return code is None or code & 0xFF in _BUSY_CODES
-
-
-def _jsonable(value: Any) -> Any:
-    """``json.dumps`` fallback: mappings and enums become plain JSON; anything else is refused."""
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, Enum):
-        return value.value
-    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
-
-
-def cache_key(
-    model: str,
-    api_base: str | None,
-    messages: Sequence[Message],
-    params: Mapping[str, Any],
-    repeat: int,
-) -> str:
-    """Return the cache key of one judge request: a sha256 hex digest.
-
-    The digest is taken over the canonical JSON (sorted keys, compact separators, UTF-8) of the
-    model string, the api_base (a trailing ``/`` removed, empty meaning none), the messages as a
-    role/content list, the decoding parameters and the repeat index. The repeat index is part of the
-    key so that the k repeats of an item stay independent samples rather than one answer replayed
-    k times. Credentials are never part of the key: callers pass decoding parameters only, and an
-    ``api_key`` entry or any non-JSON value (such as a :class:`runner.core.types.Secret`) is refused.
-
-    Args:
-        model: The litellm model string, e.g. ``openai/gpt-4o-mini``.
-        api_base: The server base URL for OpenAI-compatible servers, else None.
-        messages: The fully rendered request messages.
-        params: Decoding parameters (temperature, max_tokens, seed, response_format, ...).
-        repeat: The repeat index of this sample of the item.
-
-    Returns:
-        64 lowercase hex characters.
-
-    Raises:
-        ValueError: ``params`` holds an ``api_key``.
-        TypeError: A parameter value is not JSON-serialisable.
-    """
-    if "api_key" in params:
-        raise ValueError("cache_key: params must not contain api_key; credentials are never part of the key")
-    payload = {
-        "model": model,
-        "api_base": (api_base or "").rstrip("/") or None,
-        "messages": [{"role": m.role, "content": m.content} for m in messages],
-        "params": dict(params),
-        "repeat": repeat,
-    }
-    try:
-        blob = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=_jsonable)
-    except TypeError as exc:
-        raise TypeError(f"cache_key: params must be JSON-serialisable: {exc}") from exc
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 class ResponseCache:

@@ -8,7 +8,8 @@ from dataclasses import replace
 from typing import Any
 
 from runner.core.types import JudgeRequest, JudgeResponse, Message
-from runner.storage.cache import ResponseCache, cache_key
+from runner.storage.cache import ResponseCache
+from runner.storage.keys import cache_key
 
 
 class AnswerSources:

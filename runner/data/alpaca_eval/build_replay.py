@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
-from omegaconf import OmegaConf
 
 from runner.core.config import DatasetConfig
+from runner.core.config_store import to_schema
 from runner.core.types import Order, hash_messages
 from runner.inputs.datasets import load_items
 from runner.inputs.prompts import load_template
@@ -113,7 +113,7 @@ def _conf(group: str, name: str) -> dict:
 def rendered_keys(suffix: str, dataset_path: Path) -> dict[str, str]:
     """Row id -> hash of the messages judgesweep renders for it with alpaca_eval_<suffix> (order ab)."""
     dataset = _conf("dataset", f"alpaca_eval_{suffix}")
-    cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(DatasetConfig), dataset))
+    cfg = to_schema(DatasetConfig, dataset)
     prompt = _conf("prompt", PROMPT_CONF)
     template = load_template(REPO_ROOT / "prompts", prompt["template"])
     neutralize = prompt.get("neutralize_delimiters", True)
@@ -177,7 +177,11 @@ def check_published(out: Path) -> dict[str, tuple[float, float]]:
         keys = rendered_keys(suffix, out / "alpaca_eval.jsonl")
         labels = [parse_verdict(parser["name"], answers[keys[r["id"]]], LABELS, parser.get("params") or {}).label
                   for r in rows]
-        rate, se = win_rate([SCORES[label] for label in labels])
+        unread = [r["id"] for r, label in zip(rows, labels, strict=True) if label is None]
+        if unread:
+            raise SelfCheckError(f"{model}: the parser reads no verdict in {len(unread)} answers, first {unread[0]}")
+        scored = [label for label in labels if label is not None]
+        rate, se = win_rate([SCORES[label] for label in scored])
         pub = published[model]
         counts = (labels.count("A"), labels.count("B"), labels.count("tie"), len(labels))
         if counts != tuple(int(pub[k]) for k in ("n_wins", "n_wins_base", "n_draws", "n_total")):

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
-from omegaconf import OmegaConf
 
 from runner.core.config import DatasetConfig
+from runner.core.config_store import to_schema
 from runner.core.types import Order, hash_messages
 from runner.inputs.datasets import load_items
 from runner.inputs.prompts import load_template
@@ -124,7 +124,7 @@ def _conf(group: str, name: str) -> dict:
 
 def rendered_keys(dataset_path: Path) -> dict[str, str]:
     """Row id -> hash of the messages judgesweep renders for it (conf/dataset + conf/prompt, order ab)."""
-    cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(DatasetConfig), _conf("dataset", DATASET_CONF)))
+    cfg = to_schema(DatasetConfig, _conf("dataset", DATASET_CONF))
     prompt = _conf("prompt", PROMPT_CONF)
     template = load_template(REPO_ROOT / "prompts", prompt["template"])
     neutralize = prompt.get("neutralize_delimiters", True)

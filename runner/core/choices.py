@@ -1,0 +1,61 @@
+"""The enumerated options of the config schemas (:mod:`runner.core.config`): modes, strategies and policies.
+
+Each is a ``str`` Enum, so a YAML file or a command-line override names the value (``order=swap_random``) and
+Hydra refuses any other.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class PromptMode(str, Enum):
+    """How candidates are presented to the judge."""
+
+    pairwise = "pairwise"
+    pointwise = "pointwise"
+
+
+class Strategy(str, Enum):
+    """How judge calls for one item and repeat are organised."""
+
+    single = "single"  # one call per planned order
+    swap_synthesize = "swap_synthesize"  # LLMBar: both orders; on conflict a synthesis round
+
+
+class OrderPolicy(str, Enum):
+    """Which presentation orders a pairwise item is judged in."""
+
+    both = "both"  # each order is its own judgment
+    swap_random = "swap_random"  # one order per (item, repeat), chosen by a seeded coin
+    fixed = "fixed"  # ours first, always
+
+
+class CacheMode(str, Enum):
+    """How the cross-run response cache is used."""
+
+    read_write = "read_write"
+    read_only = "read_only"
+    off = "off"
+
+
+class OnBadRow(str, Enum):
+    """What a malformed dataset row does."""
+
+    error = "error"  # stop before any call, naming file and line
+    skip = "skip"  # leave it out; the run reports how many and which
+
+
+class StructuredOutput(str, Enum):
+    """Whether to ask the judge for JSON via response_format."""
+
+    auto = "auto"  # when the rubric's parser reads JSON and litellm says the model supports it
+    on = "on"
+    off = "off"
+
+
+class UnscoredAs(str, Enum):
+    """How agreement metrics count a verdict that could not be read (it is never a vote either way)."""
+
+    wrong = "wrong"  # a miss: the honest default
+    tie = "tie"  # as a tie: PandaLM's compute_metrics convention, for reproducing its figures
