@@ -8,14 +8,13 @@ failed generation leaves its item unjudged and counted; an empty output is judge
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from runner.core.types import Candidate, Item, JudgeRequest, JudgeResponse, Message, hash_messages
 from runner.inputs.prompts import Template
-from runner.judging.judge import AnswerSource, CallClient, ErrorBudget
+from runner.judging.calls import AnswerSource, CallClient, PaidCalls
 from runner.stats.scores import percentile
 
 GENERATIONS_NAME = "generations.jsonl"
@@ -76,45 +75,30 @@ class Generator:
         self.sink = sink
         self.sources = sources
         self.neutralize = neutralize
-        self._slots = asyncio.Semaphore(concurrency)
-        self._window = 2 * concurrency
-        self._budget = ErrorBudget(max_error_rate, "generation")
+        self._calls = PaidCalls(client, sources, concurrency, max_error_rate, "generation")
 
     async def _one(self, item: Item) -> Generation:
         messages: tuple[Message, ...] = self.template.render(dict(item.variables), neutralize=self.neutralize)
         request = JudgeRequest(item.id, 0, None, STAGE_GENERATE, hash_messages(messages))
-        response = self.sources.get(request, messages) if self.sources is not None else None
-        if response is None:
-            async with self._slots:
-                response = await self.client.complete(messages)
-            if self.sources is not None and response.error_type is None:
-                self.sources.put(request, messages, response)
-        generation = Generation(request, response)
-        self.sink.append_row(generation_record(generation), response.source)
-        self._budget.count(response)
-        return generation
+
+        def journal(response: JudgeResponse) -> Generation:
+            generation = Generation(request, response)
+            self.sink.append_row(generation_record(generation), response.source)
+            return generation
+
+        return await self._calls.call(request, messages, journal)
 
     async def run(self, items: Iterable[Item]) -> dict[str, Generation]:
-        """Generate one output per item; returns item id -> generation (failed ones included)."""
+        """Generate one output per item; returns item id -> generation (failed ones included).
+
+        Only a bounded number of items is in flight at once: prompts are rendered just before they are sent.
+        """
         done: dict[str, Generation] = {}
-        pending: set[asyncio.Task[Generation]] = set()
-        try:
-            for item in items:
-                if len(pending) >= self._window:  # a bounded window: prompts are rendered just before sending
-                    finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                    for task in finished:  # a task leaves `pending` only once its result is read, so on an
-                        generation = task.result()  # abort the others' errors are collected below
-                        done[generation.request.item_id] = generation
-                        pending.discard(task)
-                pending.add(asyncio.ensure_future(self._one(item)))
-            for task in list(pending):
-                generation = await task
-                done[generation.request.item_id] = generation
-                pending.discard(task)
-        finally:  # on abort: stop paying; what completed is already in the journal
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+
+        def keep(index: int, generation: Generation) -> None:
+            done[generation.request.item_id] = generation
+
+        await self._calls.run(items, self._one, keep)
         return done
 
 
@@ -127,7 +111,8 @@ def with_outputs(items: Iterable[Item], generations: dict[str, Generation], syst
 
 
 def generation_metrics(generations: Sequence[Generation]) -> dict[str, float | int | None]:
-    """Calls, failures, tokens, cost and latency of the generation stage, keyed ``generation/<name>``."""
+    """Calls, failures, tokens, cost and latency of the generation stage: ``generation/<name>``, its tokens as
+    ``tokens/generation_*`` and its cost as ``cost/generation_usd`` (one family per kind, as the judge's)."""
     responses = [g.response for g in generations]
     fresh = [r for r in responses if r.source == "call"]
     latencies = [r.latency_s for r in fresh if r.error_type is None]
@@ -141,8 +126,8 @@ def generation_metrics(generations: Sequence[Generation]) -> dict[str, float | i
         "generation/resumed": sum(r.source == "journal" for r in responses),
         "generation/retries": sum(max(r.attempts - 1, 0) for r in fresh),
         "generation/rate_limited": sum(r.rate_limited for r in fresh),
-        "generation/tokens_prompt": sum(r.prompt_tokens for r in responses),
-        "generation/tokens_completion": sum(r.completion_tokens for r in responses),
-        "generation/cost_usd": float(sum(r.cost_usd for r in responses if r.source != "cache" and r.cost_usd)),
+        "tokens/generation_prompt": sum(r.prompt_tokens for r in responses),
+        "tokens/generation_completion": sum(r.completion_tokens for r in responses),
+        "cost/generation_usd": float(sum(r.cost_usd for r in responses if r.source != "cache" and r.cost_usd)),
         "generation/latency_p50_s": percentile(latencies, 50),
     }

@@ -4,7 +4,8 @@ Pointwise items get one call per repeat that scores their single candidate on th
 Pairwise items are judged in the orders the order policy asks for; each order is its own judgment.
 With the swap-and-synthesize strategy (LLMBar), a conflict between the two orders triggers a second
 round that shows the judge both explanations. Before paying for a call the executor asks its answer
-sources (an interrupted run's journal, the response cache) whether the answer is already known.
+sources (an interrupted run's journal, the response cache) whether the answer is already known; the
+calls, their window and error budget are :mod:`runner.judging.calls`, shared with generation.
 """
 
 from __future__ import annotations
@@ -31,6 +32,12 @@ from runner.core.types import (
     hash_messages,
 )
 from runner.inputs.prompts import Template
+from runner.judging.calls import ABORT_MIN_CALLS as ABORT_MIN_CALLS  # re-exported: judge.X is the stage's API
+from runner.judging.calls import AnswerSource as AnswerSource
+from runner.judging.calls import CallClient as CallClient
+from runner.judging.calls import ErrorBudget as ErrorBudget
+from runner.judging.calls import PaidCalls
+from runner.judging.calls import RunAborted as RunAborted
 from runner.judging.parsing import parse_verdict
 from runner.judging.score_parsing import parse_scores
 from runner.judging.scoring import Scoring
@@ -44,67 +51,12 @@ PAIRWISE_VARIABLES = frozenset({"output_a", "output_b"})
 POINTWISE_VARIABLES = frozenset({"output", "criteria"})
 SYNTHESIS_VARIABLES = PAIRWISE_VARIABLES | {"explanation_a", "explanation_b"}
 TRUNCATED = "truncated"
-ABORT_MIN_CALLS = 20  # judge this many calls before an error rate can abort the run
-
-
-class RunAborted(RuntimeError):
-    """Too many judge calls failed: the run stops instead of paying for more failures."""
-
-
-class ErrorBudget:
-    """Counts finished calls and aborts once more than ``max_error_rate`` of them failed (after ABORT_MIN_CALLS).
-
-    The first abort is final: calls still finishing afterwards re-raise the same RunAborted, so the message
-    names the count that crossed the budget whichever concurrent call is read first.
-    """
-
-    def __init__(self, max_error_rate: float, what: str) -> None:
-        self.max_error_rate = max_error_rate
-        self.what = what  # "judge" or "generation"
-        self.done = 0
-        self.failed = 0
-        self._first: JudgeResponse | None = None
-        self._aborted: RunAborted | None = None
-
-    def count(self, response: JudgeResponse) -> None:
-        """Count one finished call; raises RunAborted when the budget is (or was already) exceeded."""
-        if self._aborted is not None:
-            raise self._aborted
-        self.done += 1
-        if response.error_type is not None:
-            self.failed += 1
-            self._first = self._first or response
-        rate = self.failed / self.done
-        if self.done >= ABORT_MIN_CALLS and rate > self.max_error_rate:
-            first = self._first
-            assert first is not None  # rate > max_error_rate >= 0 means a call failed
-            self._aborted = RunAborted(
-                f"{self.failed} of {self.done} {self.what} calls failed ({rate:.0%} > max_error_rate "
-                f"{self.max_error_rate:.0%}); first: {first.error_type}: {first.error}")
-            raise self._aborted
-
-
-class CallClient(Protocol):
-    """What the executor needs from a client (runner.llm.client.JudgeClient provides it)."""
-
-    async def complete(self, messages: tuple[Message, ...]) -> JudgeResponse:  # noqa: D102
-        ...
 
 
 class JudgmentSink(Protocol):
     """Where each judgment goes the moment it exists (runner.storage.store.Journal provides it)."""
 
     def append(self, judgment: Judgment) -> int | None:  # noqa: D102  (the line's byte offset, if any)
-        ...
-
-
-class AnswerSource(Protocol):
-    """Answers known without paying: an interrupted run's journal, the response cache."""
-
-    def get(self, request: JudgeRequest, messages: tuple[Message, ...]) -> JudgeResponse | None:  # noqa: D102
-        ...
-
-    def put(self, request: JudgeRequest, messages: tuple[Message, ...], response: JudgeResponse) -> None:  # noqa: D102
         ...
 
 
@@ -207,18 +159,7 @@ class Executor:
         self.client = client
         self.sink = sink
         self.sources = sources
-        self._slots = asyncio.Semaphore(plan.concurrency)
-        self._budget = ErrorBudget(plan.max_error_rate, "judge")
-
-    async def _answer(self, request: JudgeRequest, messages: tuple[Message, ...]) -> JudgeResponse:
-        known = self.sources.get(request, messages) if self.sources is not None else None
-        if known is not None:
-            return known
-        async with self._slots:
-            response = await self.client.complete(messages)
-        if self.sources is not None and response.error_type is None:
-            self.sources.put(request, messages, response)
-        return response
+        self._calls = PaidCalls(client, sources, plan.concurrency, plan.max_error_rate, "judge")
 
     def _read(self, item: Item, request: JudgeRequest, response: JudgeResponse
               ) -> tuple[Verdict, str | None, float | None]:
@@ -251,17 +192,19 @@ class Executor:
     async def _call(self, item: Item, repeat: int, order: Order | None, stage: str,
                     messages: tuple[Message, ...]) -> Judgment:
         request = JudgeRequest(item.id, repeat, order, stage, hash_messages(messages))
-        response = await self._answer(request, messages)
-        judgment = self._judgment(item, request, response)
-        at = self.sink.append(judgment)
-        self._budget.count(response)
-        return judgment if at is None else replace(judgment, response=replace(response, journal_at=at))
+
+        def journal(response: JudgeResponse) -> Judgment:
+            judgment = self._judgment(item, request, response)
+            at = self.sink.append(judgment)
+            return judgment if at is None else replace(judgment, response=replace(response, journal_at=at))
+
+        return await self._calls.call(request, messages, journal)
 
     def _render(self, template: Template, variables: dict[str, Any]) -> tuple[Message, ...]:
         return template.render(variables, neutralize=self.plan.neutralize)
 
-    async def _synthesize(self, item: Item, repeat: int, first: list[Judgment],
-                          texts: dict[Order, str]) -> list[Judgment]:
+    async def _synthesize(self, item: Item, repeat: int, first: list[Judgment]) -> list[Judgment]:
+        """The synthesis round of a conflict: each first-round answer (one per order) explains its winner."""
         by_winner = {j.winner: j for j in first}
         ours, baseline = item.candidates[0].system, item.candidates[1].system
         if set(by_winner) != {ours, baseline} or self.plan.synthesis_template is None:
@@ -270,7 +213,7 @@ class Executor:
         for order in (Order.AB, Order.BA):
             explanations = {}
             for system, j in by_winner.items():
-                text = texts[j.request.order].strip()
+                text = (j.response.text or "").strip()  # the unit's own answers: their texts are not yet dropped
                 explanations[system] = text if j.request.order is order else swap_output_refs(text)
             first_shown, second_shown = shown(item, order)
             variables = {**pair_variables(item, order), "explanation_a": explanations[first_shown],
@@ -289,8 +232,7 @@ class Executor:
             self._call(item, repeat, o, STAGE_JUDGE, self._render(self.plan.template, pair_variables(item, o)))
             for o in orders]))
         if self.plan.strategy is Strategy.swap_synthesize:
-            texts = {j.request.order: j.response.text or "" for j in first}
-            return first + await self._synthesize(item, repeat, first, texts)
+            return first + await self._synthesize(item, repeat, first)
         return first
 
     def _units(self, items: Iterable[Item]) -> Iterator[tuple[Item, int]]:
@@ -303,19 +245,9 @@ class Executor:
         just before they are sent and a large dataset never sits rendered in memory.
         """
         done_units: dict[int, list[Judgment]] = {}
-        pending: dict[asyncio.Task[list[Judgment]], int] = {}
-        window = 2 * self.plan.concurrency
-        try:
-            for index, (item, repeat) in enumerate(self._units(items)):
-                if len(pending) >= window:
-                    finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                    for task in finished:
-                        done_units[pending.pop(task)] = _without_texts(task.result())
-                pending[asyncio.ensure_future(self._judge_unit(item, repeat))] = index
-            for task in list(pending):
-                done_units[pending.pop(task)] = _without_texts(await task)
-        finally:  # on abort: stop paying; what completed is already in the journal
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+
+        def keep(index: int, judgments: list[Judgment]) -> None:
+            done_units[index] = _without_texts(judgments)
+
+        await self._calls.run(self._units(items), lambda unit: self._judge_unit(*unit), keep)
         return [j for index in sorted(done_units) for j in done_units[index]]

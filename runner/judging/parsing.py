@@ -16,10 +16,11 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeGuard
 
 from runner.core.registry import Registry
 from runner.core.types import TIE, Verdict
+from runner.judging.json_objects import json_objects
 
 EMPTY = "empty"
 NO_MATCH = "no_match"
@@ -72,8 +73,9 @@ def parse_verdict(
     return PARSERS.get(parser_name)(text, labels, **dict(params))
 
 
-def _is_empty(text: str | None) -> bool:
-    return text is None or not text.strip()
+def _has_text(text: str | None) -> TypeGuard[str]:
+    """Whether the judge's answer has any text (it is None when the response had no content)."""
+    return text is not None and bool(text.strip())
 
 
 def _clip(value: str, limit: int = _REASON_VALUE_CHARS) -> str:
@@ -120,7 +122,7 @@ def parse_llmbar_output(
     if isinstance(patterns, str):
         raise TypeError("llmbar_output: patterns must be a list of regexes, not one string")
     compiled = [_compile_one_group(p) for p in (LLMBAR_DEFAULT_PATTERNS if patterns is None else patterns)]
-    if _is_empty(text):
+    if not _has_text(text):
         return Verdict(label=None, reason=EMPTY)
     text = text.strip()
     for pattern in compiled:
@@ -146,32 +148,12 @@ def parse_mtbench_brackets(text: str | None, labels: Sequence[str]) -> Verdict:
     Returns:
         The verdict, or ``label=None`` with reason ``empty``, ``no_match`` or ``label_not_offered``.
     """
-    if _is_empty(text):
+    if not _has_text(text):
         return Verdict(label=None, reason=EMPTY)
     matches = _MTBENCH_VERDICT.findall(text)
     if not matches:
         return Verdict(label=None, reason=NO_MATCH)
     return _offered(_MTBENCH_SIDES[matches[-1]], labels)
-
-
-def _json_objects(text: str) -> list[dict[str, Any]]:
-    """Return the top-level JSON objects embedded in ``text``, in order of appearance.
-
-    Decoding is attempted at every ``{``; after a success the scan resumes past the decoded object, so
-    objects nested inside one already found are not returned again. Fences and prose are skipped.
-    """
-    decoder = json.JSONDecoder()
-    found: list[dict[str, Any]] = []
-    start = text.find("{")
-    while start != -1:
-        try:
-            obj, end = decoder.raw_decode(text, start)
-        except (ValueError, RecursionError):
-            start = text.find("{", start + 1)
-            continue
-        found.append(obj)
-        start = text.find("{", end)
-    return found
 
 
 def _normalise(value: str) -> str:
@@ -184,9 +166,10 @@ def parse_json_winner(text: str | None, labels: Sequence[str], *, key: str = "wi
     """Read the winner from a JSON object such as ``{"reason": "...", "winner": "A"}``.
 
     The object may be bare or inside a fenced code block, with prose around it. The last top-level
-    object that has ``key`` decides. Values are matched case-insensitively: ``A``, ``Output (a)``,
-    ``Response A``, ``Assistant A``, ``model_a`` (likewise for B) and ``tie``, ``C``, ``draw``,
-    ``equal``, ``both`` for a tie.
+    object that has ``key`` decides (see :func:`~runner.judging.json_objects.json_objects`: an object that
+    does not decode is passed over, one nested in it is still read). Values are matched case-insensitively:
+    ``A``, ``Output (a)``, ``Response A``, ``Assistant A``, ``model_a`` (likewise for B) and ``tie``,
+    ``C``, ``draw``, ``equal``, ``both`` for a tie.
 
     Args:
         text: The judge's raw output.
@@ -198,9 +181,9 @@ def parse_json_winner(text: str | None, labels: Sequence[str], *, key: str = "wi
         ``missing_key`` (no object has ``key``), ``no_match`` (the value names no label; the reason
         includes it) or ``label_not_offered``.
     """
-    if _is_empty(text):
+    if not _has_text(text):
         return Verdict(label=None, reason=EMPTY)
-    objects = _json_objects(text)
+    objects = json_objects(text)
     if not objects:
         return Verdict(label=None, reason=INVALID_JSON)
     with_key = [obj for obj in objects if key in obj]

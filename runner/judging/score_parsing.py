@@ -16,13 +16,14 @@ import copy
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 from runner.core.registry import Registry
 from runner.core.types import Criterion, Verdict
-from runner.judging.parsing import EMPTY, INVALID_JSON, MISSING_KEY, _clip, _is_empty
+from runner.judging.json_objects import MALFORMED, scan_objects
+from runner.judging.parsing import EMPTY, INVALID_JSON, MISSING_KEY, _clip, _has_text
 
 NOT_A_NUMBER = "not_a_number"
 OUT_OF_RANGE = "out_of_range"
@@ -30,14 +31,8 @@ AMBIGUOUS_KEY = "ambiguous_key"
 
 SCORE_PARSERS: Registry[Callable[..., Verdict]] = Registry("score parser")
 
-# A JSON object opens with a key or closes at once; single quotes are let in so that a Python-style
-# dict is seen as a malformed object (and refused) instead of being skipped as prose.
-_OBJECT_START = re.compile(r"\{\s*[\"'}]")
 # A score sent as a string must be exactly a number: "4", " 4.5 ", "-1". Not "4/5", "4 points", "nan".
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
-# A double-quoted string (to the end of the text if unterminated: it always matches, so it never
-# backtracks) or a brace; what is inside a string is skipped when matching braces.
-_BRACE_OR_STRING = re.compile(r'"(?:[^"\\]+|\\[\s\S]?)*(?:"|\Z)|[{}]')
 _SCORE_FIELD = "score"  # {"accuracy": {"score": 4, "reason": "..."}}
 _REASON_FIELDS = ("reason", "reasoning", "explanation", "justification", "rationale")
 _EXTRA_SCHEMAS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
@@ -45,7 +40,6 @@ _EXTRA_SCHEMAS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "improvement_suggestions": {"type": "array", "items": {"type": "string"}},
     "pass": {"type": "boolean"},
 })
-_MALFORMED = None  # marks, in a scan, an object that starts like JSON but does not decode
 
 
 class _Unreadable(Exception):
@@ -108,7 +102,7 @@ def parse_json_scores(
         ValueError: If ``criteria`` is empty or repeats a name.
     """
     _check_arguments(criteria, extra_keys)
-    if _is_empty(text):
+    if not _has_text(text):
         return Verdict(label=None, reason=EMPTY)
     try:
         obj, scored, flat = _choose_answer(text, criteria, scores_key)
@@ -170,50 +164,13 @@ def _check_arguments(criteria: Sequence[Criterion], extra_keys: Sequence[str]) -
         raise ValueError(f"json_scores: criterion names repeat: {names}")
 
 
-def _scan_objects(text: str) -> Iterator[dict[str, Any] | None]:
-    """Yield the top-level objects in ``text`` in order, ``_MALFORMED`` for one that does not decode.
-
-    A malformed object is skipped as a whole (to its matching brace, or the end of a truncated text),
-    so an object nested inside it (often the scores of a broken answer) is not taken for an answer.
-    Each candidate is decoded from its own slice: json's error message counts lines from the start of
-    the string it was given, which made many failed starts in one long text quadratic.
-    """
-    decoder = json.JSONDecoder()
-    match = _OBJECT_START.search(text)
-    while match is not None:
-        start = match.start()
-        end = _region_end(text, start)
-        try:
-            obj, _ = decoder.raw_decode(text[start:end])
-        except (ValueError, RecursionError):
-            obj = _MALFORMED
-        yield obj
-        match = _OBJECT_START.search(text, end)
-
-
-def _region_end(text: str, start: int) -> int:
-    """Index just past the brace closing the one at ``start``; braces inside JSON strings do not count.
-
-    For valid JSON this is exactly where the decoder stops, so the region is the object itself.
-    """
-    depth = 0
-    for token in _BRACE_OR_STRING.finditer(text, start):
-        if token.group() == "{":
-            depth += 1
-        elif token.group() == "}":
-            depth -= 1
-            if depth == 0:
-                return token.end()
-    return len(text)
-
-
 def _choose_answer(
     text: str, criteria: Sequence[Criterion], scores_key: str
 ) -> tuple[Mapping[str, Any], Mapping[str, Any], bool]:
     """The answer object, the mapping holding its scores, and whether they are flat (top level)."""
     seen_object = False
-    for obj in reversed(list(_scan_objects(text))):
-        if obj is _MALFORMED:
+    for obj in reversed(list(scan_objects(text))):
+        if obj is MALFORMED:
             raise _Unreadable(INVALID_JSON)
         seen_object = True
         nested = _lookup_all(obj, scores_key)

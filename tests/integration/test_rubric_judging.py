@@ -657,7 +657,7 @@ def test_generated_outputs_are_journaled_and_are_what_the_judge_sees(runs):
     assert shown == {i: generated_text(i) for i in AGENT_SCORES if i != NOT_GENERATED}
     m = mlflow_run(result).data.metrics
     assert m["generation/calls"] == 12 and m["generation/errors"] == 1 and m["generation/made"] == 12
-    assert m["generation/tokens_completion"] > 0 and m["judge/calls"] == 11
+    assert m["tokens/generation_completion"] > 0 and m["judge/calls"] == 11
     client = MlflowClient(tracking_uri=result.mlflow_uri)
     assert "generations.jsonl" in {a.path for a in client.list_artifacts(mlflow_run(result).info.run_id)}
 

@@ -273,9 +273,9 @@ def test_generation_metrics_count_every_kind_of_outcome() -> None:
         "generation/resumed": 1,
         "generation/retries": 1,
         "generation/rate_limited": 1,
-        "generation/tokens_prompt": 50,
-        "generation/tokens_completion": 66,
-        "generation/cost_usd": pytest.approx(0.10),  # the cache hit was not paid by this run
+        "tokens/generation_prompt": 50,
+        "tokens/generation_completion": 66,
+        "cost/generation_usd": pytest.approx(0.10),  # the cache hit was not paid by this run
         "generation/latency_p50_s": 2.0,  # fresh calls that returned: 1.0, 3.0, 2.0
     }
 
@@ -283,7 +283,7 @@ def test_generation_metrics_count_every_kind_of_outcome() -> None:
 def test_generation_metrics_of_nothing() -> None:
     metrics = generation_metrics([])
     assert metrics["generation/calls"] == 0
-    assert metrics["generation/cost_usd"] == 0.0
+    assert metrics["cost/generation_usd"] == 0.0
     assert metrics["generation/latency_p50_s"] is None
 
 

@@ -1,0 +1,153 @@
+"""Paid calls, shared by the judge stage (:class:`runner.judging.judge.Executor`) and the generation stage
+(:class:`runner.judging.generation.Generator`).
+
+A stage's calls look their answer up in the known sources (an interrupted run's journal, the response
+cache) before paying, hold one of ``concurrency`` slots while the client works, are journaled the moment
+they finish and then counted against the stage's error budget, so a call that aborts the run is on disk
+first. A stage runs its units (an item, or an item's repeat) through a bounded window: only
+``2 * concurrency`` are in flight at once, so prompts are rendered just before they are sent and a large
+dataset never sits rendered in memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Protocol, TypeVar
+
+from runner.core.types import JudgeRequest, JudgeResponse, Message
+
+ABORT_MIN_CALLS = 20  # judge this many calls before an error rate can abort the run
+
+U = TypeVar("U")  # a unit of work
+R = TypeVar("R")  # what a unit's task returns
+T = TypeVar("T")  # what journaling a call returns
+
+
+class RunAborted(RuntimeError):
+    """Too many judge calls failed: the run stops instead of paying for more failures."""
+
+
+class ErrorBudget:
+    """Counts finished calls and aborts once more than ``max_error_rate`` of them failed (after ABORT_MIN_CALLS).
+
+    The first abort is final: calls still finishing afterwards re-raise the same RunAborted, so the message
+    names the count that crossed the budget whichever concurrent call is read first.
+    """
+
+    def __init__(self, max_error_rate: float, what: str) -> None:
+        self.max_error_rate = max_error_rate
+        self.what = what  # "judge" or "generation"
+        self.done = 0
+        self.failed = 0
+        self._first: JudgeResponse | None = None
+        self._aborted: RunAborted | None = None
+
+    def count(self, response: JudgeResponse) -> None:
+        """Count one finished call; raises RunAborted when the budget is (or was already) exceeded."""
+        if self._aborted is not None:
+            raise self._aborted
+        self.done += 1
+        if response.error_type is not None:
+            self.failed += 1
+            self._first = self._first or response
+        rate = self.failed / self.done
+        if self.done >= ABORT_MIN_CALLS and rate > self.max_error_rate:
+            first = self._first
+            assert first is not None  # rate > max_error_rate >= 0 means a call failed
+            self._aborted = RunAborted(
+                f"{self.failed} of {self.done} {self.what} calls failed ({rate:.0%} > max_error_rate "
+                f"{self.max_error_rate:.0%}); first: {first.error_type}: {first.error}")
+            raise self._aborted
+
+
+class CallClient(Protocol):
+    """What a stage needs from a client (runner.llm.client.JudgeClient provides it)."""
+
+    async def complete(self, messages: tuple[Message, ...]) -> JudgeResponse:  # noqa: D102
+        ...
+
+
+class AnswerSource(Protocol):
+    """Answers known without paying: an interrupted run's journal, the response cache."""
+
+    def get(self, request: JudgeRequest, messages: tuple[Message, ...]) -> JudgeResponse | None:  # noqa: D102
+        ...
+
+    def put(self, request: JudgeRequest, messages: tuple[Message, ...], response: JudgeResponse) -> None:  # noqa: D102
+        ...
+
+
+class PaidCalls:
+    """One stage's calls: known answers first, then the client within ``concurrency`` slots; each finished
+    call is journaled, then counted against the stage's error budget.
+
+    Args:
+        client: The stage's client.
+        sources: Known answers, or None.
+        concurrency: Calls in flight at once (units in flight: twice that, see :attr:`window`).
+        max_error_rate: Abort once more than this share of calls failed (after ABORT_MIN_CALLS).
+        what: What the calls are, for the abort message ("judge", "generation").
+    """
+
+    def __init__(self, client: CallClient, sources: AnswerSource | None, concurrency: int,
+                 max_error_rate: float, what: str) -> None:
+        self.client = client
+        self.sources = sources
+        self.window = 2 * concurrency
+        self._slots = asyncio.Semaphore(concurrency)
+        self.budget = ErrorBudget(max_error_rate, what)
+
+    async def call(self, request: JudgeRequest, messages: tuple[Message, ...],
+                   journal: Callable[[JudgeResponse], T]) -> T:
+        """Answer one request, hand the response to ``journal`` and count it; returns what ``journal`` returned.
+
+        Raises:
+            RunAborted: Once the error budget is exceeded (the response is journaled first).
+        """
+        response = await self._answer(request, messages)
+        journaled = journal(response)
+        self.budget.count(response)
+        return journaled
+
+    async def _answer(self, request: JudgeRequest, messages: tuple[Message, ...]) -> JudgeResponse:
+        known = self.sources.get(request, messages) if self.sources is not None else None
+        if known is not None:
+            return known
+        async with self._slots:
+            response = await self.client.complete(messages)
+        if self.sources is not None and response.error_type is None:
+            self.sources.put(request, messages, response)
+        return response
+
+    async def run(self, units: Iterable[U], work: Callable[[U], Awaitable[R]],
+                  keep: Callable[[int, R], None]) -> None:
+        """Run ``work`` on every unit with at most :attr:`window` units in flight, as :func:`run_windowed` does."""
+        await run_windowed(units, work, self.window, keep)
+
+
+async def run_windowed(units: Iterable[U], work: Callable[[U], Awaitable[R]], window: int,
+                       keep: Callable[[int, R], None]) -> None:
+    """Run ``work`` on every unit, at most ``window`` at once, and hand each result to ``keep`` with its unit's index.
+
+    ``units`` is read lazily: the unit after a full window is taken, then waits for a place. Results reach
+    ``keep`` as tasks finish while the window is full, then in submission order. When a unit raises (a
+    RunAborted, say) the exception propagates, the units still in flight are cancelled (what completed is
+    already in the journal) and every other task's outcome is collected, so none is left unretrieved.
+    """
+    pending: dict[asyncio.Future[R], int] = {}
+    try:
+        for index, unit in enumerate(units):
+            if len(pending) >= window:
+                finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in finished:  # a task leaves `pending` only once its result is kept, so on an
+                    keep(pending[task], task.result())  # abort the others' errors are collected below
+                    del pending[task]
+            pending[asyncio.ensure_future(work(unit))] = index
+        for task in list(pending):
+            keep(pending[task], await task)
+            del pending[task]
+    finally:  # on abort: stop paying; what completed is already in the journal
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
