@@ -1,58 +1,31 @@
-"""Per-item aggregation of judge votes, dispatched by name through :data:`AGGREGATIONS`.
+"""Per-item aggregation of one judge's repeat votes, dispatched by name through :data:`AGGREGATIONS`.
 
-An aggregation is a pure function ``(item_id, votes, **params) -> ItemResult`` where ``votes`` are
-the valid votes for one item (system names or ``"tie"``). Unscored and errored judgments never reach
+:data:`AGGREGATIONS` is the label aggregations that the one registry (runner.judging.aggregations) offers for
+repeats. Such an aggregation is a pure function ``(item_id, votes, **params) -> ItemResult`` where ``votes``
+are the valid votes for one item (system names or ``"tie"``). Unscored and errored judgments never reach
 it: :func:`aggregate_items` filters them out, so an item with no valid vote is a failure
 (``final_verdict is None``), never a tie.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from runner.core.registry import Registry
-from runner.core.types import TIE, ItemResult, Judgment, Order, Status
+from runner.core.types import ItemResult, Judgment, Order, Status
+from runner.judging.aggregations import REGISTRY, Kind, Use
+from runner.judging.aggregations.builtin import majority_vote
+from runner.judging.aggregations.records import CONFIDENCES, MAJORITY, NO_CONSENSUS, UNANIMOUS
 
 Aggregation = Callable[..., ItemResult]
 
-AGGREGATIONS: Registry[Aggregation] = Registry("aggregation")
+AGGREGATIONS = REGISTRY.view(Kind.label, Use.repeats, "aggregation")
 
 # Stages whose judgments count as verdicts; a later "synthesis" replaces the first "judge" round.
 FINAL_STAGES = frozenset({"judge", "synthesis"})
 
-UNANIMOUS = "unanimous"
-MAJORITY = "majority"
-NO_CONSENSUS = "no_consensus"
-CONFIDENCES = (UNANIMOUS, MAJORITY, NO_CONSENSUS)
-
-
-@AGGREGATIONS.register("majority_vote")
-def majority_vote(item_id: str, votes: Sequence[str]) -> ItemResult:
-    """Strict-majority vote over the valid votes of one item.
-
-    The label holding MORE than half of the votes wins (``"tie"`` can be that label). Without such a
-    label the item is a tie with confidence ``no_consensus``. With no votes at all the item failed.
-
-    Args:
-        item_id: The item's id.
-        votes: Valid votes in judgment order: system names or ``"tie"``.
-
-    Returns:
-        The item's result; ``confidence`` is ``unanimous``, ``majority`` or ``no_consensus``, and
-        both ``final_verdict`` and ``confidence`` are ``None`` when there was no vote.
-    """
-    counts = dict(Counter(votes))  # Counter keeps first-seen order
-    if not votes:
-        return ItemResult(item_id, (), {}, None, None, {"num_votes": 0})
-    label, top = max(counts.items(), key=lambda kv: kv[1])
-    if top * 2 <= len(votes):
-        final, confidence = TIE, NO_CONSENSUS
-    else:
-        final = label
-        confidence = UNANIMOUS if len(counts) == 1 else MAJORITY
-    return ItemResult(item_id, tuple(votes), counts, final, confidence, {"num_votes": len(votes)})
+__all__ = ["AGGREGATIONS", "CONFIDENCES", "FINAL_STAGES", "MAJORITY", "NO_CONSENSUS", "UNANIMOUS", "Aggregation",
+           "aggregate_items", "final_judgments", "majority_vote"]
 
 
 def final_judgments(judgments: Sequence[Judgment]) -> list[Judgment]:

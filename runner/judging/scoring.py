@@ -4,7 +4,8 @@ A pointwise rubric lists criteria (name, scale, weight, optional ``when`` variab
 applicable criteria are those whose ``when`` variable is non-empty (or that have none), weighted by the
 item's category when the rubric overrides weights for it. The overall score is the weighted mean of
 the applicable criteria's scores, so equal weights give the plain mean. Across repeats an item's
-scores are combined by a registered score aggregation (``mean``, ``median``).
+scores are combined by a score aggregation of the one registry (runner.judging.aggregations) that may combine
+repeats (``mean``, ``median``): :data:`SCORE_AGGREGATIONS`.
 """
 
 from __future__ import annotations
@@ -15,28 +16,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from runner.core.config import RubricConfig
-from runner.core.registry import Registry
 from runner.core.types import Criterion, Item
+from runner.judging.aggregations import REGISTRY, Kind, Use
 
 OVERALL_DECIMALS = 9
 ScoreAggregation = Callable[..., float]
-SCORE_AGGREGATIONS: Registry[ScoreAggregation] = Registry("score aggregation")
+SCORE_AGGREGATIONS = REGISTRY.view(Kind.score, Use.repeats, "score aggregation")
 
 
 class RubricError(ValueError):
     """A pointwise rubric is inconsistent; the message names the rubric and the key."""
-
-
-@SCORE_AGGREGATIONS.register("mean")
-def mean_score(values: Sequence[float]) -> float:
-    """The arithmetic mean of an item's scored repeats."""
-    return statistics.fmean(values)
-
-
-@SCORE_AGGREGATIONS.register("median")
-def median_score(values: Sequence[float]) -> float:
-    """The median of an item's scored repeats (robust to one odd repeat)."""
-    return float(statistics.median(values))
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 Pure functions over ``votes``: judge name -> item key -> label (a system name or ``"tie"``) or score,
 ``None`` where that judge has no valid verdict for the item. Missing votes are left out, never counted as
 a tie or a 0, so an item nobody judged gets no ensemble label (``None``). Aggregations are chosen by name
-from :data:`LABEL_COMBINERS` (``majority_vote``, ``weighted``, ``dawid_skene``) and
-:data:`SCORE_COMBINERS` (``mean``, ``median``, ``weighted``).
+from the one registry (runner.judging.aggregations): :data:`LABEL_COMBINERS` and :data:`SCORE_COMBINERS` are
+its label and score aggregations usable for an ensemble's members (``majority_vote``, ``weighted``,
+``dawid_skene``; ``mean``, ``median``, ``weighted``).
 
 Dawid-Skene's EM is in :mod:`runner.stats.dawid_skene`.
 """
@@ -13,68 +14,22 @@ from __future__ import annotations
 
 import logging
 import math
-import statistics
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from runner.core.registry import Registry
-from runner.core.types import TIE
-from runner.judging.aggregation import MAJORITY, NO_CONSENSUS, UNANIMOUS
+from runner.judging.aggregations import REGISTRY, AggregationRef, AggregationSpec, Kind, Use
+from runner.judging.aggregations.records import EnsembleItem, EnsembleResult
 from runner.stats.agreement import cohen_kappa, inter_judge
 from runner.stats.dawid_skene import dawid_skene
 from runner.stats.votes import Votes, cast_votes, item_keys
 
 logger = logging.getLogger(__name__)
 
+LABEL_COMBINERS = REGISTRY.view(Kind.label, Use.ensemble, "ensemble label aggregation")
+SCORE_COMBINERS = REGISTRY.view(Kind.score, Use.ensemble, "ensemble score aggregation")
 
-
-@dataclass(frozen=True)
-class EnsembleItem:
-    """The ensemble's verdict on one item.
-
-    Attributes:
-        item: The item key.
-        label: The ensemble label; ``"tie"`` without a strict majority, ``None`` when no judge voted.
-        confidence: ``unanimous``, ``majority`` or ``no_consensus``; ``None`` when no judge voted.
-        votes: Judge -> label, only the judges that voted.
-        posterior: Label -> posterior probability (``dawid_skene`` only).
-    """
-
-    item: str
-    label: Hashable | None
-    confidence: str | None
-    votes: Mapping[str, Hashable]
-    posterior: Mapping[Hashable, float] | None = None
-
-
-@dataclass(frozen=True)
-class EnsembleResult:
-    """The outcome of one label aggregation over every item.
-
-    Attributes:
-        method: The aggregation's registered name.
-        items: Item key -> :class:`EnsembleItem`, items in first-seen order.
-        weights: Judge -> weight used (1.0 each for ``majority_vote``); ``None`` for ``dawid_skene``, whose
-            confusion matrices play that role.
-        estimated_accuracy: Judge -> Dawid-Skene estimated accuracy (``dawid_skene`` only).
-        fit: Everything :func:`dawid_skene` returned (``dawid_skene`` only).
-    """
-
-    method: str
-    items: Mapping[str, EnsembleItem]
-    weights: Mapping[str, float] | None = None
-    estimated_accuracy: Mapping[str, float | None] | None = None
-    fit: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def labels(self) -> dict[str, Hashable | None]:
-        """Item key -> ensemble label."""
-        return {key: entry.label for key, entry in self.items.items()}
-
-
-LABEL_COMBINERS: Registry[Callable[..., EnsembleResult]] = Registry("ensemble label aggregation")
-SCORE_COMBINERS: Registry[Callable[..., float | None]] = Registry("ensemble score aggregation")
+__all__ = ["LABEL_COMBINERS", "SCORE_COMBINERS", "EnsembleItem", "EnsembleResult", "combine_labels", "combine_scores",
+           "dawid_skene", "inter_judge_agreement", "member_comparison", "member_weights", "vote_methods"]
 
 
 def combine_labels(
@@ -84,8 +39,8 @@ def combine_labels(
 
     Args:
         votes: Judge -> item key -> label, ``None`` for a missing vote.
-        method: ``majority_vote``, ``weighted`` or ``dawid_skene``.
-        weights: Judge -> non-negative weight; required by ``weighted`` and rejected by the others.
+        method: ``majority_vote``, ``weighted``, ``dawid_skene`` or another registered label aggregation.
+        weights: Judge -> non-negative weight; required by a weighted aggregation and rejected by the others.
         **params: The method's own parameters (``dawid_skene``: ``labels``, ``max_iter``, ``tol``, ``smoothing``).
 
     Returns:
@@ -96,19 +51,40 @@ def combine_labels(
         ParamsError: If the parameters do not fit the method (also a TypeError).
         ValueError: If the weights do not name exactly the judges, or one is negative or not finite.
     """
+    spec = LABEL_COMBINERS.spec(method)
     if weights is not None:
         params["weights"] = weights
     LABEL_COMBINERS.check_params(method, params)
-    return LABEL_COMBINERS.get(method)(votes, **params)
+    if spec.weighted:
+        params["weights"] = _checked_weights(votes, params["weights"])
+    if spec.whole_table:
+        result: EnsembleResult = spec.fn(votes, **params)
+        return result
+    return _vote_per_item(spec, votes, params)
 
 
-def combine_scores(votes: Votes, method: str, weights: Mapping[str, float] | None = None) -> dict[str, float | None]:
+def _vote_per_item(spec: AggregationSpec, votes: Votes, params: dict[str, Any]) -> EnsembleResult:
+    """Each item's voters' labels through a per-item label aggregation (its weights lined up with the votes)."""
+    weights = params.pop("weights", None)
+    items = {}
+    for key in item_keys(votes):
+        cast = cast_votes(votes, key)
+        per_vote = {} if weights is None else {"weights": [weights[judge] for judge in cast]}
+        result = spec.fn(key, list(cast.values()), **per_vote, **params)
+        items[key] = EnsembleItem(key, result.final_verdict, result.confidence, cast)
+    return EnsembleResult(spec.name, items, dict.fromkeys(votes, 1.0) if weights is None else weights)
+
+
+def combine_scores(
+    votes: Votes, method: str, weights: Mapping[str, float] | None = None, **params: Any
+) -> dict[str, float | None]:
     """Combine every judge's score per item with the aggregation registered as ``method``.
 
     Args:
         votes: Judge -> item key -> score, ``None`` for a missing score.
-        method: ``mean``, ``median`` or ``weighted`` (weighted mean).
-        weights: Judge -> non-negative weight; required by ``weighted`` and rejected by the others.
+        method: ``mean``, ``median``, ``weighted`` (weighted mean) or another registered score aggregation.
+        weights: Judge -> non-negative weight; required by a weighted aggregation and rejected by the others.
+        **params: The method's own parameters.
 
     Returns:
         Item key -> combined score (items in first-seen order), ``None`` when no judge scored the item or
@@ -119,14 +95,35 @@ def combine_scores(votes: Votes, method: str, weights: Mapping[str, float] | Non
         ParamsError: If ``weights`` do not fit the method (also a TypeError).
         ValueError: If the weights do not name exactly the judges, or one is negative or not finite.
     """
-    params: dict[str, Any] = {} if weights is None else {"weights": _checked_weights(votes, weights)}
-    SCORE_COMBINERS.check_params(method, params)
     fn = SCORE_COMBINERS.get(method)
+    if weights is not None:
+        params["weights"] = weights
+    if "weights" in params:
+        params["weights"] = _checked_weights(votes, params["weights"])
+    SCORE_COMBINERS.check_params(method, params)
+    weights = params.pop("weights", None)
     result: dict[str, float | None] = {}
     for key in item_keys(votes):
         scores = {judge: float(v[key]) for judge, v in votes.items() if v.get(key) is not None}
-        result[key] = fn(scores, **params) if scores else None
+        per_vote = {} if weights is None else {"weights": [weights[judge] for judge in scores]}
+        result[key] = fn(list(scores.values()), **per_vote, **params) if scores else None
     return result
+
+
+def member_weights(members: Iterable[str], weights: Mapping[str, float], combine: AggregationRef) -> dict[str, float]:
+    """Member -> the weight of each of its votes under a weighted combine.
+
+    ``judge.weights`` is the default of the combine's ``params.weights``; a member neither names weighs 1.0.
+    """
+    chosen = combine.params.get("weights", weights)
+    return {member: float(chosen.get(member, 1.0)) for member in members}
+
+
+def vote_methods(voters: int | None = None) -> list[str]:
+    """The label aggregations an ensemble offers that need no weights (``majority_vote``, ``dawid_skene``), in
+    registration order; with ``voters``, those offered for that many."""
+    return [spec.name for spec in REGISTRY.specs(Use.ensemble, (Kind.label,))
+            if not spec.weighted and (voters is None or voters >= spec.min_voters)]
 
 
 def member_comparison(
@@ -163,79 +160,6 @@ def inter_judge_agreement(votes: Votes) -> dict[str, Any]:
     """
     keys = item_keys(votes)
     return inter_judge({judge: [by_item.get(key) for key in keys] for judge, by_item in votes.items()})
-
-
-@LABEL_COMBINERS.register("majority_vote")
-def _majority_vote(votes: Votes) -> EnsembleResult:
-    """Strict majority of the votes, as :func:`runner.judging.aggregation.majority_vote`."""
-    return _weighted_vote(votes, {judge: 1.0 for judge in votes}, "majority_vote")
-
-
-@LABEL_COMBINERS.register("weighted")
-def _weighted(votes: Votes, weights: Mapping[str, float]) -> EnsembleResult:
-    """Strict majority of the summed judge weights."""
-    return _weighted_vote(votes, _checked_weights(votes, weights), "weighted")
-
-
-@LABEL_COMBINERS.register("dawid_skene")
-def _dawid_skene(
-    votes: Votes,
-    labels: Sequence[Hashable] | None = None,
-    max_iter: int = 100,
-    tol: float = 1e-6,
-    smoothing: float = 1.0,
-) -> EnsembleResult:
-    """Strict majority of the Dawid-Skene posterior; the parameters are :func:`dawid_skene`'s."""
-    fit = dawid_skene(votes, labels, max_iter, tol, smoothing)
-    items = {}
-    for key in item_keys(votes):
-        cast = cast_votes(votes, key)
-        posterior = fit["posteriors"].get(key)
-        label, confidence = _decide(posterior or {}, cast)
-        items[key] = EnsembleItem(key, label, confidence, cast, posterior)
-    return EnsembleResult("dawid_skene", items, None, fit["accuracy"], fit)
-
-
-@SCORE_COMBINERS.register("mean")
-def _mean(scores: Mapping[str, float]) -> float:
-    """Arithmetic mean of one item's scores."""
-    return statistics.fmean(scores.values())
-
-
-@SCORE_COMBINERS.register("median")
-def _median(scores: Mapping[str, float]) -> float:
-    """Median of one item's scores (the mean of the middle two for an even count)."""
-    return float(statistics.median(scores.values()))
-
-
-@SCORE_COMBINERS.register("weighted")
-def _weighted_mean(scores: Mapping[str, float], weights: Mapping[str, float]) -> float | None:
-    """Weighted mean of one item's scores, ``None`` when the judges that scored all weigh 0."""
-    total = sum(weights[judge] for judge in scores)
-    return sum(weights[judge] * score for judge, score in scores.items()) / total if total > 0 else None
-
-
-def _weighted_vote(votes: Votes, weights: Mapping[str, float], method: str) -> EnsembleResult:
-    """Per item, the label with more than half of the voting judges' weight, else a tie."""
-    items = {}
-    for key in item_keys(votes):
-        cast = cast_votes(votes, key)
-        shares: dict[Hashable, float] = {}
-        for judge, label in cast.items():
-            shares[label] = shares.get(label, 0.0) + weights[judge]
-        items[key] = EnsembleItem(key, *_decide(shares, cast), cast)
-    return EnsembleResult(method, items, dict(weights))
-
-
-def _decide(shares: Mapping[Hashable, float], cast: Mapping[str, Hashable]) -> tuple[Hashable | None, str | None]:
-    """(label, confidence): a strict majority of ``shares`` wins, otherwise a tie; nothing without votes."""
-    if not cast:
-        return None, None
-    label, top = max(shares.items(), key=lambda kv: kv[1], default=(None, 0.0))
-    total = sum(shares.values())
-    if top * 2 <= total or math.isclose(top * 2, total, rel_tol=1e-9):  # isclose: 0.1 + 0.2 vs 0.3
-        return TIE, NO_CONSENSUS
-    return label, UNANIMOUS if all(vote == label for vote in cast.values()) else MAJORITY
 
 
 def _versus_gold(

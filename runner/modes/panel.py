@@ -1,12 +1,16 @@
-"""An ensemble judge inside one run (``judge=ensemble``): check it, and build its summary from the members'.
+"""An ensemble judge inside one run (``judge=ensemble``): build its summary from the members' (checked at start-up
+by runner.modes.ensemble_check).
 
 Every member judges every item under the run's plan (runner.judging.stages.judge_panel). Each member's final
 judgments are its votes: with ``order=both`` (and repeats) a member casts one vote per order (and
 repeat), and for Dawid-Skene each ``member/order[/repeat]`` is its own annotator, so a judge's position
-bias shows up as two annotators that disagree. The ensemble's verdict per item comes from ``judge.combine``:
+bias shows up as two annotators that disagree. The ensemble's verdict per item comes from ``judge.combine`` (a
+name or ``{name, params}``), any label or score aggregation the registry (runner.judging.aggregations) offers
+for an ensemble; the shipped ones:
 
 - ``majority_vote``: a strict majority of all the members' votes (a tie without one);
-- ``weighted``: the same with each member's votes weighted by ``judge.weights`` (1.0 for a member not named);
+- ``weighted``: the same with each member's votes weighted by ``judge.combine.params.weights``, else
+  ``judge.weights`` (1.0 for a member not named);
 - ``mean`` / ``median``: of each member's preference for ours (its share of votes for ours, a tie = 1/2):
   ours above 1/2, the baseline below, a tie at exactly 1/2;
 - ``dawid_skene``: the EM posterior (no labels needed); each member's estimated accuracy is the vote-count
@@ -23,66 +27,29 @@ from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from runner.core.config import OrderPolicy, PromptMode, RunConfig
-from runner.core.errors import ConfigurationError
+from runner.core.config import RunConfig
 from runner.core.types import TIE, ItemResult, Judgment, Status
 from runner.inputs.datasets import ItemRef
 from runner.judging.aggregation import CONFIDENCES, MAJORITY, NO_CONSENSUS, UNANIMOUS, aggregate_items, final_judgments
+from runner.judging.aggregations import REGISTRY, Kind, Use
 from runner.modes import pairwise, trust
 from runner.modes import summary as summaries
 from runner.modes.ensemble import combine_labels, combine_scores, inter_judge_agreement, member_comparison
-from runner.modes.score_panel import SCORE_COMBINES
+from runner.modes.ensemble_check import (
+    ENSEMBLE_MODEL,
+    annotators_per_member,
+    check,
+    combine_kinds,
+    combine_of,
+    is_ensemble,
+    member_weights,
+)
 
-ENSEMBLE_MODEL = "ensemble"
-COMBINES = ("majority_vote", "weighted", "mean", "median", "dawid_skene")
 MEMBERS_DIR = "members"  # run_dir/members/<name>/: each member's journal, results and summary
 
-
-def is_ensemble(cfg: RunConfig) -> bool:
-    """Whether the run's judge is an ensemble of member judges."""
-    return cfg.judge.model == ENSEMBLE_MODEL or bool(cfg.judge.members)
-
-
-def annotators_per_member(cfg: RunConfig) -> int:
-    """How many votes each member casts per item: one per order judged and repeat."""
-    return (2 if cfg.order is OrderPolicy.both else 1) * cfg.repeats
-
-
-def check(cfg: RunConfig) -> None:
-    """An ensemble names two or more plain judges, a known combine, and weights that fit it.
-
-    Raises:
-        ConfigurationError: naming the key that is wrong.
-    """
-    judge = cfg.judge
-    if judge.model != ENSEMBLE_MODEL or len(judge.members) < 2:
-        raise ConfigurationError(f"judge {judge.name}: an ensemble has model: {ENSEMBLE_MODEL} and two or more "
-                                 f"judge.members (got model={judge.model!r}, {len(judge.members)} member(s))")
-    nested = [name for name, m in judge.members.items() if m.members or m.model == ENSEMBLE_MODEL]
-    if nested:
-        raise ConfigurationError(f"judge.members.{nested[0]}: a member cannot itself be an ensemble")
-    if judge.combine not in COMBINES:
-        raise ConfigurationError(f"judge.combine={judge.combine!r} is not one of {list(COMBINES)}")
-    if cfg.prompt.mode is PromptMode.pointwise and judge.combine not in SCORE_COMBINES:
-        raise ConfigurationError(f"judge.combine={judge.combine}: a pointwise ensemble combines scores with one of "
-                                 f"{list(SCORE_COMBINES)} (majority_vote and dawid_skene over the members' "
-                                 f"pass/fail decisions are reported beside it)")
-    unknown = sorted(set(judge.weights) - set(judge.members))
-    if unknown:
-        raise ConfigurationError(f"judge.weights.{unknown[0]}: not a member of the ensemble (members: "
-                                 f"{sorted(judge.members)}); drop it with '~judge.weights.{unknown[0]}'")
-    weights = member_weights(cfg)
-    if any(not w >= 0 for w in weights.values()) or not any(weights.values()):
-        raise ConfigurationError(f"judge.weights must be >= 0 and not all 0, got {weights}")
-    if judge.combine == "dawid_skene" and len(judge.members) * annotators_per_member(cfg) < 3 \
-            and cfg.prompt.mode is PromptMode.pairwise:
-        raise ConfigurationError("judge.combine=dawid_skene needs three or more annotators (member x order x "
-                                 "repeat); with two members judge both orders (order=both)")
-
-
-def member_weights(cfg: RunConfig) -> dict[str, float]:
-    """Member -> the weight of each of its votes under ``weighted`` (1.0 for a member judge.weights leaves out)."""
-    return {name: float(cfg.judge.weights.get(name, 1.0)) for name in cfg.judge.members}
+__all__ = ["ENSEMBLE_MODEL", "MEMBERS_DIR", "annotator_votes", "annotators_per_member", "build", "check", "combine",
+           "combine_of", "console_lines", "dawid_skene_report", "ensemble_metrics", "is_ensemble", "member_config",
+           "member_weights"]
 
 
 def member_config(cfg: RunConfig, name: str) -> RunConfig:
@@ -134,27 +101,31 @@ def _confidence(label: Hashable | None, cast: Sequence[Hashable]) -> str | None:
 
 def combine(method: str, votes: Mapping[str, Mapping[str, Any]], cfg: RunConfig, ids: Sequence[str]
             ) -> tuple[list[ItemResult], dict[str, Any]]:
-    """The ensemble's ItemResult per item under ``method``, and what the method estimated (Dawid-Skene's fit)."""
+    """The ensemble's ItemResult per item under ``method`` (a label aggregation of the votes, else a score one of
+    each member's preference for ours), and what the method estimated (Dawid-Skene's fit)."""
     assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
     ours, baseline = cfg.dataset.ours.name, cfg.dataset.baseline.name
+    spec, chosen = REGISTRY.find(method, Use.ensemble, combine_kinds(cfg)), combine_of(cfg)
+    params = {k: v for k, v in chosen.params.items() if k != "weights"} if method == chosen.name else {}
+    weights = member_weights(cfg) if spec.weighted else None
     fit: dict[str, Any] = {}
     posteriors: Mapping[str, Any] = {}
-    if method in ("mean", "median"):
-        scores = combine_scores(_preferences(votes, ours), method)
+    labels: Mapping[str, Any]
+    if spec.kind is Kind.score:
+        preferences = _preferences(votes, ours)
+        by_member = None if weights is None else {m: weights.get(m, 1.0) for m in preferences}
+        scores = combine_scores(preferences, method, by_member, **params)
         labels = {k: None if s is None else ours if s > 0.5 else baseline if s < 0.5 else TIE
                   for k, s in scores.items()}
     else:
-        weights = None
-        if method == "weighted":
-            weights = {a: member_weights(cfg)[_member_of(a)] for a in votes}
-        result = combine_labels(votes, method, weights)
+        by_annotator = None if weights is None else {a: weights[_member_of(a)] for a in votes}
+        result = combine_labels(votes, method, by_annotator, **params)
         labels = result.labels
-        if method == "dawid_skene":
-            fit, posteriors = dict(result.fit), {k: e.posterior for k, e in result.items.items()}
+        fit, posteriors = dict(result.fit), {k: e.posterior for k, e in result.items.items()}
     results = []
     for item in ids:
         cast = [by_item[item] for by_item in votes.values() if by_item.get(item) is not None]
-        label = labels.get(item)
+        label: Any = labels.get(item)  # a system's name or tie (the ensemble votes on pairwise verdicts)
         details: dict[str, Any] = {"num_votes": len(cast)}
         if posteriors.get(item):
             details["posterior"] = {str(k): round(float(p), 6) for k, p in posteriors[item].items()}
@@ -205,8 +176,11 @@ def _member_labels(results_by_member: Mapping[str, Sequence[ItemResult]]) -> dic
     return {m: {r.item_id: r.final_verdict for r in rs} for m, rs in results_by_member.items()}
 
 
+MemberOutput = tuple[dict[str, Any], dict[str, Any] | None, dict[str, float]]  # a member's (summary, gold, metrics)
+
+
 def build(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Sequence[Judgment]]
-          ) -> tuple[dict[str, Any], dict[str, float], dict[str, tuple[dict, dict | None, dict[str, float]]]]:
+          ) -> tuple[dict[str, Any], dict[str, float], dict[str, MemberOutput]]:
     """The ensemble run's summary and metrics, and each member's own (summary, gold, metrics)."""
     assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
     ours, baseline = cfg.dataset.ours.name, cfg.dataset.baseline.name
@@ -214,8 +188,9 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Seque
     members = {m: pairwise.build(member_config(cfg, m), refs, list(js)) for m, js in by_member.items()}
     votes = annotator_votes(by_member, cfg)
     gold = {r.id: r.gold for r in refs if r.gold is not None}
+    chosen = combine_of(cfg).name
     per_method = {method: combine(method, votes, cfg, ids) for method in _methods(cfg, len(votes))}
-    results, _ = per_method[cfg.judge.combine]
+    results, _ = per_method[chosen]
     summary = summaries.build_summary(results, [], ours, baseline, cfg.repeats)
     summary["trust"] = {"bootstrap": trust.bootstrap_settings(cfg.metrics, cfg.seed),
                         "win_rate": trust.win_rate(results, ours, baseline, cfg.metrics, cfg.seed)}
@@ -224,7 +199,7 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Seque
         summary["trust"]["gold_agreement"] = ensemble_gold
     member_items = {m: aggregated for m, aggregated in _member_results(cfg, refs, by_member).items()}
     section: dict[str, Any] = {
-        "combine": cfg.judge.combine, "members": list(by_member), "annotators": sorted(votes),
+        "combine": chosen, "members": list(by_member), "annotators": sorted(votes),
         "inter_judge": inter_judge_agreement(_member_labels(member_items)),
         "inter_annotator": inter_judge_agreement(votes),
         "by_combine": {m: _combine_stats(rs, gold, ours, baseline) for m, (rs, _) in per_method.items()},
@@ -233,8 +208,9 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Seque
     if gold:
         section["versus_members"] = member_comparison(_member_labels(member_items),
                                                       {r.item_id: r.final_verdict for r in results}, gold)
-    if "dawid_skene" in per_method:
-        section["dawid_skene"] = dawid_skene_report(per_method["dawid_skene"][1], votes, gold)
+    for method, (_, fit) in per_method.items():
+        if fit:  # a method that estimated each annotator's accuracy (Dawid-Skene): its estimates against the truth
+            section[method] = dawid_skene_report(fit, votes, gold)
     summary["ensemble"] = section
     metrics = {**summaries.flat_metrics(summary, None, {}), **trust.trust_metrics(summary["trust"]),
                **ensemble_metrics(section)}
@@ -245,9 +221,11 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Seque
 
 
 def _methods(cfg: RunConfig, n_annotators: int) -> list[str]:
-    """Every aggregation that applies (Dawid-Skene needs three annotators), the chosen one first."""
-    usable = [m for m in COMBINES if m != "dawid_skene" or n_annotators >= 3]
-    return [cfg.judge.combine, *[m for m in usable if m != cfg.judge.combine]]
+    """Every aggregation the registry offers for the ensemble (for as many annotators), the chosen one first."""
+    chosen = combine_of(cfg).name
+    specs = REGISTRY.specs(Use.ensemble, combine_kinds(cfg))
+    usable = dict.fromkeys(s.name for s in specs if n_annotators >= s.min_voters)
+    return [chosen, *[m for m in usable if m != chosen]]
 
 
 def _member_results(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Sequence[Judgment]]
@@ -287,11 +265,16 @@ def ensemble_metrics(section: Mapping[str, Any]) -> dict[str, float]:
     if vm:
         raw["ensemble/minus_best_member"] = vm.get("ensemble_minus_best_member")
         raw.update({f"member/{m}/item_accuracy": s.get("accuracy_all") for m, s in vm["members"].items()})
-    ds = section.get("dawid_skene")
-    if ds:
-        raw.update({f"dawid_skene/{m}/estimated_accuracy": v for m, v in ds["estimated_accuracy"].items()})
-        raw.update({f"dawid_skene/{m}/true_accuracy": v for m, v in (ds.get("true_accuracy") or {}).items()})
+    for method, ds in _estimates(section):
+        raw.update({f"{method}/{m}/estimated_accuracy": v for m, v in ds["estimated_accuracy"].items()})
+        raw.update({f"{method}/{m}/true_accuracy": v for m, v in (ds.get("true_accuracy") or {}).items()})
     return {k: float(v) for k, v in raw.items() if v is not None}
+
+
+def _estimates(section: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(method, its report) for each method that estimated the members' accuracy (Dawid-Skene), in report order."""
+    return [(m, section[m]) for m in section["by_combine"] if isinstance(section.get(m), Mapping)
+            and "estimated_accuracy" in section[m]]
 
 
 def _pct(value: float | None) -> str:
@@ -308,10 +291,9 @@ def console_lines(section: Mapping[str, Any]) -> list[str]:
     for member, headline in section["member_agreement"].items():
         if headline.get("accuracy_all") is not None:
             lines.append(f"  member {member}: agreement {_pct(headline['accuracy_all'])} (per judgment)")
-    ds = section.get("dawid_skene")
-    if ds:
+    for method, ds in _estimates(section):
         truth = ds.get("true_accuracy") or {}
-        lines += [f"  dawid_skene {member}: estimated accuracy {_pct(est)}"
+        lines += [f"  {method} {member}: estimated accuracy {_pct(est)}"
                   + (f", true {_pct(truth[member])}" if truth.get(member) is not None else "")
                   for member, est in ds["estimated_accuracy"].items()]
     return lines

@@ -1,14 +1,16 @@
 """An ensemble judge on a pointwise rubric: every member scores every item; the ensemble's score combines theirs.
 
 Each member's repeats are first aggregated as in a single-judge run (``aggregation``: mean, median). The
-ensemble's overall score and per-criterion scores per item are then the ``judge.combine`` of the members'
-(``mean``, ``median`` or ``weighted`` mean with ``judge.weights``), and an item passes when that overall
+ensemble's overall score and per-criterion scores per item are then the ``judge.combine`` of the members' (a
+score aggregation the registry offers for an ensemble: ``mean``, ``median`` or ``weighted`` mean with
+``judge.weights`` or its ``params.weights``), and an item passes when that overall
 score reaches the rubric's threshold. The run's report (pass rate per tag and category, correlation with
 human scores, checks) is the ensemble's; the ``ensemble`` section adds each member's headline, how the
 members agree (pairwise Pearson of their scores, Krippendorff's interval alpha, Fleiss' kappa of their
 pass/fail decisions), and what a vote over the members' pass/fail decisions would give instead
-(``majority_vote`` and, with three or more members, ``dawid_skene``, which estimates each member's accuracy
-on pass/fail from their agreement alone).
+(every label aggregation the registry offers an ensemble that needs no weights: ``majority_vote`` and, with
+three or more members, ``dawid_skene``, which estimates each member's accuracy on pass/fail from their
+agreement alone).
 """
 
 from __future__ import annotations
@@ -18,28 +20,43 @@ from typing import Any
 
 import numpy as np
 
+from runner.judging.aggregations import AggregationRef, aggregation_ref
 from runner.judging.scoring import OVERALL_DECIMALS, Scoring
-from runner.modes.ensemble import combine_labels, combine_scores, inter_judge_agreement
+from runner.modes.ensemble import (
+    LABEL_COMBINERS,
+    SCORE_COMBINERS,
+    combine_labels,
+    combine_scores,
+    inter_judge_agreement,
+    member_weights,
+    vote_methods,
+)
 from runner.modes.scorecard import SCORED, ItemScore
 
-SCORE_COMBINES = ("mean", "median", "weighted")
 PASS, FAIL = "pass", "fail"
 
 
-def _combined(scores: Mapping[str, float | None], method: str, weights: Mapping[str, float]) -> float | None:
+def _combined(scores: Mapping[str, float | None], combine: AggregationRef, weights: Mapping[str, float]
+              ) -> float | None:
     votes = {member: {"x": score} for member, score in scores.items() if score is not None}
     if not votes:
         return None
-    if method == "weighted":  # the members that scored this item
-        value = combine_scores(votes, method, {m: weights.get(m, 1.0) for m in votes})["x"]
-    else:
-        value = combine_scores(votes, method)["x"]
+    weighted = SCORE_COMBINERS.spec(combine.name).weighted
+    by_member = {m: weights.get(m, 1.0) for m in votes} if weighted else None  # the members that scored this item
+    params = {k: v for k, v in combine.params.items() if k != "weights"}
+    value = combine_scores(votes, combine.name, by_member, **params)["x"]
     return None if value is None else round(value, OVERALL_DECIMALS)
 
 
-def combine_items(by_member: Mapping[str, Sequence[ItemScore]], scoring: Scoring, method: str,
+def combine_items(by_member: Mapping[str, Sequence[ItemScore]], scoring: Scoring, method: str | AggregationRef,
                   weights: Mapping[str, float]) -> list[ItemScore]:
-    """The ensemble's ItemScore per item: the combined overall and criteria of the members that scored it."""
+    """The ensemble's ItemScore per item: the combined overall and criteria of the members that scored it.
+
+    ``method`` is ``judge.combine`` (a name, ``{name, params}``); ``weights`` member -> weight, the default of its
+    ``params.weights``.
+    """
+    combine = aggregation_ref(method, "judge.combine")
+    weights = member_weights(by_member, weights, combine)
     members = list(by_member)
     out = []
     for n, first in enumerate(by_member[members[0]]):
@@ -49,9 +66,10 @@ def combine_items(by_member: Mapping[str, Sequence[ItemScore]], scoring: Scoring
             reasons = tuple(f"{m}: {r}" for m, s in per_member.items() for r in s.reasons)
             out.append(ItemScore(first.ref, first.status, reasons=reasons, violations=first.violations))
             continue
-        overall = _combined({m: s.overall for m, s in scored.items()}, method, weights)
+        overall = _combined({m: s.overall for m, s in scored.items()}, combine, weights)
         names = list(dict.fromkeys(c for s in scored.values() for c in s.criteria))
-        criteria = {c: _combined({m: s.criteria.get(c) for m, s in scored.items()}, method, weights) for c in names}
+        combined = {c: _combined({m: s.criteria.get(c) for m, s in scored.items()}, combine, weights) for c in names}
+        criteria = {c: v for c, v in combined.items() if v is not None}  # None: no weighted member scored it
         extras = {"member_scores": {m: s.overall for m, s in per_member.items()},
                   "reasoning": next((s.extras.get("reasoning") for s in scored.values()
                                      if s.extras.get("reasoning")), None)}
@@ -98,9 +116,9 @@ def pass_votes(by_member: Mapping[str, Sequence[ItemScore]]) -> dict[str, dict[s
 def pass_vote_section(votes: Mapping[str, Mapping[str, str | None]], human: Mapping[str, str]) -> dict[str, Any]:
     """Majority vote and (3+ members) Dawid-Skene over the members' pass/fail decisions, with human agreement."""
     out: dict[str, Any] = {"inter_judge": inter_judge_agreement(votes)}
-    methods = ["majority_vote", *(["dawid_skene"] if len(votes) >= 3 else [])]
-    for method in methods:
-        params = {"labels": [FAIL, PASS]} if method == "dawid_skene" else {}  # a class nobody voted still exists
+    for method in vote_methods(len(votes)):
+        # a class nobody voted still exists
+        params: dict[str, Any] = {"labels": [FAIL, PASS]} if LABEL_COMBINERS.spec(method).accepts("labels") else {}
         result = combine_labels(dict(votes), method, **params)
         labels = result.labels
         decided = [label for label in labels.values() if label in (PASS, FAIL)]
@@ -123,7 +141,8 @@ def member_headline(report: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def build(reports: Mapping[str, dict[str, Any]], by_member: Mapping[str, Sequence[ItemScore]], scoring: Scoring,
-          method: str, weights: Mapping[str, float], build_report: Callable[[list[ItemScore]], dict[str, Any]]
+          method: str | AggregationRef, weights: Mapping[str, float],
+          build_report: Callable[[list[ItemScore]], dict[str, Any]]
           ) -> tuple[dict[str, Any], list[ItemScore]]:
     """The ensemble's report (``build_report`` over the combined items) with its ``ensemble`` section.
 
@@ -131,17 +150,19 @@ def build(reports: Mapping[str, dict[str, Any]], by_member: Mapping[str, Sequenc
         reports: Member -> its own report (as a single-judge run of it would write).
         by_member: Member -> its ItemScore per item, every member in the same item order.
         scoring: The rubric's scoring (pass threshold).
-        method: ``mean``, ``median`` or ``weighted``.
-        weights: Member -> weight (``weighted``).
+        method: ``judge.combine``: a score aggregation's name (``mean``, ``median``, ``weighted``) or
+            ``{name, params}``.
+        weights: Member -> weight (``weighted``), the default of the combine's ``params.weights``.
         build_report: Builds the users' report from ItemScores (the run's settings bound).
     """
-    items = combine_items(by_member, scoring, method, weights)
+    combine = aggregation_ref(method, "judge.combine")
+    items = combine_items(by_member, scoring, combine, weights)
     report = build_report(items)
     human = {}
     if scoring.pass_threshold is not None:
         human = {s.ref.id: PASS if s.ref.human_score >= scoring.pass_threshold else FAIL
                  for s in items if s.ref.human_score is not None}
-    section: dict[str, Any] = {"combine": method, "members": list(by_member),
+    section: dict[str, Any] = {"combine": combine.name, "members": list(by_member),
                                "member_headline": {m: member_headline(r) for m, r in reports.items()},
                                "score_agreement": score_agreement(by_member)}
     if scoring.pass_threshold is not None:
@@ -159,8 +180,9 @@ def ensemble_metrics(section: Mapping[str, Any]) -> dict[str, float]:
     votes = section.get("pass_votes") or {}
     if votes:
         raw["interjudge/fleiss_kappa"] = votes["inter_judge"].get("fleiss_kappa")
-    for method in ("majority_vote", "dawid_skene"):
-        row = votes.get(method) or {}
+    for method, row in votes.items():
+        if method == "inter_judge":
+            continue
         raw.update({f"ensemble/{method}/{k}": row.get(k) for k in ("pass_rate", "human_pass_agreement")})
         for member, acc in (row.get("estimated_accuracy") or {}).items():
             raw[f"dawid_skene/{member}/estimated_accuracy"] = acc

@@ -1,0 +1,115 @@
+"""The shipped aggregations, each registered once in :data:`REGISTRY` with its kind and uses.
+
+The order of registration is the order an ensemble reports them in (its ``by_combine`` section): the votes,
+then the score combines, then the model fitted over every item.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from collections.abc import Hashable, Mapping, Sequence
+from typing import cast
+
+from runner.core.types import TIE, ItemResult
+from runner.judging.aggregations.records import MAJORITY, NO_CONSENSUS, UNANIMOUS, EnsembleItem, EnsembleResult
+from runner.judging.aggregations.registry import BOTH, ENSEMBLE_ONLY, REGISTRY, Kind
+from runner.stats.dawid_skene import dawid_skene
+from runner.stats.votes import Votes, cast_votes, item_keys
+
+
+@REGISTRY.register("majority_vote", Kind.label, BOTH)
+def majority_vote(item_id: str, votes: Sequence[str]) -> ItemResult:
+    """Strict-majority vote over the valid votes of one item.
+
+    The label holding MORE than half of the votes wins (``"tie"`` can be that label). Without such a
+    label the item is a tie with confidence ``no_consensus``. With no votes at all the item failed.
+
+    Args:
+        item_id: The item's id.
+        votes: Valid votes in judgment order: system names or ``"tie"``.
+
+    Returns:
+        The item's result; ``confidence`` is ``unanimous``, ``majority`` or ``no_consensus``, and
+        both ``final_verdict`` and ``confidence`` are ``None`` when there was no vote.
+    """
+    counts = dict(Counter(votes))  # Counter keeps first-seen order
+    if not votes:
+        return ItemResult(item_id, (), {}, None, None, {"num_votes": 0})
+    label, top = max(counts.items(), key=lambda kv: kv[1])
+    if top * 2 <= len(votes):
+        final, confidence = TIE, NO_CONSENSUS
+    else:
+        final = label
+        confidence = UNANIMOUS if len(counts) == 1 else MAJORITY
+    return ItemResult(item_id, tuple(votes), counts, final, confidence, {"num_votes": len(votes)})
+
+
+@REGISTRY.register("weighted", Kind.label, ENSEMBLE_ONLY, weighted=True)
+def weighted_vote(item_id: str, votes: Sequence[str], weights: Sequence[float]) -> ItemResult:
+    """Strict majority of the summed weights: each vote counts its voter's weight (a tie without one).
+
+    Args:
+        item_id: The item's id.
+        votes: The valid votes on the item.
+        weights: The weight of each vote, in the same order (finite, >= 0).
+    """
+    shares: dict[Hashable, float] = {}
+    for label, weight in zip(votes, weights, strict=True):
+        shares[label] = shares.get(label, 0.0) + weight
+    final, confidence = decide(shares, votes)
+    return ItemResult(item_id, tuple(votes), dict(Counter(votes)), cast(str | None, final), confidence,
+                      {"num_votes": len(votes)})
+
+
+@REGISTRY.register("mean", Kind.score, BOTH)
+def mean(values: Sequence[float]) -> float:
+    """The arithmetic mean of an item's scores."""
+    return statistics.fmean(values)
+
+
+@REGISTRY.register("median", Kind.score, BOTH)
+def median(values: Sequence[float]) -> float:
+    """The median of an item's scores (the mean of the middle two for an even count; robust to one odd score)."""
+    return float(statistics.median(values))
+
+
+@REGISTRY.register("weighted", Kind.score, ENSEMBLE_ONLY, weighted=True)
+def weighted_mean(values: Sequence[float], weights: Sequence[float]) -> float | None:
+    """The weighted mean of an item's scores; ``None`` when the voters that scored it all weigh 0."""
+    total = sum(weights)
+    return sum(w * v for v, w in zip(values, weights, strict=True)) / total if total > 0 else None
+
+
+@REGISTRY.register("dawid_skene", Kind.label, ENSEMBLE_ONLY, min_voters=3, whole_table=True)
+def dawid_skene_vote(
+    votes: Votes,
+    labels: Sequence[Hashable] | None = None,
+    max_iter: int = 100,
+    tol: float = 1e-6,
+    smoothing: float = 1.0,
+) -> EnsembleResult:
+    """Strict majority of the Dawid-Skene posterior (EM over every item's votes, no gold labels needed).
+
+    The parameters are :func:`runner.stats.dawid_skene.dawid_skene`'s; ``labels`` keeps a class nobody voted.
+    """
+    fit = dawid_skene(votes, labels, max_iter, tol, smoothing)
+    items = {}
+    for key in item_keys(votes):
+        voted = cast_votes(votes, key)
+        posterior = fit["posteriors"].get(key)
+        label, confidence = decide(posterior or {}, list(voted.values()))
+        items[key] = EnsembleItem(key, label, confidence, voted, posterior)
+    return EnsembleResult("dawid_skene", items, None, fit["accuracy"], fit)
+
+
+def decide(shares: Mapping[Hashable, float], votes: Sequence[Hashable]) -> tuple[Hashable | None, str | None]:
+    """(label, confidence): a strict majority of ``shares`` wins, otherwise a tie; nothing without votes."""
+    if not votes:
+        return None, None
+    label, top = max(shares.items(), key=lambda kv: kv[1], default=(None, 0.0))
+    total = sum(shares.values())
+    if top * 2 <= total or math.isclose(top * 2, total, rel_tol=1e-9):  # isclose: 0.1 + 0.2 vs 0.3
+        return TIE, NO_CONSENSUS
+    return label, UNANIMOUS if all(vote == label for vote in votes) else MAJORITY
