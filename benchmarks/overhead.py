@@ -129,7 +129,7 @@ WHATIFS: list[tuple[str, str, tuple[str, ...]]] = [
     ("journal without fsync (runner/storage/store.py Journal.append)", "gc_stats,no_fsync", ()),
     ("gc.freeze() after imports", "gc_stats,gc_freeze", ()),
     ("judge model priced at $0 (litellm.register_model)", "gc_stats,zero_price", ()),
-    ("mlflow/pandas not imported (a no-op since runner/outputs/tracking.py imports them lazily: a noise control)",
+    ("mlflow/pandas not imported (a no-op since runner/outputs/tracking/ imports them lazily: a noise control)",
      "gc_stats,stub_tracking", ()),
     ("judge.model=hosted_vllm/fake-judge (config only)", "gc_stats", ("judge.model=hosted_vllm/fake-judge",)),
     ("runner-side together: no fsync + gc.freeze() + no mlflow/pandas", "gc_stats,no_fsync,gc_freeze,stub_tracking",

@@ -6,8 +6,8 @@ runner/ would buy at most:
 - ``no_fsync``: ``os.fsync`` in runner/storage/store.py becomes a no-op (the journal still writes and flushes
   every line; only the per-call fsync on the event-loop thread goes).
 - ``stub_tracking``: a stand-in ``runner.outputs.tracking`` module is installed before the CLI imports it, so
-  mlflow and pandas are never imported (what a lazy import in runner/outputs/tracking.py would give a run
-  with ``tracking=off``; runner/outputs/tracking.py has imported them lazily since commit 50e0f41, so this
+  mlflow and pandas are never imported (what a lazy import in runner/outputs/tracking/ would give a run
+  with ``tracking=off``; runner/outputs/tracking/ has imported them lazily since commit 50e0f41, so this
   is now a no-op that shows the run-to-run noise). Only valid with tracking=off.
 - ``zero_price``: the judge model is registered in litellm's cost map at $0 before the run (an unpriced
   model makes litellm's per-call cost calculation try three names and raise on each).

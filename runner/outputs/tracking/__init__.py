@@ -1,0 +1,41 @@
+"""The only package that talks to MLflow (ruff's banned-api rule lifts the ban on ``mlflow`` for it alone).
+
+Its modules, each importing mlflow (and pandas) inside the functions that use them, never at import time,
+so a run with tracking=off does not pay ~120 MB of memory and a second of start-up:
+
+- :mod:`~runner.outputs.tracking.records`: the mlflow-free tags, limits, ``RunRecord``, ``TrackedRun`` and
+  ``safe_params``;
+- :mod:`~runner.outputs.tracking.connection`: the client of a tracking config and its experiment;
+- :mod:`~runner.outputs.tracking.runs`: one judge run per Hydra job (start, finish, fail) and a gate's
+  baseline;
+- :mod:`~runner.outputs.tracking.queries`: finding runs and sweeps, fetching artifacts and metrics;
+- :mod:`~runner.outputs.tracking.summaries`: the runs that are not jobs (a sweep's table, a comparison).
+
+Callers use the names re-exported here (``tracking.start_run(...)``, ``tracking.SWEEP_TAG``).
+"""
+
+from runner.outputs.tracking.connection import client as _client
+from runner.outputs.tracking.connection import experiment_id as _experiment_id
+from runner.outputs.tracking.queries import download_artifact, find_sweep_runs, get_run_metrics, get_runs
+from runner.outputs.tracking.records import (
+    ARTIFACTS,
+    BATCH,
+    COMPARISON_KIND,
+    KIND_TAG,
+    MAX_PARAM_CHARS,
+    SECRET_KEY,
+    SWEEP_KIND,
+    SWEEP_TAG,
+    RunRecord,
+    TrackedRun,
+    safe_params,
+)
+from runner.outputs.tracking.runs import BASELINE_LATEST, fail_run, find_baseline, finish_run, start_run
+from runner.outputs.tracking.summaries import log_comparison, log_sweep
+
+__all__ = [
+    "ARTIFACTS", "BASELINE_LATEST", "BATCH", "COMPARISON_KIND", "KIND_TAG", "MAX_PARAM_CHARS", "SECRET_KEY",
+    "SWEEP_KIND", "SWEEP_TAG", "RunRecord", "TrackedRun", "_client", "_experiment_id", "download_artifact",
+    "fail_run", "find_baseline", "find_sweep_runs", "finish_run", "get_run_metrics", "get_runs", "log_comparison",
+    "log_sweep", "safe_params", "start_run",
+]

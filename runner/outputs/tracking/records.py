@@ -1,0 +1,58 @@
+"""The MLflow-free part of tracking: the tags, limits and records the tracking modules share.
+
+Nothing here imports mlflow, so the results API and the CLI can name a tag or build a record without it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAX_PARAM_CHARS = 6000  # MLflow's limit on one param value
+BATCH = 100  # MLflow's limit on params per log_batch call
+# Names that hold credentials. A bare "key" is not one (rubric.parser.params.key names a JSON field).
+SECRET_KEY = re.compile(r"(^|[._])(api_key|apikey|private_key|token|access_token|secret|password)$", re.IGNORECASE)
+ARTIFACTS = ("summary.json", "metrics.json", "results.jsonl", "journal.jsonl", "generations.jsonl", "run.json",
+             "report.html")
+
+SWEEP_TAG = "judgesweep.sweep"
+KIND_TAG = "judgesweep.kind"
+COMPARISON_KIND = "comparison"
+SWEEP_KIND = "sweep"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What is logged when a run ends."""
+
+    metrics: Mapping[str, float]
+    run_dir: Path
+    resolved_config_yaml: str
+    rows: list[dict[str, Any]] = field(default_factory=list)  # per-judgment results with raw responses
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class TrackedRun:
+    """An MLflow run as ``judgesweep-compare`` sees it."""
+
+    run_id: str
+    run_name: str
+    status: str
+    start_time: int
+    params: Mapping[str, str]
+    tags: Mapping[str, str]
+
+
+def safe_params(params: Mapping[str, Any]) -> dict[str, str]:
+    """Drop anything named like a credential and clip values to MLflow's limit."""
+    out = {}
+    for key, value in params.items():
+        if SECRET_KEY.search(key):
+            continue
+        text = "" if value is None else str(value)
+        out[key] = text[:MAX_PARAM_CHARS]
+    return out
