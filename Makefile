@@ -26,17 +26,20 @@ TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(BIN)/ruff check runner tests
 	$(BIN)/lint-imports
+	$(BIN)/mypy runner
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 # Unit and in-process integration tests only: no test that runs judgesweep as a process or starts a server.
 test-fast: $(STAMP)
 	$(BIN)/ruff check runner tests
 	$(BIN)/lint-imports
+	$(BIN)/mypy runner
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check runner tests
 	$(BIN)/lint-imports
+	$(BIN)/mypy runner
 
 # Benchmarks against a fake server (its own process); a table, merged into benchmarks/results.json. `bench` runs every
 # scenario with scale at 10,000 and 100,000 judgments (~25 min on 2 cores); `bench-scale` adds 1,000,000 (~1.5 h).

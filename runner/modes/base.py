@@ -64,6 +64,7 @@ class ModeSetup:
     synthesis_template: Template | None = None
     response_schema: dict[str, Any] | None = None
     point: Any = None  # pointwise: runner.modes.pointwise.PointwiseSetup
+    generator_template: Template | None = None  # a run that writes its candidates first (generator)
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ class RunMode(ABC):
 
     name: ClassVar[str]
     items_take_gold: ClassVar[bool] = False  # the results API adds each item's gold label (from its judgments)
+    ordered: ClassVar[bool] = False  # the judge sees candidates in an order (order=fixed|both|random applies)
 
     @abstractmethod
     def prepare(self, cfg: RunConfig, prompts_dir: Path) -> ModeSetup:

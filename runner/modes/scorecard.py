@@ -81,10 +81,17 @@ def score_items(refs: Sequence[ItemRef], judgments: Sequence[Judgment], scoring:
         criteria = {n: round(fn([j.verdict.scores[n] for j in scored if n in j.verdict.scores], **dict(params)),
                              OVERALL_DECIMALS) for n in names}
         out.append(ItemScore(
-            ref, SCORED, overall=overall, criteria=criteria, repeat_scores=tuple(j.score for j in scored),
+            ref, SCORED, overall=overall, criteria=criteria,
+            repeat_scores=tuple(j.score for j in scored if j.score is not None),
             passed=scoring.passed(overall), reasons=reasons, extras=dict(scored[0].verdict.extras),
             judge_pass=tuple(j.verdict.extras.get("pass") for j in scored), violations=item_violations))
     return out
+
+
+def _overall(item: ItemScore) -> float:
+    """A scored item's overall score (every scored item has one)."""
+    assert item.overall is not None, f"scored item {item.ref.id} has no overall score"
+    return item.overall
 
 
 def _first_line(value: Any) -> str:
@@ -107,7 +114,7 @@ def section(items: Sequence[ItemScore], repeats: int, consistency_threshold: flo
         "passed": passed if judged_pass else None,
         "failed": len(judged_pass) - passed if judged_pass else None,
         "pass_rate": passed / len(judged_pass) if judged_pass else None,
-        "average_overall": stats.mean([i.overall for i in scored]),
+        "average_overall": stats.mean([_overall(i) for i in scored]),
         "average_by_criterion": {n: stats.mean([i.criteria[n] for i in scored if n in i.criteria]) for n in names},
     }
     if repeats > 1:
@@ -115,8 +122,8 @@ def section(items: Sequence[ItemScore], repeats: int, consistency_threshold: flo
         out["consistency"] = stats.consistency(per_item, repeats, consistency_threshold).to_dict()
     rated = [i for i in scored if i.ref.human_score is not None]
     if rated:  # correlations, +-1 agreement, weighted kappa and Krippendorff's alpha with the human scores
-        out["human_correlation"] = agreement.ordinal_agreement([i.overall for i in rated],
-                                                               [i.ref.human_score for i in rated])
+        humans = [i.ref.human_score for i in rated if i.ref.human_score is not None]
+        out["human_correlation"] = agreement.ordinal_agreement([_overall(i) for i in rated], humans)
     if checks:
         out["checks"] = {c.name: _check_section(items, c) for c in checks}
     return out
@@ -144,7 +151,7 @@ def build_report(items: Sequence[ItemScore], scoring: Scoring, repeats: int, con
     summary = section(items, repeats, consistency_threshold, checks)
     level, resamples, seed = ci
     scored = [i for i in items if i.status == SCORED]
-    summary["average_overall_ci"] = uncertainty.bootstrap_ci([i.overall for i in scored], "mean", level,
+    summary["average_overall_ci"] = uncertainty.bootstrap_ci([_overall(i) for i in scored], "mean", level,
                                                              resamples, seed)
     judged = [float(bool(i.passed)) for i in scored if i.passed is not None]
     if judged:

@@ -149,9 +149,10 @@ def _run_params(ctx: RunContext, prepared: Prepared) -> dict[str, Any]:
 
 def _generate(ctx: RunContext, prepared: Prepared) -> dict[str, Generation]:
     cfg, gen = ctx.cfg, ctx.cfg.generator
-    assert gen is not None and prepared.point is not None and prepared.point.generator_template is not None
+    template = prepared.setup.generator_template
+    assert gen is not None and template is not None  # prepare loaded it for the run's generator
     return stages.generate(
-        gen, prepared.point.generator_template, prepared.dataset.iter_items(), run_dir=ctx.run_dir,
+        gen, template, prepared.dataset.iter_items(), run_dir=ctx.run_dir,
         root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.generator_limiter,
         seed=cfg.seed, concurrency=gen.concurrency, total=len(prepared.refs),
         prior=stages.prior_answers(ctx.run_dir, GENERATIONS_NAME) if cfg.resume else {},
@@ -176,10 +177,9 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run: F
     to mark it failed.
     """
     cfg = ctx.cfg
-    pointwise_run = prepared.point is not None
     try:
         generations = _generate(ctx, prepared) if cfg.generator is not None else None
-        total = planned_calls(cfg.order, cfg.repeats, len(prepared.refs), pointwise=pointwise_run)
+        total = planned_calls(cfg.order, cfg.repeats, len(prepared.refs), pointwise=not prepared.mode.ordered)
         if prepared.member_formats is not None:
             by_member = _judge_panel(ctx, prepared, prior, total, generations)
             return outcome.Judged(generations, [j for js in by_member.values() for j in js], by_member)
@@ -258,12 +258,11 @@ def run(ctx: RunContext) -> RunOutcome | None:
     """Prepare (validate) then execute one run; with dry_run, print the estimate and call nothing."""
     prepared = prepare(ctx)
     if ctx.cfg.dry_run:
-        gen_template = prepared.point.generator_template if prepared.point is not None else None
         for estimate in estimate_run(ctx.cfg.judge, prepared.plan, prepared.dataset.iter_items(), ctx.cfg.generator,
-                                     gen_template):
+                                     prepared.setup.generator_template):
             console.render_estimate(estimate)
         return None
-    how = "pointwise" if prepared.point is not None else f"order={ctx.cfg.order.value}"
+    how = f"order={ctx.cfg.order.value}" if prepared.mode.ordered else prepared.mode.name
     log.info("judging %d items x %d repeat(s), %s, with %s", len(prepared.refs), ctx.cfg.repeats, how,
              ctx.cfg.judge.model)
     return execute(ctx, prepared)

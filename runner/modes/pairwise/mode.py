@@ -18,6 +18,7 @@ class PairwiseMode(RunMode):
 
     name = report.MODE
     items_take_gold = True
+    ordered = True
 
     def prepare(self, cfg: RunConfig, prompts_dir: Path) -> ModeSetup:
         """The rubric's labels and parsers, the aggregation's params, the templates and their variables."""

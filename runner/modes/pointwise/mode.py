@@ -22,7 +22,8 @@ class PointwiseMode(RunMode):
     def prepare(self, cfg: RunConfig, prompts_dir: Path) -> ModeSetup:
         """The scored rubric, parser, aggregation, checks, templates and the generator's template."""
         template, point = setup.prepare(cfg, prompts_dir)
-        return ModeSetup(template, None, setup.response_format_schema(point, cfg.rubric.parser.name), point)
+        return ModeSetup(template, None, setup.response_format_schema(point, cfg.rubric.parser.name), point,
+                         point.generator_template)
 
     def build(self, inputs: ModeInputs) -> Report:
         """The scorecard of a single judge, or an ensemble's combined scorecard with each member's own."""
