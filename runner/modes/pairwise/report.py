@@ -17,7 +17,7 @@ MODE = "pairwise"
 
 
 def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: list[Judgment]
-          ) -> tuple[dict, dict | None, dict[str, float]]:
+          ) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, float]]:
     """The users' summary (with gold accuracy when the dataset has gold), its trust section (win rate with
     ties, agreement with gold, bootstrap CIs; see runner.modes.trust), its bias section, the registered
     statistics, and its MLflow metrics."""
