@@ -5,3 +5,5 @@ from runner.modes.pairwise.report import build, summary_metrics
 from runner.modes.pairwise.setup import POSITIONAL_LABELS, check_rubric, load_templates, response_schema_for
 
 __all__ = ["POSITIONAL_LABELS", "build", "check_rubric", "load_templates", "response_schema_for", "summary_metrics"]
+
+from runner.modes.pairwise import groups  # noqa: E402, F401 - registers the per-category and per-tag statistics

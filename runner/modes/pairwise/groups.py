@@ -1,0 +1,62 @@
+"""Pairwise statistics per category and per tag: ours' win rate (ties as half) and agreement with gold, each with
+a bootstrap CI over the group's items. Registered in the metric registry (runner.modes.statistics), so they show
+in summary.json, MLflow, the console, the HTML report and the sweep table without another file.
+
+The item is the unit: a group's win rate averages its items' final verdicts (1 ours, 0 baseline, 0.5 tie), and
+its agreement is the share of its gold-labelled items whose final verdict is the gold label; an item without a
+final verdict (every judgment unscored or failed) counts as wrong there, never as left out.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+
+from runner.core.types import ItemResult
+from runner.inputs.datasets import ItemRef
+from runner.modes.statistics import Estimate, StatInputs, Table, statistic
+from runner.stats import uncertainty
+
+
+def _estimate(values: list[float], inputs: StatInputs) -> Estimate:
+    metrics = inputs.cfg.metrics
+    ci = uncertainty.bootstrap_ci(values, "mean", metrics.ci_level, metrics.ci_resamples, inputs.cfg.seed)
+    return Estimate(sum(values) / len(values), len(values), ci["low"], ci["high"])
+
+
+def _table(inputs: StatInputs, groups_of: Callable[[ItemRef], Iterable[str]]) -> Table:
+    """Win rate and agreement with gold for every group that ``groups_of`` puts an item in."""
+    assert inputs.cfg.dataset.ours is not None and inputs.cfg.dataset.baseline is not None
+    ours, baseline = inputs.cfg.dataset.ours.name, inputs.cfg.dataset.baseline.name
+    results: Mapping[str, ItemResult] = {r.item_id: r for r in inputs.results}
+    wins: dict[str, list[float]] = defaultdict(list)
+    agree: dict[str, list[float]] = defaultdict(list)
+    for ref in inputs.refs:
+        result = results.get(ref.id)
+        verdict = result.final_verdict if result is not None else None
+        for group in groups_of(ref):
+            if verdict is not None:
+                wins[group].append(1.0 if verdict == ours else 0.0 if verdict == baseline else 0.5)
+            if ref.gold is not None:
+                agree[group].append(float(verdict == ref.gold))
+    table: dict[str, dict[str, Estimate]] = {}
+    for group in sorted(set(wins) | set(agree)):
+        row = {}
+        if wins[group]:
+            row["win_rate"] = _estimate(wins[group], inputs)
+        if agree[group]:
+            row["agreement"] = _estimate(agree[group], inputs)
+        table[group] = row
+    return table
+
+
+@statistic("by_category", "category", modes=["pairwise"])
+def by_category(inputs: StatInputs) -> Table:
+    """Win rate and agreement with gold per dataset category."""
+    return _table(inputs, lambda ref: [ref.category] if ref.category else [])
+
+
+@statistic("by_tag", "tag", modes=["pairwise"])
+def by_tag(inputs: StatInputs) -> Table:
+    """Win rate and agreement with gold per dataset tag (an item with several tags counts in each)."""
+    return _table(inputs, lambda ref: ref.tags)

@@ -1,0 +1,96 @@
+"""A registered statistic shows everywhere: pairwise win rate and agreement with gold per category and per tag
+(runner/modes/pairwise/groups.py) in summary.json, MLflow, the console, report.html and the sweep table. And a
+renamed metric is still found in a baseline run logged under its old name."""
+
+from __future__ import annotations
+
+import json
+
+from mlflow.tracking import MlflowClient
+
+from runner.core.config import TrackingConfig
+from runner.outputs import sweep, tracking
+from tests.integration.conftest import live_judge
+
+# id, category, tags, gold; the judge prefers ours (A) on math and the baseline (B) on code
+ROWS = [("q0", "math", ["hard"], "chat"), ("q1", "math", [], "simple-chat"), ("q2", "code", ["hard"], "chat"),
+        ("q3", "code", [], "chat")]
+
+
+def write_dataset(path) -> None:
+    with path.open("w") as fh:
+        for item_id, category, tags, gold in ROWS:
+            fh.write(json.dumps({"id": item_id, "prompt": f"a {category} question", "chat": f"chat {item_id}",
+                                 "simple_chat": f"simple {item_id}", "category": category, "tags": tags,
+                                 "gold": gold}) + "\n")
+
+
+def by_topic(body: dict) -> str:
+    text = " ".join(str(m.get("content")) for m in body["messages"])
+    return "[[A]]" if "a math question" in text else "[[B]]"
+
+
+def overrides(server, dataset, tmp_path, job: int) -> list[str]:
+    return [*live_judge(server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
+            f"dataset.path={dataset}", "dataset.category_field=category", "dataset.tags_field=tags",
+            "dataset.gold_field=gold", "order=fixed", f"hydra.run.dir={tmp_path / 'sweep' / str(job)}",
+            f"seed={job}"]
+
+
+def test_per_category_and_per_tag_statistics_reach_every_output(run_cli, fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = by_topic
+    runs = [run_cli(*overrides(fake_server, dataset, tmp_path, job), run_dir=tmp_path / "sweep" / str(job))
+            for job in (0, 1)]
+    for run in runs:
+        assert run.proc.returncode == 0, run.output
+    run = runs[0]
+
+    stats = json.loads((run.run_dir / "summary.json").read_text())["statistics"]
+    math, code = stats["by_category"]["math"], stats["by_category"]["code"]
+    assert math["win_rate"]["value"] == 1.0 and code["win_rate"]["value"] == 0.0
+    assert math["agreement"] == {**math["agreement"], "value": 0.5, "n": 2}
+    assert math["agreement"]["ci_low"] is not None and math["agreement"]["ci_high"] is not None
+    assert code["agreement"]["value"] == 0.0
+    assert stats["by_tag"]["hard"]["win_rate"]["value"] == 0.5 and stats["by_tag"]["hard"]["win_rate"]["n"] == 2
+
+    client = MlflowClient(tracking_uri=run.mlflow_uri)
+    [logged] = [r for r in client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id])
+                if r.data.params.get("seed") == "0"]
+    metrics = logged.data.metrics
+    assert metrics["by_category/math/win_rate"] == 1.0 and metrics["by_category/code/agreement"] == 0.0
+    assert metrics["by_category/math/agreement_ci_low"] == math["agreement"]["ci_low"]
+    assert metrics["by_category/math/n"] == 2.0 and metrics["by_tag/hard/win_rate"] == 0.5
+
+    assert "category math (n=2): win rate 100.0%" in run.output
+    assert "tag hard (n=2): win rate 50.0%" in run.output
+    html = (run.run_dir / "report.html").read_text()
+    assert "<h2>category</h2>" in html and "<td>math</td>" in html and "<h2>tag</h2>" in html
+
+    [row, _] = sweep.collect(tmp_path / "sweep")
+    assert row["by_category/math/win_rate"] == 1.0 and row["by_category/code/win_rate"] == 0.0
+    assert row["by_category/math/agreement_ci_low"] == math["agreement"]["ci_low"]
+
+
+def test_a_baseline_logged_under_an_old_metric_name_is_found_in_a_real_store(tmp_path):
+    cfg = TrackingConfig(uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    client = MlflowClient(tracking_uri=cfg.uri)
+    experiment = client.create_experiment(cfg.experiment, artifact_location=str(tmp_path / "artifacts"))
+    old = client.create_run(experiment, run_name="judge=a,prompt=b", tags={"git.branch": "main"})
+    client.log_metric(old.info.run_id, "ci/average_overall_low", 6.5)  # as logged before the rename
+    client.set_terminated(old.info.run_id, "FINISHED")
+    assert tracking.find_baseline(cfg, old.info.run_id, "judge=a,prompt=b", "score/mean_ci_low") == (
+        old.info.run_id, 6.5)
+    assert tracking.find_baseline(cfg, "latest on main", "judge=a,prompt=b", "score/mean_ci_low") == (
+        old.info.run_id, 6.5)
+
+
+def test_a_gate_on_an_old_metric_name_fails_before_any_call_naming_the_new_one(run_cli, fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    result = run_cli(*overrides(fake_server, dataset, tmp_path, 0), "gate.baseline_run=latest on main",
+                     "gate.metric=ci/average_overall_low")
+    assert result.proc.returncode == 1, result.output
+    assert "gate.metric='ci/average_overall_low' was renamed to 'score/mean_ci_low'" in result.output
+    assert fake_server.requests == []
