@@ -16,12 +16,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from runner.core.config import RunConfig
 from runner.core.types import Item, Judgment
 from runner.inputs.datasets import ItemRef
 from runner.inputs.prompts import Template
+from runner.modes.record import Record
+
+if TYPE_CHECKING:  # runner.modes.sections imports this module (through runner.modes.statistics)
+    from runner.modes.sections import GoldAccuracy
 
 Json = dict[str, Any]
 
@@ -82,28 +86,33 @@ class ModeInputs:
 
 @dataclass(frozen=True)
 class MemberReport:
-    """An ensemble member's own summary and metrics (written under members/<name>/)."""
+    """An ensemble member's own typed report and metrics (written under members/<name>/)."""
 
-    document: Json
+    typed: Record
     metrics: Mapping[str, float]
+
+    def to_json(self) -> Json:
+        """The member's summary.json document."""
+        return self.typed.to_json()
 
 
 @dataclass(frozen=True)
 class Report:
-    """A run's report: the mode that built it, its summary document, gold accuracy and metrics.
+    """A run's report: the mode that built it, its typed summary (the mode's runner.modes.sections record), gold
+    accuracy and metrics.
 
     ``to_json()`` is summary.json's content; ``metrics`` are the MLflow metrics the summary determines.
     """
 
     mode: str
-    document: Json
+    typed: Record  # pairwise: runner.modes.sections.PairwiseReport; pointwise: PointwiseReport
     metrics: Mapping[str, float]
-    gold: Mapping[str, Any] | None = None  # pairwise with gold labels: accuracy per order (LLMBar's)
+    gold: GoldAccuracy | None = None  # pairwise with gold labels: accuracy per order (LLMBar's)
     members: Mapping[str, MemberReport] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_json(self) -> Json:
         """The summary.json document."""
-        return self.document
+        return self.typed.to_json()
 
 
 class RunMode(ABC):
@@ -122,6 +131,12 @@ class RunMode(ABC):
         """
 
     @abstractmethod
+    def read(self, document: Mapping[str, Any], *, lenient: bool = False) -> Record:
+        """The typed report of a summary.json document of this mode: strict (a key the builder always writes must
+        be there; runner.modes.record.ReportFormatError names the section and key otherwise), or ``lenient`` for
+        the HTML views, which draw what a document has (see runner.modes.record)."""
+
+    @abstractmethod
     def build(self, inputs: ModeInputs) -> Report:
         """The run's typed report (a single judge's, or an ensemble's combined from its members)."""
 
@@ -136,7 +151,8 @@ class RunMode(ABC):
 
     @abstractmethod
     def views(self, document: Mapping[str, Any]) -> list[View]:
-        """The HTML report's sections for this mode (headline, gates and metrics are the report's own)."""
+        """The HTML report's sections for this mode (headline, gates and metrics are the report's own); the
+        document is read leniently: a section it lacks is not drawn."""
 
     @abstractmethod
     def items(self, document: Mapping[str, Any]) -> list[Json]:

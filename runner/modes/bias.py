@@ -17,27 +17,9 @@ from typing import Any
 from runner.core.types import Judgment, Order, Status
 from runner.inputs.datasets import ItemRef
 from runner.judging.aggregation import final_judgments
+from runner.modes.sections import BiasReport
 
 FIRST, SECOND = "A", "B"
-
-# report section -> report key -> MLflow metric key (see bias_metrics)
-METRIC_KEYS: Mapping[str, Mapping[str, str]] = {
-    "position": {
-        "consistency_rate": "bias/position_consistency",
-        "first_position_rate": "bias/first_position_rate",
-        "second_position_rate": "bias/second_position_rate",
-        "binomial_p": "bias/first_position_p",
-    },
-    "length": {
-        "longer_wins_rate": "bias/longer_wins_rate",
-        "longer_is_gold_rate": "bias/longer_is_gold_rate",
-        "excess": "bias/length_excess",
-    },
-    "self_preference": {
-        "own_win_rate": "bias/self_own_win_rate",
-        "excess_error": "bias/self_excess_error",
-    },
-}
 
 
 def bias_report(
@@ -204,23 +186,21 @@ def self_preference(decisive: Sequence[Judgment], gold: Mapping[str, str], own: 
     }
 
 
-def bias_metrics(report: Mapping[str, Any]) -> dict[str, float]:
-    """Flatten a :func:`bias_report` into MLflow metrics keyed ``bias/<name>``.
+def bias_metrics(report: BiasReport | Mapping[str, Any]) -> dict[str, float]:
+    """Flatten a :func:`bias_report` (typed or as JSON) into MLflow metrics keyed ``bias/<name>``.
 
-    Args:
-        report: The output of :func:`bias_report`.
-
-    Returns:
-        The metrics in :data:`METRIC_KEYS` as floats; undefined (None) values and absent sections are
-        left out, since MLflow has no "missing" value and a 0 would read as a measurement.
+    Undefined (None) values and an absent self-preference section are left out, since MLflow has no "missing"
+    value and a 0 would read as a measurement.
     """
-    metrics: dict[str, float] = {}
-    for section, keys in METRIC_KEYS.items():
-        values = report.get(section) or {}
-        for name, metric in keys.items():
-            if values.get(name) is not None:
-                metrics[metric] = float(values[name])
-    return metrics
+    b = BiasReport.of(report, "bias")
+    pos, length, own = b.position, b.length, b.self_preference
+    raw = {"bias/position_consistency": pos.consistency_rate, "bias/first_position_rate": pos.first_position_rate,
+           "bias/second_position_rate": pos.second_position_rate, "bias/first_position_p": pos.binomial_p,
+           "bias/longer_wins_rate": length.longer_wins_rate, "bias/longer_is_gold_rate": length.longer_is_gold_rate,
+           "bias/length_excess": length.excess}
+    if own is not None:
+        raw.update({"bias/self_own_win_rate": own.own_win_rate, "bias/self_excess_error": own.excess_error})
+    return {k: float(v) for k, v in raw.items() if v is not None}
 
 
 def _is_decisive(j: Judgment, ours: str, baseline: str) -> bool:

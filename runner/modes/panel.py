@@ -44,6 +44,8 @@ from runner.modes.ensemble_check import (
     is_ensemble,
     member_weights,
 )
+from runner.modes.panel_views import console_lines, ensemble_metrics
+from runner.modes.sections import PairwiseReport
 
 MEMBERS_DIR = "members"  # run_dir/members/<name>/: each member's journal, results and summary
 
@@ -176,12 +178,12 @@ def _member_labels(results_by_member: Mapping[str, Sequence[ItemResult]]) -> dic
     return {m: {r.item_id: r.final_verdict for r in rs} for m, rs in results_by_member.items()}
 
 
-MemberOutput = tuple[dict[str, Any], dict[str, Any] | None, dict[str, float]]  # a member's (summary, gold, metrics)
+MemberOutput = tuple[dict[str, Any], PairwiseReport, dict[str, float]]  # a member's summary, typed, and metrics
 
 
 def build(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Sequence[Judgment]]
           ) -> tuple[dict[str, Any], dict[str, float], dict[str, MemberOutput]]:
-    """The ensemble run's summary and metrics, and each member's own (summary, gold, metrics)."""
+    """The ensemble run's summary and metrics, and each member's own (summary, typed summary, metrics)."""
     assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
     ours, baseline = cfg.dataset.ours.name, cfg.dataset.baseline.name
     ids = [r.id for r in refs]
@@ -203,7 +205,7 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Seque
         "inter_judge": inter_judge_agreement(_member_labels(member_items)),
         "inter_annotator": inter_judge_agreement(votes),
         "by_combine": {m: _combine_stats(rs, gold, ours, baseline) for m, (rs, _) in per_method.items()},
-        "member_agreement": {m: _headline(s) for m, (s, _, _) in members.items()},
+        "member_agreement": {m: _headline(typed) for m, (_, typed, _) in members.items()},
     }
     if gold:
         section["versus_members"] = member_comparison(_member_labels(member_items),
@@ -212,8 +214,10 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Seque
         if fit:  # a method that estimated each annotator's accuracy (Dawid-Skene): its estimates against the truth
             section[method] = dawid_skene_report(fit, votes, gold)
     summary["ensemble"] = section
-    metrics = {**summaries.flat_metrics(summary, None, {}), **trust.trust_metrics(summary["trust"]),
-               **ensemble_metrics(section)}
+    typed = PairwiseReport.from_json(summary, "ensemble summary")
+    assert typed.ensemble is not None
+    metrics = {**summaries.flat_metrics(typed.summary, None, {}), **trust.trust_metrics(typed.trust),
+               **ensemble_metrics(typed.ensemble)}
     for m, (_, _, member_metrics) in members.items():
         member_metrics.update(summaries.numeric(summaries.judge_metrics(by_member[m])))
         metrics.update({f"member/{m}/{k}": v for k, v in member_metrics.items()})
@@ -234,9 +238,11 @@ def _member_results(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[
     return {m: aggregate_items(js, ids, cfg.aggregation.name, cfg.aggregation.params) for m, js in by_member.items()}
 
 
-def _headline(summary: Mapping[str, Any]) -> dict[str, Any]:
-    ga = summary.get("trust", {}).get("gold_agreement") or {}
-    return {k: ga.get(k) for k in ("accuracy", "accuracy_all", "cohen_kappa", "n")}
+def _headline(summary: PairwiseReport) -> dict[str, Any]:
+    ga = summary.trust.gold_agreement
+    if ga is None:
+        return dict.fromkeys(("accuracy", "accuracy_all", "cohen_kappa", "n"))
+    return {"accuracy": ga.accuracy, "accuracy_all": ga.accuracy_all, "cohen_kappa": ga.cohen_kappa, "n": ga.n}
 
 
 def _combine_stats(results: Sequence[ItemResult], gold: Mapping[str, Any], ours: str, baseline: str
@@ -251,49 +257,3 @@ def _combine_stats(results: Sequence[ItemResult], gold: Mapping[str, Any], ours:
         out["accuracy_all"] = sum(p == g for p, g in scored) / len(scored)
         out["n_gold"] = len(scored)
     return out
-
-
-def ensemble_metrics(section: Mapping[str, Any]) -> dict[str, float]:
-    """MLflow metrics of the ensemble section: every aggregation, inter-judge agreement, Dawid-Skene estimates."""
-    raw: dict[str, Any] = {}
-    for method, stats in section["by_combine"].items():
-        raw.update({f"ensemble/{method}/{k}": stats.get(k) for k in ("accuracy_all", "tie_rate", "ours_win_rate")})
-    ij = section["inter_judge"]
-    raw.update({"interjudge/fleiss_kappa": ij.get("fleiss_kappa"),
-                "interjudge/mean_pairwise_kappa": ij.get("mean_pairwise_kappa")})
-    vm = section.get("versus_members")
-    if vm:
-        raw["ensemble/minus_best_member"] = vm.get("ensemble_minus_best_member")
-        raw.update({f"member/{m}/item_accuracy": s.get("accuracy_all") for m, s in vm["members"].items()})
-    for method, ds in _estimates(section):
-        raw.update({f"{method}/{m}/estimated_accuracy": v for m, v in ds["estimated_accuracy"].items()})
-        raw.update({f"{method}/{m}/true_accuracy": v for m, v in (ds.get("true_accuracy") or {}).items()})
-    return {k: float(v) for k, v in raw.items() if v is not None}
-
-
-def _estimates(section: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """(method, its report) for each method that estimated the members' accuracy (Dawid-Skene), in report order."""
-    return [(m, section[m]) for m in section["by_combine"] if isinstance(section.get(m), Mapping)
-            and "estimated_accuracy" in section[m]]
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.1f}%"
-
-
-def console_lines(section: Mapping[str, Any]) -> list[str]:
-    """End-of-run lines: every aggregation against gold, each member's agreement, Dawid-Skene's estimates."""
-    lines = [f"ensemble of {', '.join(section['members'])}: combine={section['combine']}; inter-judge Fleiss "
-             f"kappa {section['inter_judge'].get('fleiss_kappa') or float('nan'):.3f}"]
-    for method, stats in section["by_combine"].items():
-        if "accuracy_all" in stats:
-            lines.append(f"  {method:<13} agreement {_pct(stats['accuracy_all'])}  ties {_pct(stats['tie_rate'])}")
-    for member, headline in section["member_agreement"].items():
-        if headline.get("accuracy_all") is not None:
-            lines.append(f"  member {member}: agreement {_pct(headline['accuracy_all'])} (per judgment)")
-    for method, ds in _estimates(section):
-        truth = ds.get("true_accuracy") or {}
-        lines += [f"  {method} {member}: estimated accuracy {_pct(est)}"
-                  + (f", true {_pct(truth[member])}" if truth.get(member) is not None else "")
-                  for member, est in ds["estimated_accuracy"].items()]
-    return lines

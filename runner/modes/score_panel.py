@@ -32,6 +32,7 @@ from runner.modes.ensemble import (
     vote_methods,
 )
 from runner.modes.scorecard import SCORED, ItemScore
+from runner.modes.sections import PointwiseEnsemble
 
 PASS, FAIL = "pass", "fail"
 
@@ -171,23 +172,21 @@ def build(reports: Mapping[str, dict[str, Any]], by_member: Mapping[str, Sequenc
     return report, items
 
 
-def ensemble_metrics(section: Mapping[str, Any]) -> dict[str, float]:
-    """MLflow metrics of a pointwise ensemble section."""
-    raw: dict[str, Any] = {"interjudge/krippendorff_alpha_interval":
-                           section["score_agreement"]["krippendorff_alpha_interval"]}
-    for member, head in section["member_headline"].items():
-        raw.update({f"member/{member}/headline/{k}": v for k, v in head.items()})
-    votes = section.get("pass_votes") or {}
-    if votes:
-        raw["interjudge/fleiss_kappa"] = votes["inter_judge"].get("fleiss_kappa")
-    for method, row in votes.items():
-        if method == "inter_judge":
-            continue
-        raw.update({f"ensemble/{method}/{k}": row.get(k) for k in ("pass_rate", "human_pass_agreement")})
-        for member, acc in (row.get("estimated_accuracy") or {}).items():
-            raw[f"dawid_skene/{member}/estimated_accuracy"] = acc
+def ensemble_metrics(section: PointwiseEnsemble | Mapping[str, Any]) -> dict[str, float]:
+    """MLflow metrics of a pointwise ensemble section (typed or as JSON)."""
+    ens = PointwiseEnsemble.of(section, "ensemble")
+    raw: dict[str, Any] = {"interjudge/krippendorff_alpha_interval": ens.score_agreement.krippendorff_alpha_interval}
+    for member, head in ens.member_headline.items():
+        raw.update({f"member/{member}/headline/{k}": v for k, v in head.to_json().items()})
+    votes = ens.pass_votes
+    if votes is not None:
+        raw["interjudge/fleiss_kappa"] = votes.inter_judge.fleiss_kappa
+        for method, row in votes.methods.items():
+            raw.update({f"ensemble/{method}/pass_rate": row.pass_rate,
+                        f"ensemble/{method}/human_pass_agreement": row.human_pass_agreement})
+            for member, acc in (row.estimated_accuracy or {}).items():
+                raw[f"dawid_skene/{member}/estimated_accuracy"] = acc
     return {k: float(v) for k, v in raw.items() if v is not None}
-
 
 
 def _fmt(value: float | None, pct: bool = False) -> str:
@@ -196,19 +195,19 @@ def _fmt(value: float | None, pct: bool = False) -> str:
     return f"{value * 100:.1f}%" if pct else f"{value:.2f}"
 
 
-def console_lines(section: Mapping[str, Any]) -> list[str]:
-    """End-of-run lines of a pointwise ensemble: each member's headline, how they agree, pass/fail votes."""
-    alpha = section["score_agreement"]["krippendorff_alpha_interval"]
-    lines = [f"ensemble of {', '.join(section['members'])}: combine={section['combine']}; members' scores: "
-             f"Krippendorff alpha (interval) {_fmt(alpha)}"]
-    for member, head in section["member_headline"].items():
-        human = f", Pearson with humans {_fmt(head['human_pearson'])}" if head.get("human_pearson") is not None else ""
-        lines.append(f"  member {member}: mean {_fmt(head['average_overall'])}, pass rate "
-                     f"{_fmt(head['pass_rate'], True)}{human}")
-    for method, row in (section.get("pass_votes") or {}).items():
-        if method == "inter_judge":
-            continue
-        human = row.get("human_pass_agreement")
-        lines.append(f"  {method} over pass/fail: pass rate {_fmt(row['pass_rate'], True)}"
-                     + (f", agrees with human pass/fail {_fmt(human, True)}" if human is not None else ""))
+def console_lines(section: PointwiseEnsemble | Mapping[str, Any]) -> list[str]:
+    """End-of-run lines of a pointwise ensemble (typed or as JSON): each member's headline, how they agree,
+    pass/fail votes."""
+    ens = PointwiseEnsemble.of(section, "ensemble")
+    lines = [f"ensemble of {', '.join(ens.members)}: combine={ens.combine}; members' scores: "
+             f"Krippendorff alpha (interval) {_fmt(ens.score_agreement.krippendorff_alpha_interval)}"]
+    for member, head in ens.member_headline.items():
+        human = f", Pearson with humans {_fmt(head.human_pearson)}" if head.human_pearson is not None else ""
+        lines.append(f"  member {member}: mean {_fmt(head.average_overall)}, pass rate "
+                     f"{_fmt(head.pass_rate, True)}{human}")
+    for method, row in (ens.pass_votes.methods if ens.pass_votes is not None else {}).items():
+        human_agreement = row.human_pass_agreement
+        lines.append(f"  {method} over pass/fail: pass rate {_fmt(row.pass_rate, True)}"
+                     + (f", agrees with human pass/fail {_fmt(human_agreement, True)}"
+                        if human_agreement is not None else ""))
     return lines

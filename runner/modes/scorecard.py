@@ -16,6 +16,7 @@ from typing import Any
 from runner.core.types import Judgment, Status
 from runner.inputs.datasets import ItemRef
 from runner.judging.scoring import OVERALL_DECIMALS, SCORE_AGGREGATIONS, Scoring
+from runner.modes.sections import PointwiseReport, PointwiseSummary, ScoreSection
 from runner.modes.summary import sanitize
 from runner.stats import agreement, uncertainty
 from runner.stats import scores as stats
@@ -188,47 +189,47 @@ def _detail(i: ItemScore) -> dict[str, Any]:
     }
 
 
-SECTION_METRICS = {  # section key -> metric name (family/name)
-    "total": "items/total", "scored": "items/scored", "unscored": "items/unscored", "errors": "items/errors",
-    "passed": "items/passed", "failed": "items/failed", "pass_rate": "pass/rate", "average_overall": "score/mean",
-}
-
-
-def section_metrics(sec: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
+def section_metrics(sec: ScoreSection, prefix: str = "") -> dict[str, float]:
     """Numeric MLflow metrics of one section; None values are left out."""
-    raw: dict[str, Any] = {name: sec.get(key) for key, name in SECTION_METRICS.items()}
-    raw.update({f"score/{sanitize(n)}_mean": v for n, v in sec["average_by_criterion"].items()})
-    for key, value in (sec.get("consistency") or {}).items():
-        if key in ("mean_std", "max_std", "share_above_threshold", "items_measured"):
-            raw[f"consistency/{key}"] = value
-    human = sec.get("human_correlation") or {}
-    if human:
-        raw.update({"human/n": human["n"], "human/pearson_r": human["pearson"]["r"],
-                    "human/pearson_p": human["pearson"]["p"], "human/spearman_rho": human["spearman"]["rho"],
-                    "human/spearman_p": human["spearman"]["p"], "human/within_1_rate": human["within_1_rate"],
-                    "human/mean_abs_error": human["mean_abs_error"],
-                    "human/kappa_quadratic": human.get("kappa_quadratic"),
-                    "human/krippendorff_alpha_interval": human.get("krippendorff_alpha_interval")})
-    for key in ("average_overall", "pass_rate"):  # the CI bounds beside their metric: score/mean_ci_low, ...
-        interval = sec.get(f"{key}_ci") or {}
-        raw[f"{SECTION_METRICS[key]}_ci_low"] = interval.get("low")
-        raw[f"{SECTION_METRICS[key]}_ci_high"] = interval.get("high")
-    for name, check in (sec.get("checks") or {}).items():
-        raw[f"checks/{sanitize(name)}/violation_rate"] = check["violation_rate"]
-        raw[f"checks/{sanitize(name)}/items_with_violations"] = check["items_with_violations"]
+    raw: dict[str, Any] = {"items/total": sec.total, "items/scored": sec.scored, "items/unscored": sec.unscored,
+                           "items/errors": sec.errors, "items/passed": sec.passed, "items/failed": sec.failed,
+                           "pass/rate": sec.pass_rate, "score/mean": sec.average_overall}
+    raw.update({f"score/{sanitize(n)}_mean": v for n, v in sec.average_by_criterion.items()})
+    consistency = sec.consistency
+    if consistency is not None:
+        raw.update({"consistency/items_measured": consistency.items_measured,
+                    "consistency/mean_std": consistency.mean_std, "consistency/max_std": consistency.max_std,
+                    "consistency/share_above_threshold": consistency.share_above_threshold})
+    human = sec.human_correlation
+    if human is not None:
+        raw.update({"human/n": human.n, "human/pearson_r": human.pearson.r, "human/pearson_p": human.pearson.p,
+                    "human/spearman_rho": human.spearman.rho, "human/spearman_p": human.spearman.p,
+                    "human/within_1_rate": human.within_1_rate, "human/mean_abs_error": human.mean_abs_error,
+                    "human/kappa_quadratic": human.kappa_quadratic,
+                    "human/krippendorff_alpha_interval": human.krippendorff_alpha_interval})
+    if isinstance(sec, PointwiseSummary):  # the CI bounds beside their metric: score/mean_ci_low, ...
+        for name, interval in (("score/mean", sec.average_overall_ci), ("pass/rate", sec.pass_rate_ci)):
+            raw[f"{name}_ci_low"] = None if interval is None else interval.low
+            raw[f"{name}_ci_high"] = None if interval is None else interval.high
+    for name, check in (sec.checks or {}).items():
+        raw[f"checks/{sanitize(name)}/violation_rate"] = check.violation_rate
+        raw[f"checks/{sanitize(name)}/items_with_violations"] = check.items_with_violations
     return {prefix + k: float(v) for k, v in raw.items() if v is not None and not isinstance(v, bool)}
 
 
-def report_metrics(report: Mapping[str, Any]) -> dict[str, float]:
-    """Every numeric metric of the report: the summary, ``bias/*``, then ``by_tag/<tag>/...`` and
-    ``by_category/<c>/...``."""
-    out = section_metrics(report["summary"])
-    length = (report.get("bias") or {}).get("length") or {}
-    for key, name in (("judge_length_spearman", "bias/length_score_spearman"),
-                      ("human_length_spearman", "bias/human_length_score_spearman"), ("excess", "bias/length_excess")):
-        if length.get(key) is not None:
-            out[name] = float(length[key])
-    for family in ("by_tag", "by_category"):
-        for name, sec in report[family].items():
+def report_metrics(report: PointwiseReport | Mapping[str, Any]) -> dict[str, float]:
+    """Every numeric metric of the report (typed or as JSON): the summary, ``bias/*``, then
+    ``by_tag/<tag>/...`` and ``by_category/<c>/...``."""
+    rep = PointwiseReport.of(report, "pointwise report")
+    out = section_metrics(rep.summary)
+    length = rep.bias.length if rep.bias is not None else None
+    if length is not None:
+        for name, value in (("bias/length_score_spearman", length.judge_length_spearman),
+                            ("bias/human_length_score_spearman", length.human_length_spearman),
+                            ("bias/length_excess", length.excess)):
+            if value is not None:
+                out[name] = float(value)
+    for family, sections in (("by_tag", rep.by_tag), ("by_category", rep.by_category)):
+        for name, sec in sections.items():
             out.update(section_metrics(sec, f"{family}/{sanitize(name)}/"))
     return out

@@ -25,22 +25,20 @@ from runner.core.config import RunConfig
 from runner.core.types import Judgment
 from runner.inputs.datasets import ItemRef
 from runner.modes.base import View
+from runner.modes.record import Record
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 @dataclass(frozen=True)
-class Estimate:
-    """One measured value with its sample size and (when there is spread to resample) its interval."""
+class Estimate(Record):
+    """One measured value with its sample size and (when there is spread to resample) its interval; its JSON
+    (``to_json``, ``from_json``) is ``{"value", "n", "ci_low", "ci_high"}``."""
 
     value: float | None
     n: int
     ci_low: float | None = None
     ci_high: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"value", "n", "ci_low", "ci_high"}``."""
-        return {"value": self.value, "n": self.n, "ci_low": self.ci_low, "ci_high": self.ci_high}
 
 
 @dataclass(frozen=True)
@@ -54,6 +52,7 @@ class StatInputs:
 
 
 Table = Mapping[str, Mapping[str, Estimate]]  # group -> measure -> estimate
+Statistics = Mapping[str, Table]  # summary.json's ``statistics``: statistic -> its table
 Compute = Callable[[StatInputs], Table]
 
 
@@ -101,29 +100,36 @@ def key_part(text: str) -> str:
     return _UNSAFE.sub("_", text) or "_"
 
 
+def read(section: Mapping[str, Any]) -> Statistics:
+    """A ``statistics`` section with every estimate typed (each given as an :class:`Estimate` or as its JSON)."""
+    return {name: {group: {measure: Estimate.of(est, f"statistics.{name}.{group}.{measure}")
+                           for measure, est in row.items()} for group, row in table.items()}
+            for name, table in section.items()}
+
+
 def metrics(section: Mapping[str, Any]) -> dict[str, float]:
-    """The MLflow metrics of a ``statistics`` section: value, n and CI bounds per group and measure."""
+    """The MLflow metrics of a ``statistics`` section (typed or as JSON): value, n and CI bounds per group and
+    measure."""
     out: dict[str, float] = {}
-    for name, table in section.items():
+    for name, table in read(section).items():
         for group, row in table.items():
             prefix = f"{key_part(name)}/{key_part(group)}"
             for measure, est in row.items():
                 key = f"{prefix}/{key_part(measure)}"
-                for suffix, field in (("", "value"), ("_ci_low", "ci_low"), ("_ci_high", "ci_high")):
-                    if est.get(field) is not None:
-                        out[key + suffix] = float(est[field])
-            sizes = [est["n"] for est in row.values() if est.get("n") is not None]
-            if sizes:
-                out[f"{prefix}/n"] = float(max(sizes))
+                for suffix, value in (("", est.value), ("_ci_low", est.ci_low), ("_ci_high", est.ci_high)):
+                    if value is not None:
+                        out[key + suffix] = float(value)
+            if row:
+                out[f"{prefix}/n"] = float(max(est.n for est in row.values()))
     return out
 
 
-def _pct(est: Mapping[str, Any]) -> str:
-    if est.get("value") is None:
+def _pct(est: Estimate) -> str:
+    if est.value is None:
         return "n/a"
-    text = f"{est['value'] * 100:.1f}%"
-    if est.get("ci_low") is not None and est.get("ci_high") is not None:
-        text += f" [{est['ci_low'] * 100:.1f}, {est['ci_high'] * 100:.1f}]"
+    text = f"{est.value * 100:.1f}%"
+    if est.ci_low is not None and est.ci_high is not None:
+        text += f" [{est.ci_low * 100:.1f}, {est.ci_high * 100:.1f}]"
     return text
 
 
@@ -133,22 +139,22 @@ def _title(name: str) -> str:
 
 
 def console_lines(section: Mapping[str, Any]) -> list[str]:
-    """One console line per group of every statistic: its measures with their intervals and n."""
+    """One console line per group of every statistic (typed or as JSON): its measures with their intervals and n."""
     lines = []
-    for name, table in section.items():
+    for name, table in read(section).items():
         for group, row in table.items():
-            n = max((est.get("n") or 0 for est in row.values()), default=0)
+            n = max((est.n for est in row.values()), default=0)
             measures = ", ".join(f"{measure.replace('_', ' ')} {_pct(est)}" for measure, est in row.items())
             lines.append(f"{_title(name)} {group} (n={n}): {measures}")
     return lines
 
 
 def views(section: Mapping[str, Any]) -> list[View]:
-    """One HTML table per statistic: a row per group, a column per measure (value [CI])."""
+    """One HTML table per statistic (typed or as JSON): a row per group, a column per measure (value [CI])."""
     out = []
-    for name, table in section.items():
+    for name, table in read(section).items():
         measures = list(dict.fromkeys(m for row in table.values() for m in row))
-        rows = tuple((group, str(max((e.get("n") or 0 for e in row.values()), default=0)),
+        rows = tuple((group, str(max((e.n for e in row.values()), default=0)),
                       *(_pct(row[m]) if m in row else "" for m in measures)) for group, row in table.items())
         out.append(View(_title(name), columns=("group", "n", *measures), rows=rows,
                         notes=("value [confidence interval]; the interval is empty where there was no spread",)))

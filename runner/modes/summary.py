@@ -14,6 +14,7 @@ from typing import Any
 from runner.core.types import TIE, Item, ItemResult, Judgment, Order, Status
 from runner.inputs.datasets import ItemRef
 from runner.judging.aggregation import CONFIDENCES, UNANIMOUS, final_judgments
+from runner.modes.sections import GoldAccuracy, VerdictSummary
 from runner.stats.scores import percentile
 
 GOLD_KEYS = (
@@ -204,44 +205,45 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
 
 
 def flat_metrics(
-    summary: dict[str, Any], gold: dict[str, Any] | None, judge: dict[str, Any]
+    summary: VerdictSummary | Mapping[str, Any], gold: GoldAccuracy | Mapping[str, Any] | None, judge: Mapping[str, Any]
 ) -> dict[str, float]:
     """Flatten the summary, gold and judge metrics into numeric ``family/name`` MLflow metrics.
 
     Args:
-        summary: The output of :func:`build_summary`.
-        gold: The output of :func:`gold_metrics`, or None.
+        summary: The ``summary`` section, or the output of :func:`build_summary`.
+        gold: The output of :func:`gold_metrics` (typed or as JSON), or None.
         judge: The output of :func:`judge_metrics`.
 
     Returns:
         Metric name -> float; None values are left out.
     """
-    s = summary["summary"]
-    dist = s["final_verdict_distribution"]
-    n_ok = s["successful_evaluations"]
+    s = summary if isinstance(summary, VerdictSummary) else VerdictSummary.from_json(summary["summary"], "summary")
+    dist = s.final_verdict_distribution
+    n_ok = s.successful_evaluations
     raw: dict[str, Any] = {f"verdict/{sanitize(label)}_rate": _rate(n, n_ok) for label, n in dist.items()}
     raw.update(
         {
-            "verdict/ours_win_rate": s["ours_win_rate"],
-            "verdict/baseline_win_rate": s["baseline_win_rate"],
-            "verdict/tie_rate": s["tie_rate"],
-            "verdict/unanimous_rate": s["unanimous_agreement_rate"],
-            "items/total": s["total_subsets"],
+            "verdict/ours_win_rate": s.ours_win_rate,
+            "verdict/baseline_win_rate": s.baseline_win_rate,
+            "verdict/tie_rate": s.tie_rate,
+            "verdict/unanimous_rate": s.unanimous_agreement_rate,
+            "items/total": s.total_subsets,
             "items/successful": n_ok,
-            "items/failed": s["total_subsets"] - n_ok,
+            "items/failed": s.total_subsets - n_ok,
         }
     )
-    raw.update({f"confidence/{sanitize(k)}_count": n for k, n in s["confidence_distribution"].items()})
+    raw.update({f"confidence/{sanitize(k)}_count": n for k, n in s.confidence_distribution.items()})
     if gold is not None:
+        g = GoldAccuracy.of(gold, "gold")
         raw.update(
             {
-                "accuracy/ab": gold["accuracy_ab"],
-                "accuracy/ba": gold["accuracy_ba"],
-                "accuracy/mean": gold["accuracy_mean"],
-                "accuracy/correct_both": gold["correct_both"],
-                "accuracy/overall": gold["accuracy_overall"],
-                "accuracy/n_pairs": gold["n_pairs"],
-                "agreement/positional": gold["positional_agreement"],
+                "accuracy/ab": g.accuracy_ab,
+                "accuracy/ba": g.accuracy_ba,
+                "accuracy/mean": g.accuracy_mean,
+                "accuracy/correct_both": g.correct_both,
+                "accuracy/overall": g.accuracy_overall,
+                "accuracy/n_pairs": g.n_pairs,
+                "agreement/positional": g.positional_agreement,
             }
         )
     raw.update(judge)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import functools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runner.core.config import MetricsConfig, UnscoredAs
 from runner.core.types import TIE, ItemResult, Judgment, Status
 from runner.inputs.datasets import ItemRef
 from runner.judging.aggregation import final_judgments
+from runner.modes.sections import BiasReport, Interval, TrustSection
 from runner.stats import agreement, uncertainty
 
 
@@ -84,70 +85,75 @@ def pairwise_trust(refs: Sequence[ItemRef], judgments: Sequence[Judgment], resul
     return out
 
 
-def trust_metrics(trust: dict[str, Any]) -> dict[str, float]:
+def trust_metrics(trust: TrustSection | Mapping[str, Any]) -> dict[str, float]:
     """MLflow metrics of the trust section: ``verdict/win_rate_with_ties`` (+ SE and CI) and ``agreement/*``."""
+    t = TrustSection.of(trust, "trust")
     raw: dict[str, Any] = {}
-    wr = trust.get("win_rate")
+    wr = t.win_rate
     if wr:
-        raw.update({"verdict/win_rate_with_ties": wr["rate"], "verdict/win_rate_se": wr["standard_error"],
-                    "verdict/win_rate_ci_low": wr["ci"]["low"], "verdict/win_rate_ci_high": wr["ci"]["high"]})
-    ga = trust.get("gold_agreement")
+        raw.update({"verdict/win_rate_with_ties": wr.rate, "verdict/win_rate_se": wr.standard_error,
+                    "verdict/win_rate_ci_low": wr.ci.low, "verdict/win_rate_ci_high": wr.ci.high})
+    ga = t.gold_agreement
     if ga:
-        raw.update({f"agreement/{k}": ga[k] for k in ("accuracy", "accuracy_all", "cohen_kappa", "macro_f1",
-                                                       "krippendorff_alpha", "unscored", "n")})
-        raw.update({"agreement/accuracy_all_ci_low": ga["accuracy_all_ci"]["low"],
-                    "agreement/accuracy_all_ci_high": ga["accuracy_all_ci"]["high"],
-                    "agreement/cohen_kappa_ci_low": ga["cohen_kappa_ci"]["low"],
-                    "agreement/cohen_kappa_ci_high": ga["cohen_kappa_ci"]["high"]})
-    ceiling = trust.get("human_ceiling")
+        raw.update({"agreement/accuracy": ga.accuracy, "agreement/accuracy_all": ga.accuracy_all,
+                    "agreement/cohen_kappa": ga.cohen_kappa, "agreement/macro_f1": ga.macro_f1,
+                    "agreement/krippendorff_alpha": ga.krippendorff_alpha, "agreement/unscored": ga.unscored,
+                    "agreement/n": ga.n})
+        raw.update({"agreement/accuracy_all_ci_low": ga.accuracy_all_ci.low,
+                    "agreement/accuracy_all_ci_high": ga.accuracy_all_ci.high,
+                    "agreement/cohen_kappa_ci_low": ga.cohen_kappa_ci.low,
+                    "agreement/cohen_kappa_ci_high": ga.cohen_kappa_ci.high})
+    ceiling = t.human_ceiling
     if ceiling:
-        raw.update({"agreement/human_fleiss_kappa": ceiling["fleiss_kappa"],
-                    "agreement/human_mean_pairwise_kappa": ceiling["mean_pairwise_kappa"],
-                    "agreement/human_mean_pairwise_accuracy": ceiling["mean_pairwise_accuracy"],
-                    "agreement/human_leave_one_out_accuracy": ceiling["mean_leave_one_out_accuracy"]})
+        raw.update({"agreement/human_fleiss_kappa": ceiling.fleiss_kappa,
+                    "agreement/human_mean_pairwise_kappa": ceiling.mean_pairwise_kappa,
+                    "agreement/human_mean_pairwise_accuracy": ceiling.mean_pairwise_accuracy,
+                    "agreement/human_leave_one_out_accuracy": ceiling.mean_leave_one_out_accuracy})
     return {k: float(v) for k, v in raw.items() if v is not None}
 
 
-def _interval(ci: dict[str, Any] | None, scale: float = 100.0, digits: int = 1) -> str:
-    if not ci or ci.get("low") is None:
+def _interval(ci: Interval, scale: float = 100.0, digits: int = 1) -> str:
+    if ci.low is None or ci.high is None:
         return ""
-    return f" [{ci['low'] * scale:.{digits}f}, {ci['high'] * scale:.{digits}f}]"
+    return f" [{ci.low * scale:.{digits}f}, {ci.high * scale:.{digits}f}]"
 
 
-def console_lines(trust: dict[str, Any]) -> list[str]:
+def console_lines(trust: TrustSection | Mapping[str, Any]) -> list[str]:
     """Lines for the run's console summary: win rate with ties, agreement with gold, with their CIs."""
+    t = TrustSection.of(trust, "trust")
     lines = []
-    wr = trust.get("win_rate")
-    level = f"{trust['bootstrap']['level']:.0%} CI"
+    wr = t.win_rate
+    level = f"{t.bootstrap.level:.0%} CI"
     if wr:
-        se = f" (SE {wr['standard_error'] * 100:.2f})" if wr["standard_error"] is not None else ""
-        lines.append(f"win rate with ties as half {wr['rate'] * 100:.2f}{se}{_interval(wr['ci'])} {level}")
-    ga = trust.get("gold_agreement")
+        se = f" (SE {wr.standard_error * 100:.2f})" if wr.standard_error is not None else ""
+        lines.append(f"win rate with ties as half {wr.rate * 100:.2f}{se}{_interval(wr.ci)} {level}")
+    ga = t.gold_agreement
     if ga:
-        kappa = "n/a" if ga["cohen_kappa"] is None else f"{ga['cohen_kappa']:.3f}"
-        f1 = "n/a" if ga["macro_f1"] is None else f"{ga['macro_f1']:.4f}"
-        lines.append(f"agreement with gold (unscored as {ga['unscored_as']}): accuracy {ga['accuracy_all'] * 100:.2f}"
-                     f"{_interval(ga['accuracy_all_ci'])}, kappa {kappa}{_interval(ga['cohen_kappa_ci'], 1.0, 3)}, "
+        kappa = "n/a" if ga.cohen_kappa is None else f"{ga.cohen_kappa:.3f}"
+        f1 = "n/a" if ga.macro_f1 is None else f"{ga.macro_f1:.4f}"
+        lines.append(f"agreement with gold (unscored as {ga.unscored_as}): accuracy {ga.accuracy_all * 100:.2f}"
+                     f"{_interval(ga.accuracy_all_ci)}, kappa {kappa}{_interval(ga.cohen_kappa_ci, 1.0, 3)}, "
                      f"macro-F1 {f1}")
-    ceiling = trust.get("human_ceiling")
-    if ceiling and ceiling.get("mean_leave_one_out_accuracy") is not None:
-        lines.append(f"human ceiling ({ceiling['annotators']} annotators): each vs the others' majority "
-                     f"{ceiling['mean_leave_one_out_accuracy'] * 100:.2f}, Fleiss kappa {ceiling['fleiss_kappa']:.3f}")
+    ceiling = t.human_ceiling
+    if ceiling and ceiling.mean_leave_one_out_accuracy is not None:
+        lines.append(f"human ceiling ({ceiling.annotators} annotators): each vs the others' majority "
+                     f"{ceiling.mean_leave_one_out_accuracy * 100:.2f}, Fleiss kappa {ceiling.fleiss_kappa:.3f}")
     return lines
 
 
-def bias_lines(report: dict[str, Any]) -> list[str]:
+def bias_lines(report: BiasReport | Mapping[str, Any]) -> list[str]:
     """One console line with the bias report's headline numbers (runner.modes.bias)."""
-    pos, length = report.get("position") or {}, report.get("length") or {}
+    b = BiasReport.of(report, "bias")
+    pos, length = b.position, b.length
 
     def pct(value: float | None) -> str:
         return "n/a" if value is None else f"{value * 100:.1f}%"
 
-    line = (f"bias: same verdict in both orders {pct(pos.get('consistency_rate'))}, first position wins "
-            f"{pct(pos.get('first_position_rate'))}, longer answer wins {pct(length.get('longer_wins_rate'))}")
-    if length.get("longer_is_gold_rate") is not None:
-        line += f" (labels: {pct(length['longer_is_gold_rate'])})"
-    own = report.get("self_preference")
+    line = (f"bias: same verdict in both orders {pct(pos.consistency_rate)}, first position wins "
+            f"{pct(pos.first_position_rate)}, longer answer wins {pct(length.longer_wins_rate)}")
+    if length.longer_is_gold_rate is not None:
+        line += f" (labels: {pct(length.longer_is_gold_rate)})"
+    own = b.self_preference
     if own:
-        line += f"; own family ({own['own_system']}) wins {pct(own['own_win_rate'])}"
+        line += f"; own family ({own.own_system}) wins {pct(own.own_win_rate)}"
     return [line]

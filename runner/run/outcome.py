@@ -109,7 +109,7 @@ def _summarize(ctx: RunContext, prepared: Prepared, judged: Judged) -> tuple[dic
         metrics.update({k: float(v) for k, v in generation_metrics(list(judged.generations.values())).items()
                         if v is not None})
     summary["summary"]["skipped_rows"] = [f"{s.where}: {s.reason}" for s in prepared.dataset.skipped]
-    return summary, None if report.gold is None else dict(report.gold), metrics
+    return summary, None if report.gold is None else report.gold.to_json(), metrics
 
 
 def _judge_failure(cfg: RunConfig, judgments: list[Judgment]) -> tuple[bool, str]:
@@ -131,7 +131,7 @@ def _write_members(ctx: RunContext, members: Mapping[str, MemberReport], by_memb
         member_dir = member_dirs(ctx)[name]
         store.write_results(member_dir / store.RESULTS_NAME,
                             store.with_texts(by_member[name], member_dir / store.JOURNAL_NAME), labels)
-        store.write_json(member_dir / store.SUMMARY_NAME, member.document)
+        store.write_json(member_dir / store.SUMMARY_NAME, member.to_json())
         store.write_json(member_dir / store.METRICS_NAME, dict(sorted(member.metrics.items())))
 
 

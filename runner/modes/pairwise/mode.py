@@ -11,6 +11,7 @@ from runner.core.config import RunConfig
 from runner.modes import panel
 from runner.modes.base import Json, MemberReport, ModeInputs, ModeSetup, Report, RunMode, View, expand, register
 from runner.modes.pairwise import report, setup, views
+from runner.modes.sections import GoldAccuracy, PairwiseReport
 
 
 class PairwiseMode(RunMode):
@@ -26,38 +27,44 @@ class PairwiseMode(RunMode):
         template, synthesis = setup.load_templates(cfg, prompts_dir)
         return ModeSetup(template, synthesis, setup.response_schema_for(cfg))
 
+    def read(self, document: Mapping[str, Any], *, lenient: bool = False) -> PairwiseReport:
+        """The typed pairwise summary (runner.modes.sections.PairwiseReport)."""
+        return PairwiseReport.from_json(document, "pairwise summary", lenient=lenient)
+
     def build(self, inputs: ModeInputs) -> Report:
         """A single judge's report, or an ensemble's with each member's own."""
         cfg, refs = inputs.cfg, inputs.refs
         if inputs.by_member is None:
-            summary, gold, metrics = report.build(cfg, refs, list(inputs.judgments))
-            return Report(self.name, summary, metrics, gold)
+            _, typed, metrics = report.build(cfg, refs, list(inputs.judgments))
+            return Report(self.name, typed, metrics, typed.gold)
         summary, metrics, members = panel.build(cfg, refs, inputs.by_member)
-        return Report(self.name, summary, metrics, None,
-                      {m: MemberReport(doc, member_metrics) for m, (doc, _, member_metrics) in members.items()})
+        return Report(self.name, self.read(summary), metrics, None,
+                      {m: MemberReport(typed_m, metrics_m) for m, (_, typed_m, metrics_m) in members.items()})
 
     def summary_metrics(self, document: Mapping[str, Any]) -> dict[str, float]:
         """The summary's metrics; an ensemble's section adds its aggregations' and members' agreement."""
-        out = report.summary_metrics(document)
-        if document.get("ensemble"):
-            out.update(panel.ensemble_metrics(document["ensemble"]))
+        rep = self.read(document)
+        out = report.summary_metrics(rep)
+        if rep.ensemble is not None:
+            out.update(panel.ensemble_metrics(rep.ensemble))
         return out
 
     def console_lines(self, document: Mapping[str, Any], gold: Mapping[str, Any] | None,
                       judge_stats: Mapping[str, Any]) -> list[str]:
         """Headline, trust, the ensemble's lines (a single judge: bias) and the statistics."""
-        ensemble = document.get("ensemble")
-        return views.console_lines(document, gold, judge_stats, panel.console_lines(ensemble) if ensemble else None)
+        rep = self.read(document)
+        ensemble = panel.console_lines(rep.ensemble) if rep.ensemble is not None else None
+        return views.console_lines(rep, None if gold is None else GoldAccuracy.of(gold, "gold"), judge_stats, ensemble)
 
     def views(self, document: Mapping[str, Any]) -> list[View]:
         """Verdicts, confusion against gold, statistics; an ensemble's aggregations and members."""
-        ensemble = document.get("ensemble")
-        return views.views(document) + (views.ensemble_views(ensemble) if ensemble else [])
+        rep = self.read(document, lenient=True)
+        return views.views(rep) + (views.ensemble_views(rep.ensemble) if rep.ensemble is not None else [])
 
     def items(self, document: Mapping[str, Any]) -> list[Json]:
         """``aggregated_results``: item_id, verdicts, final_verdict, confidence, ``verdict_counts.<label>``."""
-        results = document.get("aggregated_results") or {}
-        return expand(({"item_id": k, **v} for k, v in results.items()), "verdict_counts", fill=0)
+        results = self.read(document).aggregated_results
+        return expand(({"item_id": k, **v.to_json()} for k, v in results.items()), "verdict_counts", fill=0)
 
 
 MODE = register(PairwiseMode())

@@ -3,7 +3,7 @@ registered statistics (runner.modes.statistics), with its MLflow metrics."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from runner.core.config import RunConfig
@@ -12,15 +12,16 @@ from runner.inputs.datasets import ItemRef
 from runner.judging import aggregation
 from runner.modes import bias, statistics, trust
 from runner.modes import summary as summaries
+from runner.modes.sections import PairwiseReport
 
 MODE = "pairwise"
 
 
 def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: list[Judgment]
-          ) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, float]]:
+          ) -> tuple[dict[str, Any], PairwiseReport, dict[str, float]]:
     """The users' summary (with gold accuracy when the dataset has gold), its trust section (win rate with
     ties, agreement with gold, bootstrap CIs; see runner.modes.trust), its bias section, the registered
-    statistics, and its MLflow metrics."""
+    statistics; the same summary typed (runner.modes.sections.PairwiseReport); and its MLflow metrics."""
     assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
     item_results = aggregation.aggregate_items(judgments, [r.id for r in refs],
                                                cfg.aggregation.name, cfg.aggregation.params)
@@ -37,11 +38,12 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: list[Judgment]
     stats = statistics.compute(MODE, statistics.StatInputs(cfg, refs, judgments, item_results))
     if stats:
         summary["statistics"] = stats
-    return summary, gold, summary_metrics(summary)
+    typed = PairwiseReport.from_json(summary, "pairwise summary")
+    return summary, typed, summary_metrics(typed)
 
 
-def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
+def summary_metrics(summary: PairwiseReport) -> dict[str, float]:
     """The MLflow metrics a pairwise summary determines (its ensemble section's are the ensemble's own)."""
-    return {**summaries.flat_metrics(dict(summary), summary.get("gold"), {}),
-            **trust.trust_metrics(summary.get("trust") or {}), **bias.bias_metrics(summary.get("bias") or {}),
-            **statistics.metrics(summary.get("statistics") or {})}
+    return {**summaries.flat_metrics(summary.summary, summary.gold, {}), **trust.trust_metrics(summary.trust),
+            **(bias.bias_metrics(summary.bias) if summary.bias is not None else {}),
+            **statistics.metrics(summary.statistics or {})}

@@ -1,5 +1,6 @@
 """What a pairwise run shows: its console summary lines and its HTML report's views (as data, see
-runner.modes.base.View), from its summary document; an ensemble's section adds its aggregations and members."""
+runner.modes.base.View), from its typed summary (runner.modes.sections.PairwiseReport); an ensemble's section adds
+its aggregations and members."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from runner.modes import statistics, trust
 from runner.modes.base import View, cell
+from runner.modes.sections import GoldAccuracy, PairwiseEnsemble, PairwiseReport, VerdictSummary
 from runner.modes.summary import PARSE_FAILURES
 
 
@@ -16,29 +18,34 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.1f}%"
 
 
-def gold_line(gold: Mapping[str, Any]) -> str:
+def gold_line(gold: GoldAccuracy | Mapping[str, Any]) -> str:
     """One console line with the gold accuracies."""
-    if gold["accuracy_mean"] is None:  # a single order was judged
-        return f"accuracy {_pct(gold['accuracy_overall'])} ({gold['n_pairs']} pairs, one order)"
+    g = GoldAccuracy.of(gold, "gold")
+    if g.accuracy_mean is None:  # a single order was judged
+        return f"accuracy {_pct(g.accuracy_overall)} ({g.n_pairs} pairs, one order)"
     return (
-        f"accuracy AB {_pct(gold['accuracy_ab'])} / BA {_pct(gold['accuracy_ba'])} / "
-        f"mean {_pct(gold['accuracy_mean'])} / both {_pct(gold['correct_both'])} / "
-        f"positional agreement {_pct(gold['positional_agreement'])}"
+        f"accuracy AB {_pct(g.accuracy_ab)} / BA {_pct(g.accuracy_ba)} / "
+        f"mean {_pct(g.accuracy_mean)} / both {_pct(g.correct_both)} / "
+        f"positional agreement {_pct(g.positional_agreement)}"
     )
 
 
-def headline_lines(summary: Mapping[str, Any], gold: Mapping[str, Any] | None, judge: Mapping[str, Any]) -> list[str]:
-    """The summary's headline: items, verdicts, confidence, win rates, gold accuracy, calls, tokens and cost."""
-    s = summary["summary"]
-    dist = ", ".join(f"{label} {n}" for label, n in s["final_verdict_distribution"].items())
-    conf = ", ".join(f"{name} {n}" for name, n in s["confidence_distribution"].items())
+def headline_lines(summary: VerdictSummary | Mapping[str, Any], gold: GoldAccuracy | Mapping[str, Any] | None,
+                   judge: Mapping[str, Any]) -> list[str]:
+    """The summary's headline: items, verdicts, confidence, win rates, gold accuracy, calls, tokens and cost.
+
+    ``summary`` is the ``summary`` section, or a summary document (runner.modes.summary.build_summary's).
+    """
+    s = summary if isinstance(summary, VerdictSummary) else VerdictSummary.from_json(summary["summary"], "summary")
+    dist = ", ".join(f"{label} {n}" for label, n in s.final_verdict_distribution.items())
+    conf = ", ".join(f"{name} {n}" for name, n in s.confidence_distribution.items())
     failures = ", ".join(f"{k[len(PARSE_FAILURES):]} {v}" for k, v in judge.items() if k.startswith(PARSE_FAILURES))
     lines = [
-        f"items {s['total_subsets']}, successful {s['successful_evaluations']}, failed {len(s['failed_items'])}",
+        f"items {s.total_subsets}, successful {s.successful_evaluations}, failed {len(s.failed_items)}",
         f"verdicts: {dist}",
         f"confidence: {conf}",
-        f"win rate ours {_pct(s['ours_win_rate'])} / baseline {_pct(s['baseline_win_rate'])} / "
-        f"tie {_pct(s['tie_rate'])}; unanimous {_pct(s['unanimous_agreement_rate'])}",
+        f"win rate ours {_pct(s.ours_win_rate)} / baseline {_pct(s.baseline_win_rate)} / "
+        f"tie {_pct(s.tie_rate)}; unanimous {_pct(s.unanimous_agreement_rate)}",
     ]
     if gold is not None:
         lines.append(gold_line(gold))
@@ -54,45 +61,49 @@ def headline_lines(summary: Mapping[str, Any], gold: Mapping[str, Any] | None, j
     ]
 
 
-def console_lines(summary: Mapping[str, Any], gold: Mapping[str, Any] | None, judge: Mapping[str, Any],
+def console_lines(rep: PairwiseReport, gold: GoldAccuracy | None, judge: Mapping[str, Any],
                   ensemble_lines: list[str] | None = None) -> list[str]:
     """The whole console summary: headline, trust, the ensemble's lines (else the bias line), statistics."""
-    extra = ensemble_lines if ensemble_lines is not None else trust.bias_lines(dict(summary["bias"]))
-    return [*headline_lines(summary, gold, judge), *trust.console_lines(dict(summary["trust"])), *extra,
-            *statistics.console_lines(summary.get("statistics") or {})]
+    if ensemble_lines is not None:
+        extra = ensemble_lines
+    else:
+        assert rep.bias is not None, "a single judge's pairwise summary has a bias section"
+        extra = trust.bias_lines(rep.bias)
+    return [*headline_lines(rep.summary, gold, judge), *trust.console_lines(rep.trust), *extra,
+            *statistics.console_lines(rep.statistics or {})]
 
 
-def views(summary: Mapping[str, Any]) -> list[View]:
+def views(rep: PairwiseReport) -> list[View]:
     """The verdict distribution (Wilson CIs, the win rate's CI), the confusion matrix against gold, statistics."""
-    s, trust_section = summary.get("summary") or {}, summary.get("trust") or {}
-    distribution = s.get("final_verdict_distribution") or {}
-    n = s.get("total_subsets") or sum(distribution.values())
-    data = {"distribution": dict(distribution), "n": n, "win_rate": trust_section.get("win_rate")}
+    s, win_rate = rep.summary, rep.trust.win_rate
+    distribution = s.final_verdict_distribution
+    n = s.total_subsets or sum(distribution.values())
+    data = {"distribution": dict(distribution), "n": n, "win_rate": win_rate.to_json() if win_rate else None}
     out = [View("Verdict distribution", "verdicts", data)] if distribution else []
-    confusion = (trust_section.get("gold_agreement") or {}).get("confusion") or {}
-    if confusion.get("matrix"):
+    gold = rep.trust.gold_agreement
+    if gold is not None and gold.confusion.matrix:
         out.append(View("Agreement with gold labels", "confusion",
-                        {"labels": confusion["labels"], "matrix": confusion["matrix"]},
+                        {"labels": list(gold.confusion.labels), "matrix": [list(r) for r in gold.confusion.matrix]},
                         notes=("rows: gold label; columns: the judge's verdict (each order counted)",)))
-    return out + statistics.views(summary.get("statistics") or {})
+    return out + statistics.views(rep.statistics or {})
 
 
-def ensemble_views(section: Mapping[str, Any]) -> list[View]:
+def ensemble_views(section: PairwiseEnsemble) -> list[View]:
     """An ensemble run: every aggregation and every member against gold, Dawid-Skene's estimates."""
-    by_combine = section.get("by_combine") or {}
-    agreement = {f"ensemble: {m}": s.get("accuracy_all") for m, s in by_combine.items() if "accuracy_all" in s}
-    members = section.get("member_agreement") or {}
-    agreement.update({f"member: {m}": h.get("accuracy_all") for m, h in members.items()})
-    ds = section.get("dawid_skene") or {}
-    estimated, truth = ds.get("estimated_accuracy") or {}, ds.get("true_accuracy") or {}
+    by_combine, members = section.by_combine, section.member_agreement
+    agreement: dict[str, float | None] = {f"ensemble: {m}": s.accuracy_all for m, s in by_combine.items()
+                                          if s.accuracy_all is not None}
+    agreement.update({f"member: {m}": h.accuracy_all for m, h in members.items()})
+    ds = section.estimates.get("dawid_skene")
+    estimated = ds.estimated_accuracy if ds is not None else {}
+    truth = (ds.true_accuracy if ds is not None else None) or {}
     out = [View("Ensemble aggregations", columns=("aggregation", "agreement with gold", "tie rate", "ours win rate"),
-                rows=tuple((m, s.get("accuracy_all"), s.get("tie_rate"), s.get("ours_win_rate"))
-                           for m, s in by_combine.items()),
-                notes=(f"headline aggregation: {section.get('combine')}; inter-judge Fleiss kappa "
-                       f"{cell((section.get('inter_judge') or {}).get('fleiss_kappa'))}",)),
+                rows=tuple((m, s.accuracy_all, s.tie_rate, s.ours_win_rate) for m, s in by_combine.items()),
+                notes=(f"headline aggregation: {section.combine}; inter-judge Fleiss kappa "
+                       f"{cell(section.inter_judge.fleiss_kappa)}",)),
            View("Ensemble members", columns=("member", "agreement (per judgment)", "Dawid-Skene estimate",
                                              "true accuracy (of votes)"),
-                rows=tuple((m, h.get("accuracy_all"), estimated.get(m), truth.get(m)) for m, h in members.items()))]
+                rows=tuple((m, h.accuracy_all, estimated.get(m), truth.get(m)) for m, h in members.items()))]
     if any(v is not None for v in agreement.values()):
         out.append(View("Agreement with gold: ensemble vs members", "bars",
                         {"values": agreement, "xlabel": "agreement", "limits": (0, 1)}))

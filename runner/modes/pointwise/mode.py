@@ -12,6 +12,7 @@ from runner.modes import score_panel, scorecard
 from runner.modes import summary as summaries
 from runner.modes.base import Json, MemberReport, ModeInputs, ModeSetup, Report, RunMode, View, expand, register
 from runner.modes.pointwise import report, setup, views
+from runner.modes.sections import PointwiseReport
 
 
 class PointwiseMode(RunMode):
@@ -25,17 +26,24 @@ class PointwiseMode(RunMode):
         return ModeSetup(template, None, setup.response_format_schema(point, cfg.rubric.parser.name), point,
                          point.generator_template)
 
+    def read(self, document: Mapping[str, Any], *, lenient: bool = False) -> PointwiseReport:
+        """The typed pointwise report (runner.modes.sections.PointwiseReport)."""
+        return PointwiseReport.from_json(document, "pointwise report", lenient=lenient)
+
     def build(self, inputs: ModeInputs) -> Report:
         """The scorecard of a single judge, or an ensemble's combined scorecard with each member's own."""
         cfg, point = inputs.cfg, inputs.setup.point
         violations = setup.check_candidates(inputs.candidates, point.check_calls)
         if inputs.by_member is None:
-            rep = report.build(cfg, point, inputs.refs, inputs.judgments, violations, inputs.not_generated)
+            rep = self.read(report.build(cfg, point, inputs.refs, inputs.judgments, violations, inputs.not_generated))
             return Report(self.name, rep, scorecard.report_metrics(rep))
-        rep, reports = report.build_panel(cfg, point, inputs.refs, inputs.by_member, violations, inputs.not_generated)
-        metrics = {**scorecard.report_metrics(rep), **score_panel.ensemble_metrics(rep["ensemble"])}
+        doc, reports = report.build_panel(cfg, point, inputs.refs, inputs.by_member, violations, inputs.not_generated)
+        rep = self.read(doc)
+        assert rep.ensemble is not None
+        metrics = {**scorecard.report_metrics(rep), **score_panel.ensemble_metrics(rep.ensemble)}
         members = {}
-        for name, member_rep in reports.items():
+        for name, member_doc in reports.items():
+            member_rep = self.read(member_doc)
             member_metrics = {**scorecard.report_metrics(member_rep),
                               **summaries.numeric(summaries.judge_metrics(inputs.by_member[name]))}
             members[name] = MemberReport(member_rep, member_metrics)
@@ -44,23 +52,24 @@ class PointwiseMode(RunMode):
 
     def summary_metrics(self, document: Mapping[str, Any]) -> dict[str, float]:
         """The scorecard's metrics (and the ensemble section's)."""
-        return report.summary_metrics(document)
+        return report.summary_metrics(self.read(document))
 
     def console_lines(self, document: Mapping[str, Any], gold: Mapping[str, Any] | None,
                       judge_stats: Mapping[str, Any]) -> list[str]:
         """Scores, pass rate, tags, consistency, human agreement, checks, calls; the ensemble's lines."""
-        ensemble = document.get("ensemble")
-        return views.console_lines(document, judge_stats) + (score_panel.console_lines(ensemble) if ensemble else [])
+        rep = self.read(document)
+        ensemble = score_panel.console_lines(rep.ensemble) if rep.ensemble is not None else []
+        return views.console_lines(rep, judge_stats) + ensemble
 
     def views(self, document: Mapping[str, Any]) -> list[View]:
         """Score histogram, criteria, tags, categories, statistics; an ensemble's members."""
-        ensemble = document.get("ensemble")
-        return views.views(document) + (views.ensemble_views(ensemble) if ensemble else [])
+        rep = self.read(document, lenient=True)
+        return views.views(rep) + (views.ensemble_views(rep.ensemble) if rep.ensemble is not None else [])
 
     def items(self, document: Mapping[str, Any]) -> list[Json]:
         """``detailed_results``: item_id, status, tags, category, overall, passed, ``scores.<criterion>``, ..."""
-        rows = ({("item_id" if k == "id" else k): v for k, v in d.items()}
-                for d in document.get("detailed_results") or [])
+        rows = ({("item_id" if k == "id" else k): v for k, v in d.to_json().items()}
+                for d in self.read(document).detailed_results)
         return expand(rows, "scores")
 
 

@@ -10,6 +10,7 @@ from runner.core.config import RunConfig
 from runner.core.types import Judgment
 from runner.modes import bias, score_panel, scorecard, statistics
 from runner.modes.pointwise.setup import PointwiseSetup
+from runner.modes.sections import PointwiseReport
 
 MODE = "pointwise"
 
@@ -52,11 +53,9 @@ def report_of(cfg: RunConfig, setup: PointwiseSetup, items: Sequence[scorecard.I
     return report
 
 
-def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
+def summary_metrics(summary: PointwiseReport) -> dict[str, float]:
     """The MLflow metrics a pointwise report determines (an ensemble's section adds its own)."""
-    out = {**scorecard.report_metrics(summary), **statistics.metrics(summary.get("statistics") or {})}
-    if summary.get("ensemble"):
-        out.update(score_panel.ensemble_metrics(summary["ensemble"]))
+    out = {**scorecard.report_metrics(summary), **statistics.metrics(summary.statistics or {})}
+    if summary.ensemble is not None:
+        out.update(score_panel.ensemble_metrics(summary.ensemble))
     return out
-
-

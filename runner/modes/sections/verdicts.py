@@ -1,0 +1,51 @@
+"""The typed sections of a pairwise summary the users' format fixes: ``summary`` (counts, rates, distributions,
+failed items), ``aggregated_results`` (one entry per item) and ``gold`` (LLMBar's accuracy per order); built by
+runner.modes.summary."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from runner.modes.record import Record, optional
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerdictSummary(Record):
+    """``summary``: items, verdicts and confidences counted, the win rates (fractions of the successful items)."""
+
+    evaluation_completed: bool
+    num_evaluation_runs: int
+    total_subsets: int
+    successful_evaluations: int
+    final_verdict_distribution: Mapping[str, int]  # ours, baseline, tie, then any other label
+    confidence_distribution: Mapping[str, int]
+    ours_win_rate: float
+    baseline_win_rate: float
+    tie_rate: float
+    unanimous_agreement_rate: float
+    failed_items: tuple[str, ...]
+    skipped_rows: tuple[str, ...] | None = optional()  # the dataset rows left out (added when the run ends)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AggregatedResult(Record):
+    """One item of ``aggregated_results``: its valid votes, their counts, the final verdict and its confidence."""
+
+    verdicts: tuple[str, ...]
+    verdict_counts: Mapping[str, int]
+    final_verdict: str | None  # None: no valid vote (a failure, not a tie)
+    confidence: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoldAccuracy(Record):
+    """``gold``: accuracy against gold labels per presentation order, as LLMBar reports it (None: undefined)."""
+
+    accuracy_ab: float | None
+    accuracy_ba: float | None
+    accuracy_mean: float | None
+    correct_both: float | None
+    positional_agreement: float | None
+    accuracy_overall: float | None
+    n_pairs: int
