@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # runner.modes.sections imports this module (through runner.m
     from runner.modes.sections import GoldAccuracy
 
 Json = dict[str, Any]
+Document = Mapping[str, Any] | Record  # a summary.json document, or the typed report a run already holds
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ class RunMode(ABC):
         """
 
     @abstractmethod
-    def read(self, document: Mapping[str, Any], *, lenient: bool = False) -> Record:
+    def read(self, document: Document, *, lenient: bool = False) -> Record:
         """The typed report of a summary.json document of this mode: strict (a key the builder always writes must
         be there; runner.modes.record.ReportFormatError names the section and key otherwise), or ``lenient`` for
         the HTML views, which draw what a document has (see runner.modes.record)."""
@@ -141,21 +142,21 @@ class RunMode(ABC):
         """The run's typed report (a single judge's, or an ensemble's combined from its members)."""
 
     @abstractmethod
-    def summary_metrics(self, document: Mapping[str, Any]) -> dict[str, float]:
+    def summary_metrics(self, document: Document) -> dict[str, float]:
         """The metrics a summary.json document of this mode determines (for a run read back from disk)."""
 
     @abstractmethod
-    def console_lines(self, document: Mapping[str, Any], gold: Mapping[str, Any] | None,
+    def console_lines(self, document: Document, gold: Mapping[str, Any] | None,
                       judge_stats: Mapping[str, Any]) -> list[str]:
         """The end-of-run console summary, one line per string (printed as data, never as markup)."""
 
     @abstractmethod
-    def views(self, document: Mapping[str, Any]) -> list[View]:
+    def views(self, document: Document) -> list[View]:
         """The HTML report's sections for this mode (headline, gates and metrics are the report's own); the
         document is read leniently: a section it lacks is not drawn."""
 
     @abstractmethod
-    def items(self, document: Mapping[str, Any]) -> list[Json]:
+    def items(self, document: Document) -> list[Json]:
         """One row per item of the summary document (for the results API's ``items`` frame)."""
 
 

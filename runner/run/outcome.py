@@ -17,7 +17,8 @@ from runner.core.types import Judgment, Status
 from runner.judging.estimate import run_list_cost
 from runner.judging.generation import Generation, generation_metrics
 from runner.modes import summary as summaries
-from runner.modes.base import MemberReport, ModeInputs, RunMode
+from runner.modes.base import Document, MemberReport, ModeInputs, RunMode
+from runner.modes.record import Record
 from runner.outputs import console, html_report, tracking
 from runner.run import gates
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
@@ -53,7 +54,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     judges = [name for name, js in judged.by_member.items() for _ in js] if judged.by_member is not None else None
     # Results first: they need no statistic, so a bug in one still leaves every answer in results.jsonl.
     store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged), _labels(prepared), judges)
-    summary, gold, metrics = _summarize(ctx, prepared, judged)
+    typed, summary, gold, metrics = _summarize(ctx, prepared, judged)
     judge_stats = summaries.judge_metrics(judgments)
     metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
     metrics.update(run_list_cost(cfg.judge, judgments, judged.by_member))
@@ -74,7 +75,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
         tracking.finish_run(cfg.tracking, mlflow_run_id, tracking.RunRecord(
             metrics=metrics, run_dir=ctx.run_dir, resolved_config_yaml=ctx.resolved_config_yaml,
             rows=table_rows(_with_texts(ctx, judged), judges, TABLE_ROWS), failed=failed))
-    _print(ctx.run_name, prepared.mode, summary, gold, judge_stats, [("PASS " if g.passed else "FAIL ") + g.message
+    _print(ctx.run_name, prepared.mode, typed, gold, judge_stats, [("PASS " if g.passed else "FAIL ") + g.message
                                                       for g in gate_results], report_path)
     return RunOutcome(summary, gold, judge_stats, failed, reason, mlflow_run_id)
 
@@ -95,9 +96,10 @@ def _labels(prepared: Prepared) -> dict[str, dict]:
             if r.gold is not None or r.human_score is not None}
 
 
-def _summarize(ctx: RunContext, prepared: Prepared, judged: Judged) -> tuple[dict, dict | None, dict[str, float]]:
-    """(summary, gold statistics, metrics) from the run's mode; an ensemble's members get their own files under
-    members/<name>/."""
+def _summarize(ctx: RunContext, prepared: Prepared, judged: Judged
+               ) -> tuple[Record, dict, dict | None, dict[str, float]]:
+    """(typed report, summary, gold statistics, metrics) from the run's mode; an ensemble's members get their own
+    files under members/<name>/."""
     inputs = ModeInputs(cfg=ctx.cfg, setup=prepared.setup, refs=prepared.refs, judgments=judged.judgments,
                         by_member=judged.by_member, candidates=candidates(ctx, prepared, judged.generations),
                         not_generated=frozenset(k for k, g in (judged.generations or {}).items() if not g.ok))
@@ -109,7 +111,7 @@ def _summarize(ctx: RunContext, prepared: Prepared, judged: Judged) -> tuple[dic
         metrics.update({k: float(v) for k, v in generation_metrics(list(judged.generations.values())).items()
                         if v is not None})
     summary["summary"]["skipped_rows"] = [f"{s.where}: {s.reason}" for s in prepared.dataset.skipped]
-    return summary, None if report.gold is None else report.gold.to_json(), metrics
+    return report.typed, summary, None if report.gold is None else report.gold.to_json(), metrics
 
 
 def _judge_failure(cfg: RunConfig, judgments: list[Judgment]) -> tuple[bool, str]:
@@ -146,7 +148,7 @@ def _gate_results(ctx: RunContext, prepared: Prepared, summary: dict, metrics: d
     return results
 
 
-def _print(title: str, mode: RunMode, summary: dict, gold: dict | None, judge_stats: dict, gate_lines: list[str],
+def _print(title: str, mode: RunMode, summary: Document, gold: dict | None, judge_stats: dict, gate_lines: list[str],
            report_path: Path | None) -> None:
     """The end-of-run console summary: the mode's lines (an ensemble's included), the gates, the report's path."""
     lines = [*mode.console_lines(summary, gold, judge_stats), *gate_lines]

@@ -9,7 +9,18 @@ from typing import Any
 
 from runner.core.config import RunConfig
 from runner.modes import panel
-from runner.modes.base import Json, MemberReport, ModeInputs, ModeSetup, Report, RunMode, View, expand, register
+from runner.modes.base import (
+    Document,
+    Json,
+    MemberReport,
+    ModeInputs,
+    ModeSetup,
+    Report,
+    RunMode,
+    View,
+    expand,
+    register,
+)
 from runner.modes.pairwise import report, setup, views
 from runner.modes.sections import GoldAccuracy, PairwiseReport
 
@@ -27,8 +38,10 @@ class PairwiseMode(RunMode):
         template, synthesis = setup.load_templates(cfg, prompts_dir)
         return ModeSetup(template, synthesis, setup.response_schema_for(cfg))
 
-    def read(self, document: Mapping[str, Any], *, lenient: bool = False) -> PairwiseReport:
+    def read(self, document: Document, *, lenient: bool = False) -> PairwiseReport:
         """The typed pairwise summary (runner.modes.sections.PairwiseReport)."""
+        if isinstance(document, PairwiseReport):  # the run's own report: already read
+            return document
         return PairwiseReport.from_json(document, "pairwise summary", lenient=lenient)
 
     def build(self, inputs: ModeInputs) -> Report:
@@ -41,7 +54,7 @@ class PairwiseMode(RunMode):
         return Report(self.name, self.read(summary), metrics, None,
                       {m: MemberReport(typed_m, metrics_m) for m, (_, typed_m, metrics_m) in members.items()})
 
-    def summary_metrics(self, document: Mapping[str, Any]) -> dict[str, float]:
+    def summary_metrics(self, document: Document) -> dict[str, float]:
         """The summary's metrics; an ensemble's section adds its aggregations' and members' agreement."""
         rep = self.read(document)
         out = report.summary_metrics(rep)
@@ -49,19 +62,19 @@ class PairwiseMode(RunMode):
             out.update(panel.ensemble_metrics(rep.ensemble))
         return out
 
-    def console_lines(self, document: Mapping[str, Any], gold: Mapping[str, Any] | None,
+    def console_lines(self, document: Document, gold: Mapping[str, Any] | None,
                       judge_stats: Mapping[str, Any]) -> list[str]:
         """Headline, trust, the ensemble's lines (a single judge: bias) and the statistics."""
         rep = self.read(document)
         ensemble = panel.console_lines(rep.ensemble) if rep.ensemble is not None else None
         return views.console_lines(rep, None if gold is None else GoldAccuracy.of(gold, "gold"), judge_stats, ensemble)
 
-    def views(self, document: Mapping[str, Any]) -> list[View]:
+    def views(self, document: Document) -> list[View]:
         """Verdicts, confusion against gold, statistics; an ensemble's aggregations and members."""
         rep = self.read(document, lenient=True)
         return views.views(rep) + (views.ensemble_views(rep.ensemble) if rep.ensemble is not None else [])
 
-    def items(self, document: Mapping[str, Any]) -> list[Json]:
+    def items(self, document: Document) -> list[Json]:
         """``aggregated_results``: item_id, verdicts, final_verdict, confidence, ``verdict_counts.<label>``."""
         results = self.read(document).aggregated_results
         return expand(({"item_id": k, **v.to_json()} for k, v in results.items()), "verdict_counts", fill=0)

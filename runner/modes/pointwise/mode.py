@@ -10,7 +10,18 @@ from typing import Any
 from runner.core.config import RunConfig
 from runner.modes import score_panel, scorecard
 from runner.modes import summary as summaries
-from runner.modes.base import Json, MemberReport, ModeInputs, ModeSetup, Report, RunMode, View, expand, register
+from runner.modes.base import (
+    Document,
+    Json,
+    MemberReport,
+    ModeInputs,
+    ModeSetup,
+    Report,
+    RunMode,
+    View,
+    expand,
+    register,
+)
 from runner.modes.pointwise import report, setup, views
 from runner.modes.sections import PointwiseReport
 
@@ -26,8 +37,10 @@ class PointwiseMode(RunMode):
         return ModeSetup(template, None, setup.response_format_schema(point, cfg.rubric.parser.name), point,
                          point.generator_template)
 
-    def read(self, document: Mapping[str, Any], *, lenient: bool = False) -> PointwiseReport:
+    def read(self, document: Document, *, lenient: bool = False) -> PointwiseReport:
         """The typed pointwise report (runner.modes.sections.PointwiseReport)."""
+        if isinstance(document, PointwiseReport):  # the run's own report: already read
+            return document
         return PointwiseReport.from_json(document, "pointwise report", lenient=lenient)
 
     def build(self, inputs: ModeInputs) -> Report:
@@ -50,23 +63,23 @@ class PointwiseMode(RunMode):
             metrics.update({f"member/{name}/{k}": v for k, v in member_metrics.items()})
         return Report(self.name, rep, metrics, None, members)
 
-    def summary_metrics(self, document: Mapping[str, Any]) -> dict[str, float]:
+    def summary_metrics(self, document: Document) -> dict[str, float]:
         """The scorecard's metrics (and the ensemble section's)."""
         return report.summary_metrics(self.read(document))
 
-    def console_lines(self, document: Mapping[str, Any], gold: Mapping[str, Any] | None,
+    def console_lines(self, document: Document, gold: Mapping[str, Any] | None,
                       judge_stats: Mapping[str, Any]) -> list[str]:
         """Scores, pass rate, tags, consistency, human agreement, checks, calls; the ensemble's lines."""
         rep = self.read(document)
         ensemble = score_panel.console_lines(rep.ensemble) if rep.ensemble is not None else []
         return views.console_lines(rep, judge_stats) + ensemble
 
-    def views(self, document: Mapping[str, Any]) -> list[View]:
+    def views(self, document: Document) -> list[View]:
         """Score histogram, criteria, tags, categories, statistics; an ensemble's members."""
         rep = self.read(document, lenient=True)
         return views.views(rep) + (views.ensemble_views(rep.ensemble) if rep.ensemble is not None else [])
 
-    def items(self, document: Mapping[str, Any]) -> list[Json]:
+    def items(self, document: Document) -> list[Json]:
         """``detailed_results``: item_id, status, tags, category, overall, passed, ``scores.<criterion>``, ..."""
         rows = ({("item_id" if k == "id" else k): v for k, v in d.to_json().items()}
                 for d in self.read(document).detailed_results)
