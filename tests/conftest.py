@@ -1,9 +1,11 @@
 """Markers by where a test lives: every test under tests/integration is ``integration``; those that run
 judgesweep as a process (the process is their point: exit codes, kill -9 and resume, launchers, a sweep's
-callbacks, Hydra's logging) or start an MLflow server are also ``slow``, which `make test-fast` leaves out."""
+callbacks, Hydra's logging), start an MLflow server or run for tens of seconds are also ``slow``, which
+`make test-fast` leaves out. Also: tmp_path on tmpfs, and the longest modules first."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,21 +15,46 @@ SLOW_MODULES = frozenset({
     "test_compare",  # a sweep, then judgesweep-compare as a command
     "test_default_run",  # `make run`'s command line
     "test_launchers",  # joblib workers
-    "test_llmbar_subsets",  # sweeps over the published subsets
+    "test_llmbar_subsets",  # 24 runs over the published subsets
     "test_mlflow_server",  # a real `mlflow server`
     "test_ray_launcher",  # a local Ray cluster
     "test_replay_sweep",  # a six-job sweep and its table
     "test_resume",  # kill -9, then resume
     "test_results_api",  # sweeps read back
-    "test_summary_failure",  # a crash after the calls, then resume
     "test_tracking_start",  # the first request against MLflow run creation, in a process
 })
 
 
+# tmp_path in RAM where the machine has it: the runs under test fsync their journals, caches and MLflow sqlite stores
+# (a fresh store is a few dozen committed migrations), which on a VM's disk cost seconds of waiting per test and on
+# tmpfs nothing. The files and calls are the same; PYTEST_DEBUG_TEMPROOT (or --basetemp) set by hand wins.
+TMPFS = Path("/dev/shm")
+
+
+# The modules that take longest (tens of seconds each: a Ray cluster, joblib workers, sweeps, processes killed and
+# resumed), longest first. They run first, so that with `-n 2 --dist loadscope` (one module to one worker) the many
+# short modules fill in at the end rather than one long module running alone after the other worker is done;
+# xdist's own order (scopes by number of tests, --loadscope-reorder) would start them last.
+LONGEST_FIRST = ("test_ray_launcher", "test_launchers", "test_calibration", "test_compare", "test_tracking_start",
+                 "test_llmbar_subsets", "test_presets", "test_published_figures", "test_rubric_judging",
+                 "test_hardening", "test_results_api", "test_default_run", "test_in_process", "test_resume",
+                 "test_secrets", "test_config")
+
+
+def pytest_configure(config: pytest.Config) -> None:  # noqa: D103
+    if config.option.basetemp is None and TMPFS.is_dir() and os.access(TMPFS, os.W_OK | os.X_OK):
+        os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", str(TMPFS))
+    if hasattr(config.option, "loadscopereorder") and "--loadscope-reorder" not in config.invocation_params.args:
+        config.option.loadscopereorder = False  # the order of collection: LONGEST_FIRST first
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:  # noqa: D103
+    rank = {stem: n for n, stem in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).stem, len(rank)))  # stable: a module stays whole
     for item in items:
         path = Path(str(item.fspath))
         if "integration" in path.parts:
             item.add_marker(pytest.mark.integration)
-        if path.stem in SLOW_MODULES or "run_process" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if path.stem in SLOW_MODULES or "run_process" in fixtures or "mlflow_server" in fixtures:
             item.add_marker(pytest.mark.slow)

@@ -1,17 +1,26 @@
 """Integration fixtures: a run in this process (runner.run_experiment) or the real CLI in a subprocess, a fake
-OpenAI-compatible server on 127.0.0.1, and a throw-away MLflow sqlite store per test."""
+OpenAI-compatible server on 127.0.0.1, a throw-away MLflow sqlite store per test, a real `mlflow server` per test
+process, and runs that several modules read made once per session (once_per_session: the replay sweep, a
+calibration search)."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import functools
 import io
 import json
 import logging
 import os
+import shutil
+import socket
+import sqlite3
 import subprocess
 import sys
+import time
 import traceback
-from collections.abc import Iterator
+import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,7 +155,7 @@ def run_in_process(tmp_path: Path, run_dir: Path, overrides: tuple[str, ...],
     return subprocess.CompletedProcess(["runner.run_experiment", *args], code, out.getvalue(), err.getvalue())
 
 
-def _runner(tmp_path: Path, in_process: bool):
+def _runner(tmp_path: Path, in_process: bool, empty_store: Callable[[], Path] | None = None):
     runs = []
 
     def run(*overrides: str, env: dict[str, str] | None = None, multirun: bool = False,
@@ -155,6 +164,9 @@ def _runner(tmp_path: Path, in_process: bool):
         if run_dir is None:
             run_dir = tmp_path / (f"{'multirun' if multirun else 'run'}{len(runs) if len(runs) > 1 else ''}")
         if in_process and not multirun:
+            store = tmp_path / "mlflow.db"
+            if empty_store is not None and "tracking=off" not in overrides and not store.exists():
+                shutil.copyfile(empty_store(), store)
             proc = run_in_process(tmp_path, run_dir, overrides, env)
         else:
             proc = subprocess.run(cli_args(tmp_path, run_dir, overrides, multirun), cwd=REPO, env=offline_env(env),
@@ -164,16 +176,32 @@ def _runner(tmp_path: Path, in_process: bool):
     return run
 
 
+@pytest.fixture(scope="session")
+def empty_mlflow_store(tmp_path_factory) -> Callable[[], Path]:
+    """An MLflow sqlite store with its tables and nothing else, made once per test process when first asked for:
+    creating the tables (a few dozen migrations) costs a run seconds of CPU that a copy does not."""
+    @functools.cache
+    def made() -> Path:
+        from mlflow.tracking import MlflowClient
+
+        directory = tmp_path_factory.mktemp("empty_store")
+        MlflowClient(tracking_uri=mlflow_uri(directory)).search_experiments()  # creates the tables
+        return directory / "mlflow.db"
+
+    return made
+
+
 @pytest.fixture
-def run_cli(tmp_path):
+def run_cli(tmp_path, empty_mlflow_store):
     """Run one experiment with run dirs, cache and MLflow store under tmp_path: in this process through
     ``runner.run_experiment`` (a multirun: ``python -m runner -m`` in a subprocess), with the CLI's exit code
     and output.
 
     Each invocation gets its own run directory unless ``run_dir`` is given; the cache and the MLflow
-    store are shared by the invocations of one test.
+    store are shared by the invocations of one test. A run in this process (unless ``tracking=off``) finds the
+    store as a copy of an empty one (empty_mlflow_store) rather than creating it.
     """
-    return _runner(tmp_path, in_process=True)
+    return _runner(tmp_path, in_process=True, empty_store=empty_mlflow_store)
 
 
 @pytest.fixture
@@ -181,6 +209,108 @@ def run_process(tmp_path):
     """``run_cli`` as ``python -m runner`` in a subprocess from the repo root: for tests where the process is the
     point (exit codes, Hydra's own output and logging, kill and resume, launchers)."""
     return _runner(tmp_path, in_process=False)
+
+
+def session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory of this test session that every xdist worker sees (the controller's basetemp; without xdist,
+    the session's own)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def once_per_session(tmp_path_factory: pytest.TempPathFactory, name: str,
+                     make: Callable[[Path], subprocess.CompletedProcess]) -> tuple[Path, subprocess.CompletedProcess]:
+    """``make(directory)`` once per test session, however many modules and xdist workers ask for it: the first
+    caller runs it (the others wait on a lock) and every caller gets the directory and the finished process.
+
+    For an expensive run that several modules read (a sweep): they must not write to what it wrote.
+    """
+    root = session_dir(tmp_path_factory)
+    where, record = root / name, root / f"{name}.json"
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        if not record.is_file():  # not run yet, or it raised (a timeout): run it again
+            shutil.rmtree(where, ignore_errors=True)
+            where.mkdir()
+            proc = make(where)
+            record.write_text(json.dumps({"args": [str(arg) for arg in proc.args], "returncode": proc.returncode,
+                                          "stdout": proc.stdout, "stderr": proc.stderr}))
+    return where, subprocess.CompletedProcess(**json.loads(record.read_text()))
+
+
+# The 6-job LLMBar replay sweep (no network) that test_replay_sweep checks and test_compare compares.
+REPLAY_SWEEP = ("judge=replay_gpt4,replay_chatgpt", "prompt=llmbar_vanilla,llmbar_vanilla_norules,llmbar_swap")
+
+
+def replay_sweep(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
+    """``python -m runner -m`` over REPLAY_SWEEP with run dirs, cache and MLflow store in one directory, run once
+    per test session (once_per_session). Read-only: a test that logs to its store logs to a copy (copy_store)."""
+    def make(tmp: Path) -> subprocess.CompletedProcess:
+        return subprocess.run(cli_args(tmp, tmp / "multirun", REPLAY_SWEEP, multirun=True), cwd=REPO,
+                              env=offline_env(), capture_output=True, text=True, timeout=600)
+
+    tmp, proc = once_per_session(tmp_path_factory, "replay_sweep", make)
+    return CliRun(proc=proc, run_dir=tmp / "multirun", mlflow_uri=mlflow_uri(tmp))
+
+
+def calibration_search(tmp_path_factory: pytest.TempPathFactory,
+                       preset: str) -> tuple[Path, subprocess.CompletedProcess]:
+    """``python -m runner -m experiment=<preset> hydra.sweeper.n_trials=2 max_items=4``, started in a directory of its
+    own with no tracking override (so into the default store, <that directory>/outputs/mlflow.db) and the
+    repository's prompts: the directory (sweep in multirun/) and the process, once per session (once_per_session).
+    test_calibration checks its default store, test_presets that the preset runs."""
+    def make(tmp: Path) -> subprocess.CompletedProcess:
+        args = [sys.executable, "-m", "runner", "-m", f"hydra.sweep.dir={tmp / 'multirun'}", f"experiment={preset}",
+                "hydra.sweeper.n_trials=2", "max_items=4", f"prompts_dir={REPO / 'prompts'}",
+                f"cache.path={tmp / 'cache.sqlite'}"]
+        return subprocess.run(args, cwd=tmp, env=offline_env(), capture_output=True, text=True, timeout=600)
+
+    return once_per_session(tmp_path_factory, f"search_{preset}", make)
+
+
+def copy_store(uri: str, directory: Path) -> str:
+    """A copy of the sqlite MLflow store ``uri`` as ``directory``/mlflow.db (sqlite's backup: consistent whatever
+    state the file is in), and its URI. The runs' artifacts stay where they are; what is logged to the copy
+    leaves the original as it was."""
+    with contextlib.closing(sqlite3.connect(uri.removeprefix("sqlite:///"))) as source, \
+            contextlib.closing(sqlite3.connect(directory / "mlflow.db")) as copy:
+        source.backup(copy)
+    return mlflow_uri(directory)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory):
+    """Start `mlflow server` on a free loopback port; yield its URL; stop it when the session ends. Shared by the
+    tests of this process (test_mlflow_server, test_launchers, test_ray_launcher): each logs to its own experiment."""
+    tmp_path = tmp_path_factory.mktemp("mlflow-server")
+    port = free_port()
+    mlflow_bin = Path(sys.executable).with_name("mlflow")
+    proc = subprocess.Popen(
+        [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+         "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
+         "--artifacts-destination", str(tmp_path / "server-artifacts")],
+        env=offline_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
+                if resp.status == 200:
+                    break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail("mlflow server did not come up")
+            time.sleep(0.5)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
 
 
 @pytest.fixture

@@ -4,12 +4,10 @@ split, then the winner runs once on the held-out test split; both are reported a
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from mlflow.tracking import MlflowClient
 
-from tests.integration.conftest import REPO, offline_env
+from tests.integration.conftest import calibration_search
 
 
 def item_ids(run_dir) -> set[str]:
@@ -55,22 +53,19 @@ def test_a_failed_trial_is_recorded_and_the_study_goes_on(run_cli):
     assert "Failed experiment" in result.output and "calibration: held-out test (4 items" in result.output
 
 
-def test_the_default_store_gets_the_sweep_and_calibration_runs(tmp_path):
+def test_the_default_store_gets_the_sweep_and_calibration_runs(tmp_path_factory):
     # No tracking override: the default store is ${hydra:runtime.cwd}/outputs/mlflow.db, which the callbacks
     # that run when the sweep ends (no job's HydraConfig there) failed to resolve, so neither run was logged.
-    # Started in tmp_path (the runtime cwd), with the repository's prompts.
-    sweep_dir = tmp_path / "multirun"
-    args = [sys.executable, "-m", "runner", "-m", f"hydra.sweep.dir={sweep_dir}", "experiment=calibrate_llmbar",
-            "hydra.sweeper.n_trials=2", "max_items=4", f"prompts_dir={REPO / 'prompts'}",
-            f"cache.path={tmp_path / 'cache.sqlite'}"]
-    proc = subprocess.run(args, cwd=tmp_path, env=offline_env(), capture_output=True, text=True, timeout=600)
+    # Started in a directory of its own (the runtime cwd), with the repository's prompts: hydra.sweeper.n_trials=2
+    # max_items=4, run once per session (test_presets checks that the preset runs on it).
+    cwd, proc = calibration_search(tmp_path_factory, "calibrate_llmbar")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "not logged to MLflow" not in proc.stderr and "raised" not in proc.stderr
-    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'outputs' / 'mlflow.db'}")
+    client = MlflowClient(tracking_uri=f"sqlite:///{cwd / 'outputs' / 'mlflow.db'}")
     runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
     kinds = sorted(r.data.tags.get("judgesweep.kind", "job") for r in runs)
     assert kinds == ["calibration", "job", "job", "job", "sweep"]  # two trials and the held-out test
     (table,) = [r for r in runs if r.data.tags.get("judgesweep.kind") == "sweep"]
     assert {"sweep_table.csv", "frontier.png", "report.html"} <= {a.path for a in client.list_artifacts(
         table.info.run_id)}
-    assert (tmp_path / "outputs" / "mlartifacts").is_dir()
+    assert (cwd / "outputs" / "mlartifacts").is_dir()

@@ -1,4 +1,5 @@
-"""`judgesweep-compare` over the 6-job LLMBar replay sweep, read from and logged to a real MLflow store."""
+"""`judgesweep-compare` over the 6-job LLMBar replay sweep, read from and logged to a real MLflow store (a copy of
+the sweep's: the sweep is run once per session, test_replay_sweep checks it too)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.integration.conftest import REPO, CliRun, cli_args, mlflow_uri, offline_env
+from tests.integration.conftest import REPO, CliRun, copy_store, offline_env, replay_sweep
 from tests.integration.test_default_run import published
-
-SWEEP = ("judge=replay_gpt4,replay_chatgpt", "prompt=llmbar_vanilla,llmbar_vanilla_norules,llmbar_swap")
 
 
 def compare_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -24,19 +23,18 @@ def compare_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> CliRun:
-    """The replay sweep (6 jobs, no network), shared by the tests below."""
-    tmp = tmp_path_factory.mktemp("compare")
-    run_dir = tmp / "multirun"
-    proc = subprocess.run(cli_args(tmp, run_dir, SWEEP, multirun=True), cwd=REPO, env=offline_env(),
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return CliRun(proc=proc, run_dir=run_dir, mlflow_uri=mlflow_uri(tmp))
+    """The replay sweep (6 jobs, no network: conftest.REPLAY_SWEEP, the one test_replay_sweep checks, run once per
+    session), shared by the tests below, with a copy of its MLflow store that the comparisons are logged to."""
+    shared = replay_sweep(tmp_path_factory)
+    assert shared.proc.returncode == 0, shared.output
+    store = copy_store(shared.mlflow_uri, tmp_path_factory.mktemp("compare"))
+    return CliRun(proc=shared.proc, run_dir=shared.run_dir, mlflow_uri=store)
 
 
 @pytest.fixture(scope="module")
-def compared(sweep) -> tuple[subprocess.CompletedProcess, dict]:
+def compared(sweep, tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
     """The comparison of the sweep, given as a directory relative to the working directory."""
-    out = sweep.run_dir.parent / "out.json"
+    out = tmp_path_factory.mktemp("compared") / "out.json"
     proc = compare_cli("--sweep", sweep.run_dir.name, "--tracking-uri", sweep.mlflow_uri, "--json", str(out),
                        cwd=sweep.run_dir.parent)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -12,10 +12,7 @@ from pathlib import Path
 from mlflow.tracking import MlflowClient
 
 from tests.fakes.openai_server import Reply
-from tests.integration import test_mlflow_server
 from tests.integration.conftest import live_judge
-
-mlflow_server = test_mlflow_server.mlflow_server  # the fixture: a real `mlflow server` on a free loopback port
 
 PARALLEL = ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
 # Every job log line carries the PID of the process that ran the job.

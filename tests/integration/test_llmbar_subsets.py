@@ -1,11 +1,13 @@
 """Replayed GPT-4 and ChatGPT on LLMBar's four Adversarial subsets reproduce the published statistics.json.
 
-Two multiruns: the verdict-only prompts with the default rubric (16 jobs) and Swap with LLMBar's own
-parsing, rubric llmbar_upstream (8 jobs). Natural is covered by test_replay_sweep.py.
+Two sweeps: the verdict-only prompts with the default rubric (16 jobs) and Swap with LLMBar's own parsing, rubric
+llmbar_upstream (8 jobs), each job a run in this process (runner.run_experiment; the multirun itself is
+test_replay_sweep's). Natural is covered by test_replay_sweep.py.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import Counter
@@ -34,10 +36,10 @@ SWAP_UNSCORED = {
 SWAP_DIFFERENCES: dict = {}
 
 
-def jobs(run_dir: Path) -> dict[tuple[str, str, str], Path]:
-    """Job directories of a multirun keyed by (judge, prompt, dataset)."""
+def jobs(run_dirs: list[Path]) -> dict[tuple[str, str, str], Path]:
+    """Run directories (with their summary) keyed by (judge, prompt, dataset)."""
     out = {}
-    for summary in run_dir.glob("*/summary.json"):
+    for summary in (run_dir / "summary.json" for run_dir in run_dirs if (run_dir / "summary.json").is_file()):
         overrides = dict(kv.split("=", 1) for kv in yaml.safe_load(
             (summary.parent / ".hydra" / "overrides.yaml").read_text()))
         out[(overrides["judge"], overrides["prompt"], overrides["dataset"])] = summary.parent
@@ -82,11 +84,14 @@ def journal(job_dir: Path) -> list[dict]:
 
 
 def sweep(run_cli, *overrides: str) -> dict[tuple[str, str, str], Path]:
-    """One multirun over both judges and the four Adversarial subsets, no tracking."""
-    result = run_cli(f"judge={','.join(JUDGES)}", f"dataset={','.join(SUBSETS)}", "tracking=off", *overrides,
-                     multirun=True)
-    assert result.proc.returncode == 0, result.output
-    return jobs(result.run_dir)
+    """The jobs of a multirun over both judges and the four Adversarial subsets, no tracking: a run per combination
+    of the comma-separated choices."""
+    choices = [f"judge={','.join(JUDGES)}", f"dataset={','.join(SUBSETS)}", "tracking=off", *overrides]
+    expanded = [[f"{key}={value}" for value in values.split(",")] for key, values in (c.split("=", 1) for c in choices)]
+    results = [run_cli(*job) for job in itertools.product(*expanded)]
+    for result in results:
+        assert result.proc.returncode == 0, result.output
+    return jobs([result.run_dir for result in results])
 
 
 def test_verdict_only_prompts_reproduce_the_published_statistics_on_every_adversarial_subset(run_cli):

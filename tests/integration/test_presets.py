@@ -1,5 +1,6 @@
 """Every preset in conf/experiment/ runs, so no preset can rot: a calibration search as a real multirun
-(python -m runner -m), the others in this process (runner.run_experiment).
+(python -m runner -m; on replay judges, the one test_calibration reads, run once per session), the others in this
+process (runner.run_experiment).
 
 Presets whose judge (or generator) needs an API key are pointed at the loopback server (the preset's
 other choices stay); replay presets run as they are. The server answers pointwise prompts with a JSON
@@ -13,7 +14,7 @@ import json
 import pytest
 import yaml
 
-from tests.integration.conftest import REPO, live_judge
+from tests.integration.conftest import REPO, CliRun, calibration_search, live_judge
 
 PRESETS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
 
@@ -52,16 +53,20 @@ def answer(body: dict) -> str:
 
 
 @pytest.mark.parametrize("preset", [pytest.param(p, marks=pytest.mark.slow) if is_search(p) else p for p in PRESETS])
-def test_preset_runs(run_cli, fake_server, preset):
+def test_preset_runs(run_cli, fake_server, tmp_path_factory, preset):
     fake_server.reply = answer
     extra = live_judge(fake_server) if needs_key(preset) else []
     if needs_key(preset, "generator"):
         extra += ["generator=local_openai", f"generator.api_base={fake_server.base_url}",
                   "generator.model=openai/fake-generator"]
     search = is_search(preset)
-    if search:  # a calibration search: two trials on dev, then its held-out test run
-        extra += ["hydra.sweeper.n_trials=2"]
-    result = run_cli(f"experiment={preset}", "max_items=4", *extra, multirun=search)
+    if search and not extra:  # a calibration search on replay judges: test_calibration's run (once per session)
+        cwd, proc = calibration_search(tmp_path_factory, preset)  # two trials on dev, then its held-out test run
+        result = CliRun(proc=proc, run_dir=cwd / "multirun", mlflow_uri=f"sqlite:///{cwd / 'outputs' / 'mlflow.db'}")
+    else:
+        if search:  # a calibration search: two trials on dev, then its held-out test run
+            extra += ["hydra.sweeper.n_trials=2"]
+        result = run_cli(f"experiment={preset}", "max_items=4", *extra, multirun=search)
     assert result.proc.returncode == 0, result.output
     summaries = sorted(result.run_dir.glob("*/summary.json")) if search else [result.run_dir / "summary.json"]
     assert len(summaries) == (3 if search else 1)

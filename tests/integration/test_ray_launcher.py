@@ -10,11 +10,8 @@ from importlib.util import find_spec
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.integration import test_mlflow_server
 from tests.integration.conftest import live_judge
 from tests.integration.test_launchers import PID_LOG, Rendezvous, job_pids
-
-mlflow_server = test_mlflow_server.mlflow_server  # the fixture: a real `mlflow server` on a free loopback port
 
 pytestmark = pytest.mark.ray
 # The launching process's lines carry its PID too, to tell it apart from the Ray workers that run the jobs.

@@ -1,4 +1,5 @@
-"""The 6-job replay sweep reproduces every published LLMBar statistics.json."""
+"""The 6-job replay sweep reproduces every published LLMBar statistics.json (the sweep: conftest.replay_sweep, run
+once per session and compared by test_compare too)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import yaml
 from mlflow.tracking import MlflowClient
 
+from tests.integration.conftest import replay_sweep
 from tests.integration.test_default_run import ours, published
 
 JOBS = {
@@ -20,9 +22,9 @@ JOBS = {
 }
 
 
-def test_six_job_sweep_reproduces_all_published_statistics(run_cli):
-    result = run_cli("judge=replay_gpt4,replay_chatgpt",
-                     "prompt=llmbar_vanilla,llmbar_vanilla_norules,llmbar_swap", multirun=True)
+def test_six_job_sweep_reproduces_all_published_statistics(tmp_path_factory):
+    # judge=replay_gpt4,replay_chatgpt prompt=llmbar_vanilla,llmbar_vanilla_norules,llmbar_swap
+    result = replay_sweep(tmp_path_factory)
     assert result.proc.returncode == 0, result.output
     seen = {}
     for summary_path in result.run_dir.glob("*/summary.json"):

@@ -1,5 +1,6 @@
-"""``runner.outputs.results.load`` over real CLI runs: a tracked replay sweep (by directory and by run id), and an
-untracked pointwise run against the loopback server, read from its directory (and from its journal alone)."""
+"""``runner.outputs.results.load`` over real runs: a tracked replay sweep of the CLI (by directory and by run id), and
+an untracked pointwise run against the loopback server (in this process), read from its directory (and from its
+journal alone)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from mlflow.tracking import MlflowClient
 
 from runner.outputs import results
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.integration.conftest import REPO, cli_args, live_judge, mlflow_uri, offline_env
+from tests.integration.conftest import REPO, cli_args, live_judge, mlflow_uri, offline_env, run_in_process
 from tests.integration.test_presets import answer
 
 pytestmark = pytest.mark.integration
@@ -36,20 +37,23 @@ class Runs:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Runs:
-    """Run both invocations at once."""
+    """Both invocations at once: the sweep as a process (``python -m runner -m``), the pointwise run in this process
+    (runner.run_experiment, as the CLI runs it) meanwhile."""
     sweep, point = tmp_path_factory.mktemp("sweep"), tmp_path_factory.mktemp("pointwise")
-    with FakeOpenAIServer() as server:
-        server.reply = answer
-        commands = [
-            cli_args(sweep, sweep / "multirun", ("judge=replay_gpt4,replay_chatgpt", "max_items=10"), multirun=True),
-            cli_args(point, point / "run", ("experiment=agent_rubric", "max_items=4", "tracking=off",
-                                            *live_judge(server))),
-        ]
-        procs = [subprocess.Popen(cmd, cwd=REPO, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True) for cmd in commands]
-        outputs = [proc.communicate(timeout=600)[0] for proc in procs]
-    for proc, output in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, output
+    command = cli_args(sweep, sweep / "multirun", ("judge=replay_gpt4,replay_chatgpt", "max_items=10"), multirun=True)
+    with (sweep / "cli.log").open("w+") as log:
+        proc = subprocess.Popen(command, cwd=REPO, env=offline_env(), stdout=log, stderr=subprocess.STDOUT, text=True)
+        try:
+            with FakeOpenAIServer() as server:
+                server.reply = answer
+                pointwise = run_in_process(point, point / "run", ("experiment=agent_rubric", "max_items=4",
+                                                                  "tracking=off", *live_judge(server)))
+        finally:
+            proc.wait(timeout=600)
+        log.seek(0)
+        output = log.read()
+    assert proc.returncode == 0, output
+    assert pointwise.returncode == 0, pointwise.stdout + pointwise.stderr
     assert not (point / "mlflow.db").exists()
     return Runs(sweep / "multirun", mlflow_uri(sweep), point / "run")
 

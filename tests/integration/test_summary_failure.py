@@ -2,50 +2,42 @@
 bootstrap that 100,000 judgments once hit) keeps every answer, says it failed in MLflow, and is finished by
 ``resume=`` without a single judge call.
 
-The bug is injected by a wrapper process that replaces ``runner.modes.trust.pairwise_trust`` with a function that
-raises MemoryError before calling the real CLI entry point; nothing else is replaced: real HTTP to the fake
-server, a real MLflow store.
+The bug is injected by replacing ``runner.modes.trust.pairwise_trust`` with a function that raises MemoryError for
+the first run (in this process, through runner.run_experiment with the CLI's exit code: conftest.run_cli); nothing
+else is replaced: real HTTP to the fake server, a real MLflow store.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.integration.conftest import REPO, cli_args, live_judge, mlflow_uri, offline_env
+import runner.modes.trust
+from tests.integration.conftest import live_judge, mlflow_uri
 
 pytestmark = pytest.mark.integration
 
 N_ITEMS = 6
-BROKEN_STATISTIC = """
-import sys
-import runner.modes.trust
 
-def broken(*args, **kwargs):
+
+def broken_statistic(*args, **kwargs):
     raise MemoryError("Unable to allocate 9.31 GiB for an array with shape (100000, 100000)")
 
-runner.modes.trust.pairwise_trust = broken
-from runner.app.cli import main
-sys.argv = ["judgesweep", *sys.argv[1:]]
-main()
-"""
 
-
-def test_a_failed_summary_keeps_every_answer_and_resume_rebuilds_it_without_calls(fake_server, tmp_path):
+def test_a_failed_summary_keeps_every_answer_and_resume_rebuilds_it_without_calls(run_cli, fake_server, tmp_path,
+                                                                                  monkeypatch):
     dataset = tmp_path / "pairs.jsonl"
     dataset.write_text("".join(json.dumps({"id": f"q{n}", "prompt": f"question {n}", "chat": f"chat {n}",
                                            "simple_chat": f"simple {n}"}) + "\n" for n in range(N_ITEMS)))
     run_dir = tmp_path / "run"
     overrides = (*live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
                  f"dataset.path={dataset}", "order=both", "cache.mode=off", "progress=false")
-    args = cli_args(tmp_path, run_dir, overrides)
 
-    broken = subprocess.run([sys.executable, "-c", BROKEN_STATISTIC, *args[3:]], cwd=REPO, env=offline_env(),
-                            capture_output=True, text=True, timeout=300)
+    with monkeypatch.context() as patch:
+        patch.setattr(runner.modes.trust, "pairwise_trust", broken_statistic)
+        broken = run_cli(*overrides, run_dir=run_dir).proc
     assert broken.returncode != 0
     assert "resume=" in broken.stdout + broken.stderr
     calls = len(fake_server.requests)
@@ -59,8 +51,7 @@ def test_a_failed_summary_keeps_every_answer_and_resume_rebuilds_it_without_call
     assert failed.info.status == "FAILED"
     assert "MemoryError" in failed.data.tags["judgesweep.abort_reason"]
 
-    resumed = subprocess.run([*args, f"resume={run_dir}"], cwd=REPO, env=offline_env(), capture_output=True,
-                             text=True, timeout=300)
+    resumed = run_cli(*overrides, f"resume={run_dir}", run_dir=run_dir).proc
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert len(fake_server.requests) == calls  # nothing paid twice
     summary = json.loads((run_dir / "summary.json").read_text())

@@ -5,6 +5,7 @@ Uses Hydra's compose API on the real conf/ tree; nothing is run.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import ConfigCompositionException
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from runner.core.config import (
@@ -49,11 +50,18 @@ def _schemas() -> None:
     register_configs()
 
 
+@functools.cache
+def _composed_with_hydra(cwd: str) -> DictConfig:
+    """The default config with its hydra node as composed in ``cwd`` (its runtime.cwd), composed once: HydraConfig
+    takes a copy of it, and nothing here changes it."""
+    return compose(config_name="config", return_hydra_config=True)
+
+
 @pytest.fixture()
 def hydra_conf() -> Iterator[None]:
     """Initialise Hydra on conf/ and set HydraConfig, as a real run does, for ${hydra:...} interpolations."""
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        HydraConfig.instance().set_config(compose(config_name="config", return_hydra_config=True))
+        HydraConfig.instance().set_config(_composed_with_hydra(str(Path.cwd())))
         try:
             yield
         finally:
