@@ -285,17 +285,21 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory):
+def mlflow_server(tmp_path_factory, empty_mlflow_store):
     """Start `mlflow server` on a free loopback port; yield its URL; stop it when the session ends. Shared by the
-    tests of this process (test_mlflow_server, test_launchers, test_ray_launcher): each logs to its own experiment."""
+    tests of this process (test_mlflow_server, test_launchers, test_ray_launcher): each logs to its own experiment.
+    Without its job runner (MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false: GenAI jobs, which no test asks of it), whose
+    huey consumer processes each import mlflow (seconds of CPU, ~390 MB each)."""
     tmp_path = tmp_path_factory.mktemp("mlflow-server")
+    shutil.copyfile(empty_mlflow_store(), tmp_path / "server.db")  # its tables made already
     port = free_port()
     mlflow_bin = Path(sys.executable).with_name("mlflow")
     proc = subprocess.Popen(
         [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
          "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
          "--artifacts-destination", str(tmp_path / "server-artifacts")],
-        env=offline_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env=offline_env({"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while True:
