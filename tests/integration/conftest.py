@@ -253,16 +253,21 @@ def replay_sweep(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
     return CliRun(proc=proc, run_dir=tmp / "multirun", mlflow_uri=mlflow_uri(tmp))
 
 
+# The calibration search that test_calibration and test_presets read: trials on dev, then the winner on test.
+SEARCH_TRIALS, SEARCH_ITEMS = 3, 30
+
+
 def calibration_search(tmp_path_factory: pytest.TempPathFactory,
                        preset: str) -> tuple[Path, subprocess.CompletedProcess]:
-    """``python -m runner -m experiment=<preset> hydra.sweeper.n_trials=2 max_items=4``, started in a directory of its
-    own with no tracking override (so into the default store, <that directory>/outputs/mlflow.db) and the
-    repository's prompts: the directory (sweep in multirun/) and the process, once per session (once_per_session).
-    test_calibration checks its default store, test_presets that the preset runs."""
+    """``python -m runner -m experiment=<preset> hydra.sweeper.n_trials=SEARCH_TRIALS max_items=SEARCH_ITEMS``,
+    started in a directory of its own with no tracking override (so into the default store, <that
+    directory>/outputs/mlflow.db) and the repository's prompts: the directory (sweep in multirun/) and the process,
+    once per session (once_per_session). test_calibration checks what it reports and its default store, test_presets
+    that the preset runs."""
     def make(tmp: Path) -> subprocess.CompletedProcess:
         args = [sys.executable, "-m", "runner", "-m", f"hydra.sweep.dir={tmp / 'multirun'}", f"experiment={preset}",
-                "hydra.sweeper.n_trials=2", "max_items=4", f"prompts_dir={REPO / 'prompts'}",
-                f"cache.path={tmp / 'cache.sqlite'}"]
+                f"hydra.sweeper.n_trials={SEARCH_TRIALS}", f"max_items={SEARCH_ITEMS}",
+                f"prompts_dir={REPO / 'prompts'}", f"cache.path={tmp / 'cache.sqlite'}"]
         return subprocess.run(args, cwd=tmp, env=offline_env(), capture_output=True, text=True, timeout=600)
 
     return once_per_session(tmp_path_factory, f"search_{preset}", make)

@@ -7,15 +7,18 @@ import json
 
 from mlflow.tracking import MlflowClient
 
-from tests.integration.conftest import calibration_search
+from tests.integration.conftest import SEARCH_ITEMS, SEARCH_TRIALS, CliRun, calibration_search
 
 
 def item_ids(run_dir) -> set[str]:
     return {json.loads(line)["item_id"] for line in (run_dir / "results.jsonl").read_text().splitlines()}
 
 
-def test_calibration_search_reports_dev_and_held_out_test_agreement(run_cli):
-    result = run_cli("experiment=calibrate_llmbar", "hydra.sweeper.n_trials=3", "max_items=30", multirun=True)
+def test_calibration_search_reports_dev_and_held_out_test_agreement(tmp_path_factory):
+    # experiment=calibrate_llmbar hydra.sweeper.n_trials=3 max_items=30 into its default store, once per session
+    cwd, proc = calibration_search(tmp_path_factory, "calibrate_llmbar")
+    result = CliRun(proc=proc, run_dir=cwd / "multirun", mlflow_uri=f"sqlite:///{cwd / 'outputs' / 'mlflow.db'}")
+    assert (SEARCH_TRIALS, SEARCH_ITEMS) == (3, 30)
     assert result.proc.returncode == 0, result.output
     outcome = json.loads((result.run_dir / "calibration.json").read_text())
     assert outcome["trials"] == 3 and outcome["failed_trials"] == 0
@@ -56,15 +59,15 @@ def test_a_failed_trial_is_recorded_and_the_study_goes_on(run_cli):
 def test_the_default_store_gets_the_sweep_and_calibration_runs(tmp_path_factory):
     # No tracking override: the default store is ${hydra:runtime.cwd}/outputs/mlflow.db, which the callbacks
     # that run when the sweep ends (no job's HydraConfig there) failed to resolve, so neither run was logged.
-    # Started in a directory of its own (the runtime cwd), with the repository's prompts: hydra.sweeper.n_trials=2
-    # max_items=4, run once per session (test_presets checks that the preset runs on it).
+    # Started in a directory of its own (the runtime cwd), with the repository's prompts: the search above (once per
+    # session; test_presets checks that the preset runs on it).
     cwd, proc = calibration_search(tmp_path_factory, "calibrate_llmbar")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "not logged to MLflow" not in proc.stderr and "raised" not in proc.stderr
     client = MlflowClient(tracking_uri=f"sqlite:///{cwd / 'outputs' / 'mlflow.db'}")
     runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
     kinds = sorted(r.data.tags.get("judgesweep.kind", "job") for r in runs)
-    assert kinds == ["calibration", "job", "job", "job", "sweep"]  # two trials and the held-out test
+    assert kinds == ["calibration", "job", "job", "job", "job", "sweep"]  # three trials and the held-out test
     (table,) = [r for r in runs if r.data.tags.get("judgesweep.kind") == "sweep"]
     assert {"sweep_table.csv", "frontier.png", "report.html"} <= {a.path for a in client.list_artifacts(
         table.info.run_id)}

@@ -3,7 +3,10 @@ the sweep's: the sweep is run once per session, test_replay_sweep checks it too)
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +14,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from runner.app import compare_cli as compare_main
 from tests.integration.conftest import REPO, CliRun, copy_store, offline_env, replay_sweep
 from tests.integration.test_default_run import published
 
@@ -19,6 +23,22 @@ def compare_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     """Run ``python -m runner.app.compare_cli`` offline."""
     return subprocess.run([sys.executable, "-m", "runner.app.compare_cli", *args], cwd=cwd, env=offline_env(),
                           capture_output=True, text=True, timeout=600)
+
+
+def compare_here(*args: str) -> subprocess.CompletedProcess:
+    """``judgesweep-compare`` in this process (its main() with these arguments): exit code, stdout and stderr as the
+    command would give them."""
+    out, err, saved = io.StringIO(), io.StringIO(), dict(os.environ)
+    code = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            compare_main.main(list(args))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return subprocess.CompletedProcess(["judgesweep-compare", *args], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +125,7 @@ def test_the_comparison_is_logged_as_an_mlflow_run_with_its_artifact(sweep, comp
 
 def test_run_ids_compare_like_the_sweep_and_bad_input_exits_1(sweep, compared):
     ids = [run["run_id"] for run in compared[1]["runs"][:2]]
-    proc = compare_cli(*ids, "--tracking-uri", sweep.mlflow_uri, "--no-log")
+    proc = compare_here(*ids, "--tracking-uri", sweep.mlflow_uri, "--no-log")
     assert proc.returncode == 0, proc.stderr
     assert "Holm over 1 pairs" in proc.stdout
     bad = {
@@ -113,6 +133,7 @@ def test_run_ids_compare_like_the_sweep_and_bad_input_exits_1(sweep, compared):
         "need at least 2 runs": [ids[0]],
         "no MLflow run of the sweep": ["--sweep", str(sweep.run_dir / "0")],
     }
-    for message, args in bad.items():
-        proc = compare_cli(*args, "--tracking-uri", sweep.mlflow_uri, "--no-log")
+    for n, (message, args) in enumerate(bad.items()):
+        command = compare_cli if n == 0 else compare_here  # the exit code of the process itself once
+        proc = command(*args, "--tracking-uri", sweep.mlflow_uri, "--no-log")
         assert proc.returncode == 1 and message in proc.stderr, (args, proc.stderr)

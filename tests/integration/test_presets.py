@@ -14,7 +14,7 @@ import json
 import pytest
 import yaml
 
-from tests.integration.conftest import REPO, CliRun, calibration_search, live_judge
+from tests.integration.conftest import REPO, SEARCH_ITEMS, SEARCH_TRIALS, CliRun, calibration_search, live_judge
 
 PRESETS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
 
@@ -60,20 +60,22 @@ def test_preset_runs(run_cli, fake_server, tmp_path_factory, preset):
         extra += ["generator=local_openai", f"generator.api_base={fake_server.base_url}",
                   "generator.model=openai/fake-generator"]
     search = is_search(preset)
-    if search and not extra:  # a calibration search on replay judges: test_calibration's run (once per session)
-        cwd, proc = calibration_search(tmp_path_factory, preset)  # two trials on dev, then its held-out test run
+    shared = search and not extra  # a calibration search on replay judges: test_calibration's (once per session)
+    trials, items = (SEARCH_TRIALS, SEARCH_ITEMS) if shared else (2 if search else 0, 4)
+    if shared:
+        cwd, proc = calibration_search(tmp_path_factory, preset)  # trials on dev, then its held-out test run
         result = CliRun(proc=proc, run_dir=cwd / "multirun", mlflow_uri=f"sqlite:///{cwd / 'outputs' / 'mlflow.db'}")
     else:
         if search:  # a calibration search: two trials on dev, then its held-out test run
-            extra += ["hydra.sweeper.n_trials=2"]
-        result = run_cli(f"experiment={preset}", "max_items=4", *extra, multirun=search)
+            extra += [f"hydra.sweeper.n_trials={trials}"]
+        result = run_cli(f"experiment={preset}", f"max_items={items}", *extra, multirun=search)
     assert result.proc.returncode == 0, result.output
     summaries = sorted(result.run_dir.glob("*/summary.json")) if search else [result.run_dir / "summary.json"]
-    assert len(summaries) == (3 if search else 1)
+    assert len(summaries) == trials + 1  # a search's trials and its held-out test run (a run: itself)
     if search:
         assert json.loads((result.run_dir / "calibration.json").read_text())["test"]["ok"]
     summary = json.loads(summaries[0].read_text())["summary"]
     if "total_subsets" in summary:  # pairwise
-        assert summary["total_subsets"] == 4 and summary["successful_evaluations"] >= 1
+        assert summary["total_subsets"] == items and summary["successful_evaluations"] >= 1
     else:  # pointwise
-        assert summary["total"] == 4 and summary["scored"] == 4
+        assert summary["total"] == items and summary["scored"] == items
