@@ -45,7 +45,8 @@ def main() -> None:
     stages.append((f"import runner.app.cli (mlflow imported: {'mlflow' in sys.modules})", rss_mb(), peak_mb()))
     import_s = time.perf_counter() - started
 
-    from runner.core.config import DatasetConfig, OnBadRow, SystemConfig
+    from runner.core.choices import OnBadRow
+    from runner.core.config import DatasetConfig, SystemConfig
     from runner.core.types import JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
     from runner.inputs.datasets import load_items
     from runner.judging import aggregation

@@ -94,18 +94,18 @@ def litellm_cost() -> dict[str, float]:
 
 
 def journal(judgment: Any) -> dict[str, float]:
-    """runner.storage.store.Journal.append with and without fsync: mean, p50 and p99 microseconds."""
-    import runner.storage.store as store
+    """runner.storage.journal.Journal.append with and without fsync: mean, p50 and p99 microseconds."""
+    import runner.storage.journal as journal_module
 
     out = {}
-    real_os = store.os
+    real_os = journal_module.os
     for label, fsync in (("with_fsync", True), ("without_fsync", False)):
         with tempfile.TemporaryDirectory() as tmp:
             if not fsync:
-                store.os = type("NoFsync", (), {**{k: getattr(real_os, k) for k in ("SEEK_END",)},
-                                                "fsync": staticmethod(lambda fd: None)})
+                journal_module.os = type("NoFsync", (), {**{k: getattr(real_os, k) for k in ("SEEK_END",)},
+                                                         "fsync": staticmethod(lambda fd: None)})
             try:
-                j = store.Journal(Path(tmp) / "journal.jsonl")
+                j = journal_module.Journal(Path(tmp) / "journal.jsonl")
                 times = []
                 for _ in range(2000):
                     started = time.perf_counter()
@@ -113,7 +113,7 @@ def journal(judgment: Any) -> dict[str, float]:
                     times.append(time.perf_counter() - started)
                 j.close()
             finally:
-                store.os = real_os
+                journal_module.os = real_os
         times.sort()
         out[label] = {"mean_us": round(statistics.mean(times) * 1e6, 1), "p50_us": round(times[1000] * 1e6, 1),
                       "p99_us": round(times[1980] * 1e6, 1)}
@@ -125,8 +125,8 @@ def runner_steps(row: dict) -> tuple[dict[str, float], Any]:
     from runner.core.types import JudgeRequest, JudgeResponse, Judgment, Order, Status, hash_messages
     from runner.inputs.prompts import load_template
     from runner.judging.parsing import parse_verdict
-    from runner.storage.cache import cache_key
-    from runner.storage.store import judgment_record
+    from runner.storage.journal import judgment_record
+    from runner.storage.keys import cache_key
 
     template = load_template(REPO / "prompts", "mtbench_pair")
     variables = {"instruction": row["prompt"], "output_a": row["chat"], "output_b": row["simple_chat"]}

@@ -3,7 +3,7 @@
 Each patch removes one cost found while benchmarking, so "baseline vs patched" is what a fix to
 runner/ would buy at most:
 
-- ``no_fsync``: ``os.fsync`` in runner/storage/store.py becomes a no-op (the journal still writes and flushes
+- ``no_fsync``: ``os.fsync`` in runner/storage/journal.py becomes a no-op (the journal still writes and flushes
   every line; only the per-call fsync on the event-loop thread goes).
 - ``stub_tracking``: a stand-in ``runner.outputs.tracking`` module is installed before the CLI imports it, so
   mlflow and pandas are never imported (what a lazy import in runner/outputs/tracking/ would give a run
@@ -95,9 +95,9 @@ def main() -> None:
     if "stub_tracking" in patches:
         _stub_tracking()
     if "no_fsync" in patches:
-        import runner.storage.store
+        import runner.storage.journal
 
-        runner.storage.store.os = types.SimpleNamespace(**{**vars(os), "fsync": lambda fd: None})
+        runner.storage.journal.os = types.SimpleNamespace(**{**vars(os), "fsync": lambda fd: None})
     if "zero_price" in patches:
         _zero_price(argv)
     if "gc_freeze" in patches:

@@ -21,6 +21,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from runner.core.config_store import multirun_tracking
+from runner.modes.base import cell
 from runner.outputs import console, sweep, tracking
 from runner.storage import store
 
@@ -70,11 +71,11 @@ def console_lines(outcome: Mapping[str, Any]) -> list[str]:
     """Two lines: dev agreement of the chosen config (tuned) and its held-out test agreement (never tuned on)."""
     dev, test = outcome["dev"], outcome["test"]
     chosen = " ".join(f"{k}={v}" for k, v in outcome["best_params"].items())
-    ci = f" [{sweep.cell(test['ci_low'])}, {sweep.cell(test['ci_high'])}]" if test.get("ci_low") is not None else ""
+    ci = f" [{cell(test['ci_low'])}, {cell(test['ci_high'])}]" if test.get("ci_low") is not None else ""
     return [f"calibration: best of {outcome['trials']} trials on dev ({dev['items']} items): "
-            f"{outcome['objective']} {sweep.cell(dev['value'])} with {chosen}",
+            f"{outcome['objective']} {cell(dev['value'])} with {chosen}",
             f"calibration: held-out test ({test['items']} items, never tuned on): "
-            f"{outcome['objective']} {sweep.cell(test['value'])}{ci}"]
+            f"{outcome['objective']} {cell(test['value'])}{ci}"]
 
 
 class HeldOutTest(Callback):

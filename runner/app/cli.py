@@ -19,7 +19,7 @@ from runner.core.config_store import multirun_tracking
 from runner.core.errors import ConfigurationError, DatasetError
 from runner.core.registry import UnknownNameError
 from runner.inputs.prompts import TemplateError
-from runner.judging.judge import RunAborted
+from runner.judging.calls import RunAborted
 from runner.judging.scoring import RubricError
 
 # Only what composing the config and classifying errors needs is imported here: `judgesweep --help` and

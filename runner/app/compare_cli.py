@@ -22,6 +22,7 @@ from rich.text import Text
 
 from runner.core.config import TrackingConfig
 from runner.outputs import compare, tracking
+from runner.outputs.compare_outcomes import RunResults, read_rows
 from runner.storage import store
 
 log = logging.getLogger(__name__)
@@ -104,14 +105,14 @@ def tracking_config(uri: str | None, experiment: str) -> TrackingConfig:
     return TrackingConfig(uri=uri, experiment=experiment, artifact_location=artifact_location)
 
 
-def load_runs(cfg: TrackingConfig, found: Sequence[tracking.TrackedRun]) -> list[compare.RunResults]:
+def load_runs(cfg: TrackingConfig, found: Sequence[tracking.TrackedRun]) -> list[RunResults]:
     """Download each run's ``results.jsonl`` and pair it with the run's choices."""
     runs = []
     with tempfile.TemporaryDirectory(prefix="judgesweep-compare-") as tmp:
         for tracked in found:
             path = tracking.download_artifact(cfg, tracked.run_id, RESULTS_ARTIFACT, Path(tmp) / tracked.run_id)
             choices = {k.removeprefix("choice."): v for k, v in tracked.params.items() if k.startswith("choice.")}
-            runs.append(compare.RunResults(run_id=tracked.run_id, choices=choices, rows=compare.read_rows(path),
+            runs.append(RunResults(run_id=tracked.run_id, choices=choices, rows=read_rows(path),
                                            ours=tracked.params.get("dataset.ours.name") or None))
     return runs
 

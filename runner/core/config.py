@@ -3,23 +3,17 @@
 The composed config is validated against these dataclasses when Hydra composes it, so a misspelt key
 or a wrong type in any YAML file or command-line override fails before anything runs. ``cli.py``
 turns the composed config into these (frozen) objects once; nothing below it sees a DictConfig. The
-enumerated options are :mod:`runner.core.choices`, importable from here as well.
+enumerated options are :mod:`runner.core.choices`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from omegaconf import MISSING
 
-from runner.core.choices import CacheMode as CacheMode
-from runner.core.choices import OnBadRow as OnBadRow
-from runner.core.choices import OrderPolicy as OrderPolicy
-from runner.core.choices import PromptMode as PromptMode
-from runner.core.choices import Strategy as Strategy
-from runner.core.choices import StructuredOutput as StructuredOutput
-from runner.core.choices import UnscoredAs as UnscoredAs
+from runner.core.choices import CacheMode, OnBadRow, OrderPolicy, PromptMode, Strategy, StructuredOutput, UnscoredAs
 
 
 @dataclass
@@ -275,17 +269,3 @@ class RunConfig:
     progress: bool = True  # a live progress bar on a terminal (never when output is not a TTY)
     objective: str = "agreement/accuracy_all"  # the metric a multirun's sweeper maximises (the job's return value)
 
-
-# register_configs and multirun_tracking are runner.core.config_store's (the Hydra glue), which imports this module;
-# importers not yet switched to it still find them here, imported on first use.
-if TYPE_CHECKING:
-    from runner.core.config_store import multirun_tracking as multirun_tracking
-    from runner.core.config_store import register_configs as register_configs
-else:
-
-    def __getattr__(name: str) -> Any:
-        if name in ("multirun_tracking", "register_configs"):
-            from runner.core import config_store
-
-            return getattr(config_store, name)
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,8 +3,7 @@
 Every problem is reported with the file and line (JSONL) or row index (JSON) it came from, before any
 judge call is made. A bad row either stops the load (``on_bad_row: error``) or is left out and listed
 (``on_bad_row: skip``); a file that is missing or not a list of rows always stops it. Reading the file is
-:mod:`runner.inputs.rows`, what one row becomes :mod:`runner.inputs.items` (its :class:`Shape` is re-exported
-here).
+:mod:`runner.inputs.rows`, what one row becomes :mod:`runner.inputs.items`.
 """
 
 from __future__ import annotations
@@ -14,14 +13,15 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from runner.core.config import DatasetConfig, OnBadRow, PromptMode
+from runner.core.choices import OnBadRow, PromptMode
+from runner.core.config import DatasetConfig
 from runner.core.errors import DatasetError
 from runner.core.types import TIE, Item
 from runner.inputs.items import Shape, annotator_labels, to_item
 from runner.inputs.rows import RowError, read_rows
 from runner.inputs.splits import check_split, split_of
 
-__all__ = ["DatasetError", "ItemRef", "LoadedDataset", "Shape", "SkippedRow", "load_items", "resolve_path"]
+__all__ = ["ItemRef", "LoadedDataset", "SkippedRow", "load_items", "resolve_path"]
 
 PKG_PREFIX = "pkg://"
 _PAIRWISE = Shape()  # the default shape: two candidates per row

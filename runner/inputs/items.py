@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from runner.core.config import DatasetConfig, PromptMode, SystemConfig
+from runner.core.choices import PromptMode
+from runner.core.config import DatasetConfig, SystemConfig
 from runner.core.types import TIE, Candidate, Item
 from runner.inputs.rows import RowError
 

@@ -14,8 +14,6 @@ from typing import Any
 
 from runner.core.types import ItemResult, Judgment, Order, Status
 from runner.judging.aggregations import REGISTRY, Kind, Use
-from runner.judging.aggregations.builtin import majority_vote
-from runner.judging.aggregations.records import CONFIDENCES, MAJORITY, NO_CONSENSUS, UNANIMOUS
 
 Aggregation = Callable[..., ItemResult]
 
@@ -24,8 +22,7 @@ AGGREGATIONS = REGISTRY.view(Kind.label, Use.repeats, "aggregation")
 # Stages whose judgments count as verdicts; a later "synthesis" replaces the first "judge" round.
 FINAL_STAGES = frozenset({"judge", "synthesis"})
 
-__all__ = ["AGGREGATIONS", "CONFIDENCES", "FINAL_STAGES", "MAJORITY", "NO_CONSENSUS", "UNANIMOUS", "Aggregation",
-           "aggregate_items", "final_judgments", "majority_vote"]
+__all__ = ["AGGREGATIONS", "FINAL_STAGES", "Aggregation", "aggregate_items", "final_judgments"]
 
 
 def final_judgments(judgments: Sequence[Judgment]) -> list[Judgment]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from runner.core.config import JudgeConfig, Strategy
+from runner.core.choices import Strategy
+from runner.core.config import JudgeConfig
 from runner.core.types import Item, JudgeResponse, Judgment, Message
 from runner.inputs.prompts import Template
 from runner.judging.judge import JudgePlan, pair_variables, plan_orders

@@ -18,7 +18,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from runner.core.config import OrderPolicy, ParserConfig, Strategy
+from runner.core.choices import OrderPolicy, Strategy
+from runner.core.config import ParserConfig
 from runner.core.types import (
     TIE,
     Item,
@@ -32,12 +33,7 @@ from runner.core.types import (
     hash_messages,
 )
 from runner.inputs.prompts import Template
-from runner.judging.calls import ABORT_MIN_CALLS as ABORT_MIN_CALLS  # re-exported: judge.X is the stage's API
-from runner.judging.calls import AnswerSource as AnswerSource
-from runner.judging.calls import CallClient as CallClient
-from runner.judging.calls import ErrorBudget as ErrorBudget
-from runner.judging.calls import PaidCalls
-from runner.judging.calls import RunAborted as RunAborted
+from runner.judging.calls import AnswerSource, CallClient, PaidCalls
 from runner.judging.parsing import parse_verdict
 from runner.judging.score_parsing import parse_scores
 from runner.judging.scoring import Scoring

@@ -12,7 +12,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from runner.core.config import CacheConfig, CacheMode, JudgeConfig
+from runner.core.choices import CacheMode
+from runner.core.config import CacheConfig, JudgeConfig
 from runner.core.types import Item, JudgeResponse, Judgment, Secret
 from runner.inputs.datasets import ItemRef, resolve_path
 from runner.inputs.prompts import Template
@@ -23,6 +24,7 @@ from runner.llm.client import JudgeClient
 from runner.llm.pacing import RateLimiter
 from runner.storage import store
 from runner.storage.cache import ResponseCache
+from runner.storage.journal import Journal, JournalAnswers
 from runner.storage.sources import AnswerSources
 
 
@@ -38,7 +40,7 @@ def _cache(cfg: CacheConfig, root: Path) -> Iterator[ResponseCache | None]:
 
 def prior_answers(run_dir: Path, name: str) -> Mapping[tuple, JudgeResponse]:
     """Answers an interrupted run already has in its journal ``name`` (judge or generation journal)."""
-    return store.JournalAnswers(run_dir / name)
+    return JournalAnswers(run_dir / name)
 
 
 def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, run_dir: Path, root: Path,
@@ -49,7 +51,7 @@ def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, r
     client = JudgeClient(model, api_keys, limiter, None, seed)
     with _cache(cache_cfg, root) as cache:
         sources = AnswerSources(prior, cache, model.model, model.api_base, client.decoding_params)
-        with store.Journal(run_dir / GENERATIONS_NAME) as journal, \
+        with Journal(run_dir / GENERATIONS_NAME) as journal, \
                 ProgressBar(total, enabled=progress, label="generating") as bar:
             generator = Generator(template, client, Sinks(journal, bar), sources, concurrency,
                                   max_error_rate=max_error_rate, neutralize=neutralize)
@@ -64,7 +66,7 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: 
     client = JudgeClient(judge_cfg, api_keys, limiter, response_format, seed)
     with _cache(cache_cfg, root) as cache:
         sources = AnswerSources(prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params)
-        with store.Journal(run_dir / store.JOURNAL_NAME) as journal, ProgressBar(total, enabled=progress) as bar:
+        with Journal(run_dir / store.JOURNAL_NAME) as journal, ProgressBar(total, enabled=progress) as bar:
             executor = Executor(plan, client, Sinks(journal, bar), sources)
             judgments = asyncio.run(executor.run(items))
     return _in_dataset_order(judgments, refs)
@@ -96,7 +98,7 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
             sources = AnswerSources(priors.get(name, {}), cache, member.model, member.api_base,
                                     client.decoding_params)
             member_dirs[name].mkdir(parents=True, exist_ok=True)
-            journal = stack.enter_context(store.Journal(member_dirs[name] / store.JOURNAL_NAME))
+            journal = stack.enter_context(Journal(member_dirs[name] / store.JOURNAL_NAME))
             executors[name] = Executor(plan, client, Sinks(journal, bar), sources)
 
         async def run_all() -> list[list[Judgment]]:

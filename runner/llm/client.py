@@ -37,7 +37,6 @@ from runner.core.config import JudgeConfig
 from runner.core.types import JudgeResponse, Message, Secret
 from runner.llm import replay, replicas
 from runner.llm.pacing import RateLimiter, estimate_tokens
-from runner.llm.replicas import pacing_limits as pacing_limits  # re-export: runner.run.experiment imports it from here
 from runner.llm.responses import answer, failure, served_by
 from runner.llm.retry import RetryPolicy, retry_after_of
 

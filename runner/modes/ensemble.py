@@ -19,8 +19,8 @@ from typing import Any
 
 from runner.judging.aggregations import REGISTRY, AggregationRef, AggregationSpec, Kind, Use
 from runner.judging.aggregations.records import EnsembleItem, EnsembleResult
-from runner.stats.agreement import cohen_kappa, inter_judge
-from runner.stats.dawid_skene import dawid_skene
+from runner.stats.coefficients import cohen_kappa
+from runner.stats.inter_rater import inter_judge
 from runner.stats.votes import Votes, cast_votes, item_keys
 
 logger = logging.getLogger(__name__)
@@ -28,8 +28,8 @@ logger = logging.getLogger(__name__)
 LABEL_COMBINERS = REGISTRY.view(Kind.label, Use.ensemble, "ensemble label aggregation")
 SCORE_COMBINERS = REGISTRY.view(Kind.score, Use.ensemble, "ensemble score aggregation")
 
-__all__ = ["LABEL_COMBINERS", "SCORE_COMBINERS", "EnsembleItem", "EnsembleResult", "combine_labels", "combine_scores",
-           "dawid_skene", "inter_judge_agreement", "member_comparison", "member_weights", "vote_methods"]
+__all__ = ["LABEL_COMBINERS", "SCORE_COMBINERS", "combine_labels", "combine_scores", "inter_judge_agreement",
+           "member_comparison", "member_weights", "vote_methods"]
 
 
 def combine_labels(

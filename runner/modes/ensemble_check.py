@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from runner.core.config import OrderPolicy, PromptMode, RunConfig
+from runner.core.choices import OrderPolicy, PromptMode
+from runner.core.config import RunConfig
 from runner.core.errors import ConfigurationError
 from runner.judging.aggregations import REGISTRY, AggregationRef, AggregationSpec, Kind, Use, aggregation_ref
 from runner.modes import ensemble

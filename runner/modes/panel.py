@@ -30,28 +30,24 @@ from typing import Any
 from runner.core.config import RunConfig
 from runner.core.types import TIE, ItemResult, Judgment, Status
 from runner.inputs.datasets import ItemRef
-from runner.judging.aggregation import CONFIDENCES, MAJORITY, NO_CONSENSUS, UNANIMOUS, aggregate_items, final_judgments
+from runner.judging.aggregation import aggregate_items, final_judgments
 from runner.judging.aggregations import REGISTRY, Kind, Use
+from runner.judging.aggregations.records import CONFIDENCES, MAJORITY, NO_CONSENSUS, UNANIMOUS
 from runner.modes import pairwise, trust
 from runner.modes import summary as summaries
 from runner.modes.ensemble import combine_labels, combine_scores, inter_judge_agreement, member_comparison
 from runner.modes.ensemble_check import (
-    ENSEMBLE_MODEL,
     annotators_per_member,
-    check,
     combine_kinds,
     combine_of,
-    is_ensemble,
     member_weights,
 )
-from runner.modes.panel_views import console_lines, ensemble_metrics
+from runner.modes.panel_views import ensemble_metrics
 from runner.modes.sections import PairwiseReport
 
 MEMBERS_DIR = "members"  # run_dir/members/<name>/: each member's journal, results and summary
 
-__all__ = ["ENSEMBLE_MODEL", "MEMBERS_DIR", "annotator_votes", "annotators_per_member", "build", "check", "combine",
-           "combine_of", "console_lines", "dawid_skene_report", "ensemble_metrics", "is_ensemble", "member_config",
-           "member_weights"]
+__all__ = ["MEMBERS_DIR", "annotator_votes", "build", "combine", "dawid_skene_report", "member_config"]
 
 
 def member_config(cfg: RunConfig, name: str) -> RunConfig:

@@ -13,7 +13,8 @@ from typing import Any
 
 from runner.core.types import TIE, Item, ItemResult, Judgment, Order, Status
 from runner.inputs.datasets import ItemRef
-from runner.judging.aggregation import CONFIDENCES, UNANIMOUS, final_judgments
+from runner.judging.aggregation import final_judgments
+from runner.judging.aggregations.records import CONFIDENCES, UNANIMOUS
 from runner.modes.sections import GoldAccuracy, VerdictSummary
 from runner.stats.scores import percentile
 

@@ -14,12 +14,13 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runner.core.config import MetricsConfig, UnscoredAs
+from runner.core.choices import UnscoredAs
+from runner.core.config import MetricsConfig
 from runner.core.types import TIE, ItemResult, Judgment, Status
 from runner.inputs.datasets import ItemRef
 from runner.judging.aggregation import final_judgments
 from runner.modes.sections import BiasReport, Interval, TrustSection
-from runner.stats import agreement, uncertainty
+from runner.stats import agreement, coefficients, inter_rater, uncertainty
 
 
 def bootstrap_settings(cfg: MetricsConfig, seed: int) -> dict[str, Any]:
@@ -65,9 +66,9 @@ def label_rows_agreement(rows: Sequence[tuple[str | None, str]], cfg: MetricsCon
     correct = [float(p == g) for p, g in rows]  # unscored (None) is wrong here, as in accuracy_all
     out["accuracy_all_ci"] = uncertainty.bootstrap_ci(correct, "mean", cfg.ci_level, cfg.ci_resamples, seed)
     scored = [(p, g) for p, g in rows if p is not None]
-    columns, n_labels = agreement.label_codes([p for p, _ in scored], [g for _, g in scored])
+    columns, n_labels = coefficients.label_codes([p for p, _ in scored], [g for _, g in scored])
     out["cohen_kappa_ci"] = uncertainty.bootstrap_metric_ci(
-        columns, functools.partial(agreement.nominal_kappa, n_labels=n_labels), cfg.ci_level, cfg.ci_resamples, seed)
+        columns, functools.partial(coefficients.nominal_kappa, n_labels=n_labels), cfg.ci_level, cfg.ci_resamples, seed)
     return out
 
 
@@ -81,7 +82,7 @@ def pairwise_trust(refs: Sequence[ItemRef], judgments: Sequence[Judgment], resul
         out["gold_agreement"] = gold
     annotated = [r.annotations for r in refs if r.annotations]
     if annotated:  # several human labels per item: how well humans agree with each other is the ceiling
-        out["human_ceiling"] = agreement.human_ceiling(annotated)
+        out["human_ceiling"] = inter_rater.human_ceiling(annotated)
     return out
 
 

@@ -2,11 +2,12 @@
 
 Pure functions over the rows of runs' ``results.jsonl`` (no MLflow here: :mod:`runner.app.compare_cli` fetches
 the rows through :mod:`runner.outputs.tracking`). Each run becomes a map from a pairing key to an outcome
-(:mod:`runner.outputs.compare_outcomes`, whose names are re-exported here).
+(:mod:`runner.outputs.compare_outcomes`).
 
 Two runs are paired on the keys both have. Per pair: both metrics, the difference ``B - A`` with a paired
 bootstrap CI, McNemar's test for correctness or the Wilcoxon signed-rank test for scores, and the
-Holm-adjusted p-value over all pairs of the comparison. The statistics come from :mod:`runner.stats.uncertainty`.
+Holm-adjusted p-value over all pairs of the comparison. The statistics come from :mod:`runner.stats.uncertainty`
+and :mod:`runner.stats.significance`.
 """
 
 from __future__ import annotations
@@ -18,21 +19,17 @@ from typing import Any
 from runner.outputs.compare_outcomes import (
     CORRECT,
     SCORE,
-    STAGE_RANK,
     WIN_SCORE,
     ComparisonError,
     Key,
     Outcomes,
     RunResults,
-    final_rows,
     outcomes,
-    read_rows,
 )
-from runner.stats import agreement, uncertainty
+from runner.stats import coefficients, inter_rater, significance, uncertainty
 
-__all__ = ["CHOICE_ORDER", "CORRECT", "IGNORED_CHOICES", "METRICS", "SCORE", "STAGE_RANK", "TESTS", "UNITS",
-           "WIN_SCORE", "ComparisonError", "Key", "Outcomes", "RunResults", "check_comparable", "compare_pair",
-           "compare_runs", "final_rows", "outcomes", "read_rows", "run_labels"]
+__all__ = ["CHOICE_ORDER", "IGNORED_CHOICES", "METRICS", "TESTS", "UNITS", "check_comparable", "compare_pair",
+           "compare_runs", "run_labels"]
 
 METRICS = {CORRECT: "accuracy", WIN_SCORE: "win rate (ties half)", SCORE: "mean score"}
 TESTS = {CORRECT: "mcnemar", WIN_SCORE: "wilcoxon", SCORE: "wilcoxon"}
@@ -69,9 +66,9 @@ def compare_pair(a: Outcomes, b: Outcomes, level: float = 0.95, resamples: int =
     xa, xb = [a.values[k] for k in keys], [b.values[k] for k in keys]
     diff = uncertainty.paired_difference(xa, xb, level=level, resamples=resamples, seed=seed)
     if a.kind == CORRECT:
-        test = uncertainty.mcnemar_test([x == 1.0 for x in xa], [x == 1.0 for x in xb])
+        test = significance.mcnemar_test([x == 1.0 for x in xa], [x == 1.0 for x in xb])
     else:
-        test = uncertainty.wilcoxon_test(xa, xb)
+        test = significance.wilcoxon_test(xa, xb)
     result = {
         "n": len(keys),
         "dropped_a": len(a.values) - len(keys),
@@ -128,7 +125,7 @@ def compare_runs(runs: Sequence[RunResults], level: float = 0.95, resamples: int
         ids = {"a": runs[i].run_id, "b": runs[j].run_id, "label_a": labels[runs[i].run_id],
                "label_b": labels[runs[j].run_id]}
         pairs.append({**ids, **pair})
-    adjusted = uncertainty.holm({str(k): pair["p_value"] for k, pair in enumerate(pairs)})
+    adjusted = significance.holm({str(k): pair["p_value"] for k, pair in enumerate(pairs)})
     for k, pair in enumerate(pairs):
         pair["p_holm"] = adjusted[str(k)]
         pair["significant"] = pair["p_holm"] is not None and pair["p_holm"] < alpha
@@ -158,7 +155,7 @@ def _inter_judge(verdicts: Mapping[str, Mapping[Key, str]]) -> dict[str, Any]:
     """Agreement among all runs' verdicts (pairwise runs): Fleiss' kappa over the keys every run scored,
     Krippendorff's alpha over every key (a run that did not score a key is missing there)."""
     keys = sorted({k for v in verdicts.values() for k in v}, key=repr)
-    return agreement.inter_judge({label: [v.get(k) for k in keys] for label, v in verdicts.items()})
+    return inter_rater.inter_judge({label: [v.get(k) for k in keys] for label, v in verdicts.items()})
 
 
 def check_comparable(runs: Sequence[RunResults]) -> None:
@@ -202,5 +199,5 @@ def _verdict_agreement(a: Mapping[Key, str], b: Mapping[Key, str]) -> dict[str, 
     return {
         "verdict_n": len(keys),
         "verdict_agreement": same / len(keys) if keys else None,
-        "verdict_kappa": agreement.cohen_kappa(la, lb) if keys else None,
+        "verdict_kappa": coefficients.cohen_kappa(la, lb) if keys else None,
     }

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pandas as pd
 
-# Reading one run (a run directory, a tracked run, a journal) is in results_read; re-exported here as the API's.
-from runner.outputs.results_read import LoadedRun, read_runs, run_mode, store_config, summary_metrics
+# Reading one run (a run directory, a tracked run, a journal) is in results_read.
+from runner.outputs.results_read import LoadedRun, read_runs, run_mode
 
-__all__ = ["RUN_PARAMS", "Results", "load", "run_mode", "store_config", "summary_metrics"]
+__all__ = ["RUN_PARAMS", "Results", "load"]
 
 # The params shown as columns of ``Results.runs`` (all of them are in the MLflow UI and in run.json).
 RUN_PARAMS = ("judge.model", "judge.version", "judge.temperature", "judge.seed", "judge.max_tokens",
@@ -48,7 +48,7 @@ class Results:
             ``judgments_from`` (results.jsonl, journal.jsonl, or None).
         metrics: One row per run: ``run_id``, the choices, then every metric (``accuracy/mean``, ...) as a
             column. Read from a run directory, they are recomputed from summary.json (see
-            :func:`summary_metrics`).
+            :func:`runner.outputs.results_read.summary_metrics`).
         judgments: One row per judge call, as in results.jsonl (or the journal of an unfinished run):
             ``item_id``, ``repeat``, ``order``, ``stage``, ``status``, ``winner``, ``score``, ``scores``,
             ``raw_response``, ``gold``, ...

@@ -23,7 +23,7 @@ from runner.modes import base as modes
 from runner.modes import panel
 from runner.modes.base import RunMode
 from runner.outputs import tracking
-from runner.storage import store
+from runner.storage import journal, store
 
 log = logging.getLogger("runner.outputs.results")
 
@@ -213,6 +213,6 @@ def _read_rows(path: Path | None) -> pd.DataFrame:
         return pd.DataFrame()
     if path.name != store.JOURNAL_NAME:
         return pd.read_json(path, lines=True, dtype=False)
-    frame = pd.DataFrame(store.read_journal(path))
+    frame = pd.DataFrame(journal.read_journal(path))
     key = [column for column in JOURNAL_KEY if column in frame.columns]
     return frame.drop_duplicates(subset=key, keep="last", ignore_index=True) if key else frame

@@ -24,16 +24,15 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 # Only what composing the config needs is imported here: `judgesweep --help` and `--cfg job` never import
 # litellm, MLflow or the statistics stack. The modules that run a job (pipeline, client, and through them
 # litellm) are imported by prepare_run.
-from runner.core.config import RunConfig, register_configs
+from runner.core.config import RunConfig
+from runner.core.config_store import register_configs
 from runner.llm.limiter_pool import LimiterPool
 from runner.run import job_context
-from runner.run.job_context import OPERATIONAL_PREFIXES, ForbiddenKey, MissingApiKey
 
 if TYPE_CHECKING:
     from runner.run.context import RunOutcome
 
-__all__ = ["CONFIG_DIR", "OPERATIONAL_PREFIXES", "PROCESS_LIMITERS", "ForbiddenKey", "MissingApiKey",
-           "prepare_process", "prepare_run", "run_experiment", "run_job"]
+__all__ = ["CONFIG_DIR", "PROCESS_LIMITERS", "prepare_process", "prepare_run", "run_experiment", "run_job"]
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 

@@ -25,6 +25,7 @@ from runner.core.errors import ConfigurationError
 from runner.core.types import Secret
 from runner.llm.limiter_pool import LimiterPool
 from runner.llm.pacing import RateLimiter
+from runner.llm.replicas import pacing_limits
 
 if TYPE_CHECKING:
     from runner.run.context import RunContext
@@ -157,10 +158,7 @@ def _share(limit: int | None, workers: int) -> int | None:
 def _limiter(pool: LimiterPool, model: JudgeConfig, workers: int) -> RateLimiter:
     """The model's limiter from ``pool`` (replicas: their rpm/tpm summed), paced at 1/workers of its limits when
     parallel workers share them."""
-    from runner.llm import client
-
-    return pool.get(f"{model.name}|{model.model}",
-                         *(_share(limit, workers) for limit in client.pacing_limits(model)))
+    return pool.get(f"{model.name}|{model.model}", *(_share(limit, workers) for limit in pacing_limits(model)))
 
 
 def context(dcfg: DictConfig, cfg: RunConfig, hc: DictConfig, pool: LimiterPool) -> RunContext:

@@ -22,7 +22,7 @@ from runner.modes.record import Record
 from runner.outputs import console, html_report, tracking
 from runner.run import gates
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
-from runner.storage import store
+from runner.storage import journal, store
 
 log = logging.getLogger(__name__)
 
@@ -83,11 +83,11 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
 def _with_texts(ctx: RunContext, judged: Judged) -> Iterator[Judgment]:
     """Every judgment, in ``judged.judgments`` order, with the answer text the executor left in the journal."""
     if judged.by_member is None:
-        yield from store.with_texts(judged.judgments, ctx.run_dir / store.JOURNAL_NAME)
+        yield from journal.with_texts(judged.judgments, ctx.run_dir / store.JOURNAL_NAME)
         return
     dirs = member_dirs(ctx)
     for name, judgments in judged.by_member.items():
-        yield from store.with_texts(judgments, dirs[name] / store.JOURNAL_NAME)
+        yield from journal.with_texts(judgments, dirs[name] / store.JOURNAL_NAME)
 
 
 def _labels(prepared: Prepared) -> dict[str, dict]:
@@ -132,7 +132,7 @@ def _write_members(ctx: RunContext, members: Mapping[str, MemberReport], by_memb
     for name, member in members.items():
         member_dir = member_dirs(ctx)[name]
         store.write_results(member_dir / store.RESULTS_NAME,
-                            store.with_texts(by_member[name], member_dir / store.JOURNAL_NAME), labels)
+                            journal.with_texts(by_member[name], member_dir / store.JOURNAL_NAME), labels)
         store.write_json(member_dir / store.SUMMARY_NAME, member.to_json())
         store.write_json(member_dir / store.METRICS_NAME, dict(sorted(member.metrics.items())))
 
@@ -166,7 +166,7 @@ def table_rows(judgments: Iterable[Judgment], judges: list[str] | None, limit: i
     in memory and to render, so a larger run's table is cut at ``limit`` (TABLE_ROWS) and says so in the log.
     """
     pairs = zip(judges, judgments, strict=True) if judges is not None else ((None, j) for j in judgments)
-    rows = [store.judgment_record(j) if judge is None else {"judge": judge, **store.judgment_record(j)}
+    rows = [journal.judgment_record(j) if judge is None else {"judge": judge, **journal.judgment_record(j)}
             for judge, j in itertools.islice(pairs, limit)]
     if len(rows) == limit and next(pairs, None) is not None:
         log.info("the MLflow results table holds the first %d judgments; results.jsonl holds them all", limit)

@@ -13,30 +13,33 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from runner.core import metric_names
-from runner.core.config import JudgeConfig, PromptMode, RunConfig, StructuredOutput
+from runner.core.choices import PromptMode, StructuredOutput
+from runner.core.config import JudgeConfig, RunConfig
 from runner.core.errors import ConfigurationError
 from runner.core.types import Judgment
-from runner.inputs.datasets import Shape, load_items, resolve_path
+from runner.inputs.datasets import load_items, resolve_path
+from runner.inputs.items import Shape
 from runner.judging import stages
+from runner.judging.calls import RunAborted
 from runner.judging.estimate import estimate_run
 from runner.judging.generation import GENERATIONS_NAME, Generation
-from runner.judging.judge import JudgePlan, RunAborted, planned_calls
+from runner.judging.judge import JudgePlan, planned_calls
 from runner.llm.client import litellm_version, supports_json_schema
 from runner.modes import base as modes
-from runner.modes import panel
+from runner.modes import ensemble_check
 from runner.outputs import console, tracking
 from runner.run import gates, outcome
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
 from runner.storage import store
 
-__all__ = ["ConfigurationError", "Prepared", "RunContext", "RunOutcome", "execute", "prepare", "run"]
+__all__ = ["execute", "prepare", "run"]
 
 log = logging.getLogger(__name__)
 
 
 def _json_schema_format(judge: JudgeConfig, schema: dict[str, Any] | None) -> dict[str, Any] | None:
     mode = judge.structured_output
-    if schema is None or mode is StructuredOutput.off or judge.model == panel.ENSEMBLE_MODEL:
+    if schema is None or mode is StructuredOutput.off or judge.model == ensemble_check.ENSEMBLE_MODEL:
         return None
     if mode is StructuredOutput.auto and not supports_json_schema(judge.model):
         return None
@@ -67,8 +70,8 @@ def prepare(ctx: RunContext) -> Prepared:
     mode_setup = mode.prepare(cfg, resolve_path(cfg.prompts_dir, ctx.project_root))
     response_format = _json_schema_format(cfg.judge, mode_setup.response_schema)
     member_formats = None
-    if panel.is_ensemble(cfg):
-        panel.check(cfg)
+    if ensemble_check.is_ensemble(cfg):
+        ensemble_check.check(cfg)
         member_formats = {name: _json_schema_format(m, mode_setup.response_schema)
                           for name, m in cfg.judge.members.items()}
         response_format = None

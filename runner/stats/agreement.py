@@ -10,7 +10,7 @@ Nominal labels are any hashable values of one kind (system names, "tie", 0/1/2);
 label (an unscored judgment, or an annotator who did not label the item). Correlations with human scores
 live in :mod:`runner.stats.scores` and are reused here, not recomputed. Agreement between judges, and between
 human annotators, is :mod:`runner.stats.inter_rater`; the coefficients both use are
-:mod:`runner.stats.coefficients`. Both are re-exported here, where their callers import them from today.
+:mod:`runner.stats.coefficients`.
 """
 
 from __future__ import annotations
@@ -21,11 +21,6 @@ from typing import Any
 
 from runner.stats import scores as stats
 from runner.stats.coefficients import alpha, check_lengths, cohen_kappa, finite, label_set, nominal_alpha
-from runner.stats.coefficients import label_codes as label_codes  # re-export
-from runner.stats.coefficients import nominal_kappa as nominal_kappa  # re-export
-from runner.stats.inter_rater import human_ceiling as human_ceiling  # re-export
-from runner.stats.inter_rater import inter_judge as inter_judge  # re-export
-from runner.stats.inter_rater import majority as majority  # re-export
 
 # sklearn.metrics (+0.5 s on top of scipy.stats, 1.3-1.5 s cold) is imported inside the functions that use it: a
 # run imports none of the statistics stack before its first judge call (tests/unit/test_startup.py).

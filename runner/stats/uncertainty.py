@@ -4,7 +4,7 @@ difference.
 Pure functions over plain sequences that return plain, JSON-serializable dicts. As in :mod:`runner.stats.scores`,
 a bound that is undefined on the data (too few items, no spread) is ``None``, never NaN and never an exception.
 Every resampling is seeded, so the same inputs give the same interval. The paired significance tests are
-:mod:`runner.stats.significance`, re-exported here, where their callers import them from today.
+:mod:`runner.stats.significance`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-
-from runner.stats.significance import MCNEMAR_EXACT_BELOW as MCNEMAR_EXACT_BELOW  # re-export
-from runner.stats.significance import holm as holm  # re-export
-from runner.stats.significance import mcnemar_test as mcnemar_test  # re-export
-from runner.stats.significance import wilcoxon_test as wilcoxon_test  # re-export
 
 # scipy.stats (~0.9 s cold) is imported inside the function that uses it: a run does not import it before its
 # first judge call (tests/unit/test_startup.py).

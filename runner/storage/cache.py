@@ -21,9 +21,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
-from runner.core.config import CacheMode
+from runner.core.choices import CacheMode
 from runner.core.types import JudgeResponse
-from runner.storage.keys import cache_key as cache_key  # re-export: importers of runner.storage.cache use it
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,6 @@
 """What a run writes to its directory: the file names, the manifest, the results table, summary files.
 
-The journal, written as each judge call completes and read back on resume, is :mod:`runner.storage.journal`;
-its names are re-exported here, where their callers import them from today.
+The journal, written as each judge call completes and read back on resume, is :mod:`runner.storage.journal`.
 """
 
 from __future__ import annotations
@@ -13,13 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.types import Judgment
-from runner.storage.journal import GROUP_COMMIT_S as GROUP_COMMIT_S  # re-export
-from runner.storage.journal import OPERATIONAL_FIELDS as OPERATIONAL_FIELDS  # re-export
-from runner.storage.journal import Journal as Journal  # re-export
-from runner.storage.journal import JournalAnswers as JournalAnswers  # re-export
 from runner.storage.journal import judgment_record
-from runner.storage.journal import read_journal as read_journal  # re-export
-from runner.storage.journal import with_texts as with_texts  # re-export
 
 JOURNAL_NAME = "journal.jsonl"
 RESULTS_NAME = "results.jsonl"

@@ -10,7 +10,7 @@ from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
 import runner
-from runner.run.experiment import ForbiddenKey, MissingApiKey
+from runner.run.job_context import ForbiddenKey, MissingApiKey
 from tests.integration.conftest import REPO, cli_args, mlflow_uri, offline_env
 
 

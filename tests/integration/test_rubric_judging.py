@@ -26,9 +26,11 @@ from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 from scipy import stats as scipy_stats
 
-from runner.core.config import DatasetConfig, PromptMode
+from runner.core.choices import PromptMode
+from runner.core.config import DatasetConfig
 from runner.core.types import Item
-from runner.inputs.datasets import Shape, load_items, resolve_path
+from runner.inputs.datasets import load_items, resolve_path
+from runner.inputs.items import Shape
 from runner.judging.checks import ai_phrases
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from tests.integration.conftest import REPO, CliRun, live_judge, mlflow_uri, run_in_process

@@ -13,7 +13,8 @@ from runner.core.types import (
     Status,
     Verdict,
 )
-from runner.judging.aggregation import AGGREGATIONS, aggregate_items, final_judgments, majority_vote
+from runner.judging.aggregation import AGGREGATIONS, aggregate_items, final_judgments
+from runner.judging.aggregations.builtin import majority_vote
 
 
 def judgment(

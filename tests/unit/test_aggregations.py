@@ -8,14 +8,15 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from runner.core.config import FunctionRef, register_configs
+from runner.core.config import FunctionRef
+from runner.core.config_store import register_configs
 from runner.core.errors import ConfigurationError, ParamsError
 from runner.core.registry import UnknownNameError
 from runner.core.types import ItemResult
 from runner.judging.aggregation import AGGREGATIONS, aggregate_items
 from runner.judging.aggregations import REGISTRY, AggregationRef, AggregationRegistry, Kind, Use, aggregation_ref
 from runner.judging.scoring import SCORE_AGGREGATIONS
-from runner.modes import panel
+from runner.modes import ensemble_check, panel
 from runner.modes.ensemble import LABEL_COMBINERS, SCORE_COMBINERS, combine_labels, combine_scores
 from tests.unit.test_config import hydra_conf  # noqa: F401 - a fixture
 from tests.unit.test_panel import OURS, ensemble_cfg
@@ -95,8 +96,9 @@ def test_judge_combine_is_a_name_or_a_name_and_params_node() -> None:
 @pytest.mark.usefixtures("hydra_conf")
 def test_a_node_combine_with_params_is_checked_and_used() -> None:
     cfg = ensemble_cfg("judge.combine={name: weighted, params: {weights: {replay_gpt4: 1, replay_chatgpt: 3}}}")
-    panel.check(cfg)
-    assert panel.member_weights(cfg) == {"replay_gpt4": 1.0, "replay_chatgpt": 3.0}  # over judge.weights (2, 1)
+    ensemble_check.check(cfg)
+    # over judge.weights (2, 1)
+    assert ensemble_check.member_weights(cfg) == {"replay_gpt4": 1.0, "replay_chatgpt": 3.0}
     votes = {"replay_gpt4/ab": {"1": OURS}, "replay_chatgpt/ab": {"1": "base"}}
     (weighted,), _ = panel.combine("weighted", votes, cfg, ["1"])
     assert weighted.final_verdict == "base"
@@ -107,17 +109,18 @@ def test_a_node_combine_with_params_is_checked_and_used() -> None:
         (["judge.combine={name: wieghted}"], "judge.combine='wieghted' is not one of ['majority_vote', 'weighted'"),
     ]:
         with pytest.raises(ConfigurationError) as err:
-            panel.check(ensemble_cfg(*overrides))
+            ensemble_check.check(ensemble_cfg(*overrides))
         assert message in str(err.value)
 
 
 @pytest.mark.usefixtures("hydra_conf")
 def test_a_conf_aggregation_file_composes_as_the_combine() -> None:
     cfg = ensemble_cfg("+aggregation@judge.combine=dawid_skene", "judge.combine.params.smoothing=0.5")
-    panel.check(cfg)
-    assert panel.combine_of(cfg) == AggregationRef("dawid_skene", {"max_iter": 100, "tol": 1e-6, "smoothing": 0.5})
+    ensemble_check.check(cfg)
+    assert ensemble_check.combine_of(cfg) == AggregationRef("dawid_skene",
+                                                            {"max_iter": 100, "tol": 1e-6, "smoothing": 0.5})
     with pytest.raises(ConfigurationError, match="a pointwise ensemble combines scores"):
-        panel.check(ensemble_cfg("prompt=agent_output", "rubric=agent_output", "dataset=agent_examples",
+        ensemble_check.check(ensemble_cfg("prompt=agent_output", "rubric=agent_output", "dataset=agent_examples",
                                  "+aggregation@judge.combine=majority_vote"))
 
 
@@ -146,7 +149,7 @@ def test_an_aggregation_registered_later_is_usable_where_its_uses_say() -> None:
     assert "first_vote" in LABEL_COMBINERS.names() and "first_vote" not in AGGREGATIONS.names()
     assert "trimmed_max" in SCORE_AGGREGATIONS.names() and "trimmed_max" in SCORE_COMBINERS.names()
     cfg = ensemble_cfg("judge.combine={name: first_vote, params: {skip: 1}}")
-    panel.check(cfg)
+    ensemble_check.check(cfg)
     # the chosen one first, then every other in registration order (a pairwise ensemble: labels, and scores of
     # each member's preference); with two annotators Dawid-Skene is left out
     assert panel._methods(cfg, 4) == ["first_vote", "majority_vote", "weighted", "mean", "median", "dawid_skene",
@@ -158,7 +161,7 @@ def test_an_aggregation_registered_later_is_usable_where_its_uses_say() -> None:
     assert combine_labels(votes, "first_vote").labels == {"1": OURS}
     assert combine_scores({"a": {"i": 12.0}, "b": {"i": 3.0}}, "trimmed_max", cap=11.0) == {"i": 11.0}
     with pytest.raises(ConfigurationError, match="judge.combine.params.skipp"):
-        panel.check(ensemble_cfg("judge.combine={name: first_vote, params: {skipp: 1}}"))
+        ensemble_check.check(ensemble_cfg("judge.combine={name: first_vote, params: {skipp: 1}}"))
     with pytest.raises(UnknownNameError, match="first_vote combines the members of an ensemble"):
         aggregate_items([], ["i"], "first_vote", {})
 

@@ -13,7 +13,9 @@ import json
 import pytest
 
 from runner.stats import scores as stats
-from runner.stats.agreement import cohen_kappa, human_ceiling, inter_judge, label_agreement, majority, ordinal_agreement
+from runner.stats.agreement import label_agreement, ordinal_agreement
+from runner.stats.coefficients import cohen_kappa
+from runner.stats.inter_rater import human_ceiling, inter_judge, majority
 
 pytestmark = pytest.mark.filterwarnings("error")
 

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from runner.core.config import CacheMode
+from runner.core.choices import CacheMode
 from runner.core.types import JudgeResponse, Message, Secret
-from runner.storage.cache import CacheError, ResponseCache, cache_key
+from runner.storage.cache import CacheError, ResponseCache
+from runner.storage.keys import cache_key
 
 MODEL = "openai/gpt-4o-mini"
 API_BASE = "http://127.0.0.1:8000/v1"

@@ -14,8 +14,8 @@ import pytest
 from rich.console import Console
 
 from runner.app.compare_cli import render_table
-from runner.outputs import compare
-from runner.outputs.compare import ComparisonError, RunResults
+from runner.outputs import compare, compare_outcomes
+from runner.outputs.compare_outcomes import ComparisonError, RunResults
 
 
 def pairwise_row(item: str, order: str, winner: str | None, gold: str | None = "output_1", stage: str = "judge",
@@ -40,10 +40,10 @@ def gold_run(run_id: str, correct: list[bool], dataset: str = "llmbar_natural", 
 def test_correctness_uses_mcnemar_and_counts_unscored_and_errors_as_wrong():
     rows = [pairwise_row("x", "ab", "output_1"), pairwise_row("x", "ba", "output_2"),
             pairwise_row("y", "ab", None, status="unscored"), pairwise_row("y", "ba", None, status="error")]
-    out = compare.outcomes(RunResults("r", {"dataset": "d"}, rows, ours="output_1"))
-    assert out.kind == compare.CORRECT
+    out = compare_outcomes.outcomes(RunResults("r", {"dataset": "d"}, rows, ours="output_1"))
+    assert out.kind == compare_outcomes.CORRECT
     assert out.values == {("x", 0, "ab"): 1.0, ("x", 0, "ba"): 0.0, ("y", 0, "ab"): 0.0, ("y", 0, "ba"): 0.0}
-    pair = compare.compare_pair(out, compare.outcomes(gold_run("s", [True] * 4)))
+    pair = compare.compare_pair(out, compare_outcomes.outcomes(gold_run("s", [True] * 4)))
     assert pair["test"] == "mcnemar"
 
 
@@ -52,7 +52,7 @@ def test_synthesis_row_replaces_judge_row_in_either_file_order():
     synthesis = pairwise_row("x", "ab", "output_1", stage="synthesis")  # right after synthesis
     other_stage = pairwise_row("x", "ab", "output_2", stage="generation")
     for rows in ([judge, synthesis, other_stage], [synthesis, judge]):
-        out = compare.outcomes(RunResults("r", {}, rows, ours="output_1"))
+        out = compare_outcomes.outcomes(RunResults("r", {}, rows, ours="output_1"))
         assert out.values == {("x", 0, "ab"): 1.0}
         assert out.verdicts == {("x", 0, "ab"): "output_1"}
 
@@ -61,15 +61,15 @@ def test_pairwise_without_gold_scores_ours_per_item_and_uses_wilcoxon():
     rows = [pairwise_row("x", "ab", "ours", gold=None), pairwise_row("x", "ba", "tie", gold=None),
             pairwise_row("y", "ab", "base", gold=None), pairwise_row("y", "ba", None, gold=None, status="unscored"),
             pairwise_row("z", "ab", None, gold=None, status="error")]
-    out = compare.outcomes(RunResults("r", {}, rows, ours="ours"))
-    assert out.kind == compare.WIN_SCORE
+    out = compare_outcomes.outcomes(RunResults("r", {}, rows, ours="ours"))
+    assert out.kind == compare_outcomes.WIN_SCORE
     assert out.values == {("x",): 0.75, ("y",): 0.0}  # z has no scored judgment
     assert compare.compare_pair(out, out)["test"] == "wilcoxon"
 
 
 def test_pairwise_without_gold_needs_the_name_of_ours():
     with pytest.raises(ComparisonError, match="ours"):
-        compare.outcomes(RunResults("r", {}, [pairwise_row("x", "ab", "a", gold=None)], ours=None))
+        compare_outcomes.outcomes(RunResults("r", {}, [pairwise_row("x", "ab", "a", gold=None)], ours=None))
 
 
 def test_pointwise_averages_repeats_per_item_and_wilcoxon_p_is_exact():
@@ -77,8 +77,8 @@ def test_pointwise_averages_repeats_per_item_and_wilcoxon_p_is_exact():
                    [pointwise_row(f"i{k}", float(k)) for k in range(5)]
                    + [pointwise_row("i0", 2.0, repeat=1), pointwise_row("i1", None, repeat=1, status="unscored")])
     b = RunResults("b", {"dataset": "d", "judge": "j2"}, [pointwise_row(f"i{k}", 2.0 * k + 1.5) for k in range(5)])
-    out_a = compare.outcomes(a)
-    assert out_a.kind == compare.SCORE and out_a.values[("i0",)] == 1.0 and out_a.values[("i1",)] == 1.0
+    out_a = compare_outcomes.outcomes(a)
+    assert out_a.kind == compare_outcomes.SCORE and out_a.values[("i0",)] == 1.0 and out_a.values[("i1",)] == 1.0
     result = compare.compare_runs([a, b], resamples=200)
     pair = result["pairs"][0]
     assert result["test"] == "wilcoxon" and pair["test"] == "wilcoxon"
@@ -93,7 +93,7 @@ def test_pairing_drops_keys_only_one_run_has():
     a = gold_run("a", [True, True, False, True, False])  # items i0..i4
     b = RunResults("b", {"dataset": "llmbar_natural"},
                    [pairwise_row(f"i{k}", "ab", "output_1") for k in range(1, 7)], ours="output_1")  # i1..i6
-    pair = compare.compare_pair(compare.outcomes(a), compare.outcomes(b), resamples=200)
+    pair = compare.compare_pair(compare_outcomes.outcomes(a), compare_outcomes.outcomes(b), resamples=200)
     assert (pair["n"], pair["dropped_a"], pair["dropped_b"]) == (4, 1, 2)
     assert pair["metric_a"] == 0.5 and pair["metric_b"] == 1.0 and pair["difference"] == 0.5
     assert pair["test_details"]["b01"] == 2 and pair["test_details"]["b10"] == 0
@@ -118,7 +118,7 @@ def test_holm_over_three_pairs_by_hand():
     assert holm == pytest.approx({("A", "C"): step1, ("A", "B"): step2, ("B", "C"): step3})
     assert [p["significant"] for p in pairs.values()] == [False, True, False]
     assert result["n_pairs"] == 3 and result["n_significant"] == 1
-    assert result["metric"] == "accuracy" and result["kind"] == compare.CORRECT
+    assert result["metric"] == "accuracy" and result["kind"] == compare_outcomes.CORRECT
 
 
 def test_runs_on_different_datasets_are_refused_naming_them():

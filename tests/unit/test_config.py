@@ -16,15 +16,9 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from runner.core.config import (
-    JudgeConfig,
-    OrderPolicy,
-    PromptConfig,
-    PromptMode,
-    RunConfig,
-    Strategy,
-    register_configs,
-)
+from runner.core.choices import OrderPolicy, PromptMode, Strategy
+from runner.core.config import JudgeConfig, PromptConfig, RunConfig
+from runner.core.config_store import register_configs
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONF = PROJECT_ROOT / "conf"

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from runner.core.config import DatasetConfig, OnBadRow, SystemConfig
+from runner.core.choices import OnBadRow
+from runner.core.config import DatasetConfig, SystemConfig
+from runner.core.errors import DatasetError
 from runner.core.types import TIE
-from runner.inputs.datasets import DatasetError, load_items, resolve_path
+from runner.inputs.datasets import load_items, resolve_path
 from runner.inputs.splits import check_split, split_of
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

@@ -10,9 +10,12 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from runner.core.config import DatasetConfig, OnBadRow, PromptMode, SystemConfig
+from runner.core.choices import OnBadRow, PromptMode
+from runner.core.config import DatasetConfig, SystemConfig
+from runner.core.errors import DatasetError
 from runner.core.types import Candidate, Item
-from runner.inputs.datasets import DatasetError, LoadedDataset, Shape, check_systems, load_items, resolve_path
+from runner.inputs.datasets import LoadedDataset, check_systems, load_items, resolve_path
+from runner.inputs.items import Shape
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 POINTWISE = Shape(mode=PromptMode.pointwise)

@@ -11,18 +11,18 @@ import numpy as np
 import pytest
 
 from runner.core.registry import UnknownNameError
-from runner.judging.aggregation import majority_vote
+from runner.judging.aggregations.builtin import majority_vote
 from runner.judging.parsing import parse_verdict
 from runner.modes.ensemble import (
     LABEL_COMBINERS,
     SCORE_COMBINERS,
     combine_labels,
     combine_scores,
-    dawid_skene,
     inter_judge_agreement,
     member_comparison,
 )
-from runner.stats.agreement import cohen_kappa
+from runner.stats.coefficients import cohen_kappa
+from runner.stats.dawid_skene import dawid_skene
 
 LLMBAR = Path(__file__).resolve().parents[2] / "runner" / "data" / "llmbar"
 SUBSETS = ("natural", "neighbor", "gptinst", "gptout", "manual")

@@ -16,10 +16,13 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from runner.core.config import CacheMode, DatasetConfig, PromptMode
+from runner.core.choices import CacheMode, PromptMode
+from runner.core.config import DatasetConfig
 from runner.core.types import Candidate, Item, JudgeRequest, JudgeResponse, Message, hash_messages
-from runner.inputs.datasets import Shape, load_items, resolve_path
+from runner.inputs.datasets import load_items, resolve_path
+from runner.inputs.items import Shape
 from runner.inputs.prompts import Template, load_template
+from runner.judging.calls import ABORT_MIN_CALLS, RunAborted
 from runner.judging.generation import (
     STAGE_GENERATE,
     Generation,
@@ -28,7 +31,6 @@ from runner.judging.generation import (
     generation_record,
     with_outputs,
 )
-from runner.judging.judge import ABORT_MIN_CALLS, RunAborted
 from runner.storage.cache import ResponseCache
 from runner.storage.sources import AnswerSources
 

@@ -8,9 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from runner.core.config import DatasetConfig, OnBadRow, SystemConfig
+from runner.core.choices import OnBadRow
+from runner.core.config import DatasetConfig, SystemConfig
+from runner.core.errors import DatasetError
 from runner.core.types import Message
-from runner.inputs.datasets import DatasetError, SkippedRow, load_items
+from runner.inputs.datasets import SkippedRow, load_items
 from runner.inputs.prompts import ZERO_WIDTH_SPACE, Template, load_template, neutralize
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

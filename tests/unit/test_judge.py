@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from runner.core.config import OrderPolicy, ParserConfig, Strategy
+from runner.core.choices import OrderPolicy, Strategy
+from runner.core.config import ParserConfig
 from runner.core.types import TIE, Candidate, Item, JudgeResponse, Judgment, Message, Order, Status, hash_messages
 from runner.data.llmbar.build_replay import prompt_to_chatml, reverse_output_ab, synthesis_prompt
 from runner.inputs.prompts import load_template
+from runner.judging import calls
 from runner.judging import judge as judge_module
 from runner.judging.judge import (
     PARSER_ERROR,
@@ -429,7 +431,8 @@ def test_a_parser_that_raises_keeps_the_paid_answer_unscored_and_journaled(monke
 def test_judgments_kept_in_memory_leave_their_texts_in_the_journal(tmp_path: Path) -> None:
     # A million judge explanations must not sit in memory until the run ends: once a unit is done, each
     # journaled answer keeps only its line's offset, and store.with_texts reads the text back for the results.
-    from runner.storage.store import Journal, judgment_record, with_texts, write_results
+    from runner.storage.journal import Journal, judgment_record, with_texts
+    from runner.storage.store import write_results
 
     def explain(messages: tuple[Message, ...]) -> JudgeResponse:
         return answer(f"A long explanation of {len(user(messages))} characters.\nOutput (a) is better.")
@@ -459,21 +462,21 @@ def test_judgments_kept_in_memory_leave_their_texts_in_the_journal(tmp_path: Pat
 def test_error_budget_aborts_once_with_the_count_that_crossed_it() -> None:
     """Calls finishing after the abort (concurrent ones were in flight) re-raise the first abort unchanged:
     CI once read a neighbour's '21 of 21' instead of the '20 of 20' that stopped the run."""
-    budget = judge_module.ErrorBudget(0.05, "judge")
+    budget = calls.ErrorBudget(0.05, "judge")
     failed = JudgeResponse(text=None, error_type="BadRequestError", error="x")
-    for _ in range(judge_module.ABORT_MIN_CALLS - 1):
+    for _ in range(calls.ABORT_MIN_CALLS - 1):
         budget.count(failed)
-    with pytest.raises(judge_module.RunAborted) as first:
+    with pytest.raises(calls.RunAborted) as first:
         budget.count(failed)
     assert str(first.value) == "20 of 20 judge calls failed (100% > max_error_rate 5%); first: BadRequestError: x"
-    with pytest.raises(judge_module.RunAborted) as later:
+    with pytest.raises(calls.RunAborted) as later:
         budget.count(JudgeResponse(text="ok"))
     assert later.value is first.value
     assert (budget.done, budget.failed) == (20, 20)
 
 
 def test_error_budget_at_the_maximum_rate_does_not_abort() -> None:
-    budget = judge_module.ErrorBudget(0.05, "generation")
+    budget = calls.ErrorBudget(0.05, "generation")
     budget.count(JudgeResponse(text=None, error_type="Timeout", error="t"))
     for _ in range(19):
         budget.count(JudgeResponse(text="ok"))

@@ -7,9 +7,11 @@ import dataclasses
 
 import pytest
 
-from runner.core.config import OrderPolicy, RunConfig, register_configs
+from runner.core.choices import OrderPolicy
+from runner.core.config import RunConfig
+from runner.core.config_store import register_configs
 from runner.core.errors import ConfigurationError
-from runner.modes import panel
+from runner.modes import ensemble_check, panel, panel_views
 from tests.unit.test_bias import AB, BA, judgment, picking, ref
 from tests.unit.test_config import hydra_conf, to_run_config  # noqa: F401 - hydra_conf is a fixture
 
@@ -34,10 +36,10 @@ def ensemble_cfg(*overrides: str) -> RunConfig:
 
 def test_the_shipped_ensemble_composes_two_replay_members() -> None:
     cfg = ensemble_cfg()
-    assert panel.is_ensemble(cfg)
+    assert ensemble_check.is_ensemble(cfg)
     assert list(cfg.judge.members) == ["replay_gpt4", "replay_chatgpt"]
     assert cfg.judge.members["replay_gpt4"].model == "replay/gpt-4"
-    panel.check(cfg)
+    ensemble_check.check(cfg)
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
@@ -50,7 +52,7 @@ def test_the_shipped_ensemble_composes_two_replay_members() -> None:
 ])
 def test_bad_ensembles_fail_naming_the_key(overrides: list[str], message: str) -> None:
     with pytest.raises(ConfigurationError) as err:
-        panel.check(ensemble_cfg(*overrides))
+        ensemble_check.check(ensemble_cfg(*overrides))
     assert message in str(err.value)
 
 
@@ -59,7 +61,7 @@ def test_a_member_cannot_be_an_ensemble() -> None:
     members = dict(cfg.judge.members)
     members["replay_chatgpt"] = dataclasses.replace(members["replay_chatgpt"], model="ensemble")
     with pytest.raises(ConfigurationError, match="judge.members.replay_chatgpt: a member cannot itself"):
-        panel.check(dataclasses.replace(cfg, judge=dataclasses.replace(cfg.judge, members=members)))
+        ensemble_check.check(dataclasses.replace(cfg, judge=dataclasses.replace(cfg.judge, members=members)))
 
 
 def test_each_member_order_and_repeat_is_an_annotator() -> None:
@@ -137,4 +139,4 @@ def test_build_scores_every_aggregation_each_member_and_dawid_skene_against_gold
     assert "dawid_skene/replay_gpt4/estimated_accuracy" in metrics and "interjudge/fleiss_kappa" in metrics
     assert summary["summary"]["final_verdict_distribution"] == {OURS: 6, BASE: 6, "tie": 0}
     assert set(members) == {"replay_gpt4", "replay_chatgpt"}
-    assert any("dawid_skene replay_chatgpt: estimated accuracy" in line for line in panel.console_lines(section))
+    assert any("dawid_skene replay_chatgpt: estimated accuracy" in line for line in panel_views.console_lines(section))

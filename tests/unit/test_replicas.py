@@ -15,11 +15,18 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the
 
 import litellm  # noqa: E402
 
-from runner.core.config import JudgeConfig, ReplicaConfig, register_configs  # noqa: E402
+from runner.core.config import JudgeConfig, ReplicaConfig  # noqa: E402
+from runner.core.config_store import register_configs  # noqa: E402
 from runner.core.errors import ConfigurationError  # noqa: E402
 from runner.core.types import Secret  # noqa: E402
-from runner.llm.client import JudgeClient, ReplicaRouter, build_router, pacing_limits  # noqa: E402
-from runner.llm.replicas import judge_secrets, model_list, replica_id, routing_weights  # noqa: E402
+from runner.llm.client import JudgeClient, ReplicaRouter, build_router  # noqa: E402
+from runner.llm.replicas import (  # noqa: E402
+    judge_secrets,
+    model_list,
+    pacing_limits,  # noqa: E402
+    replica_id,
+    routing_weights,
+)
 from tests.unit.test_config import hydra_conf, to_run_config  # noqa: E402, F401 - hydra_conf is a fixture
 
 BASE_1, BASE_2, BASE_3 = "http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1", "http://127.0.0.1:8003/v1"

@@ -19,7 +19,7 @@ from runner.core.types import (
     Status,
     Verdict,
 )
-from runner.judging.aggregation import majority_vote
+from runner.judging.aggregations.builtin import majority_vote
 from runner.modes.summary import GOLD_KEYS, build_summary, flat_metrics, gold_metrics, judge_metrics
 from runner.outputs.console import render_console
 

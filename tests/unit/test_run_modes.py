@@ -7,7 +7,8 @@ import dataclasses
 
 import pytest
 
-from runner.core.config import RunConfig, register_configs
+from runner.core.config import RunConfig
+from runner.core.config_store import register_configs
 from runner.core.types import TIE, ItemResult
 from runner.inputs.datasets import ItemRef
 from runner.modes import statistics

@@ -20,7 +20,8 @@ from runner.core.types import (
     Verdict,
     hash_messages,
 )
-from runner.storage.store import Journal, JournalAnswers, judgment_record, read_journal, write_json, write_results
+from runner.storage.journal import Journal, JournalAnswers, judgment_record, read_journal
+from runner.storage.store import write_json, write_results
 
 RECORD_FIELDS = {
     "item_id",

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from runner.core.config import RunConfig, register_configs
+from runner.core.config import RunConfig
+from runner.core.config_store import register_configs
 from runner.core.types import TIE, Judgment
 from runner.inputs.datasets import ItemRef
 from runner.modes import panel, scorecard

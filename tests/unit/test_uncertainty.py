@@ -13,16 +13,9 @@ import math
 import numpy as np
 import pytest
 
-from runner.stats.agreement import cohen_kappa, label_codes, nominal_kappa
-from runner.stats.uncertainty import (
-    BCA_MAX_N,
-    bootstrap_ci,
-    bootstrap_metric_ci,
-    holm,
-    mcnemar_test,
-    paired_difference,
-    wilcoxon_test,
-)
+from runner.stats.coefficients import cohen_kappa, label_codes, nominal_kappa
+from runner.stats.significance import holm, mcnemar_test, wilcoxon_test
+from runner.stats.uncertainty import BCA_MAX_N, bootstrap_ci, bootstrap_metric_ci, paired_difference
 
 pytestmark = pytest.mark.filterwarnings("error")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.config import RunConfig
-from runner.modes import panel
+from runner.modes import panel, panel_views
 from runner.modes.base import (
     Document,
     Json,
@@ -59,14 +59,14 @@ class PairwiseMode(RunMode):
         rep = self.read(document)
         out = report.summary_metrics(rep)
         if rep.ensemble is not None:
-            out.update(panel.ensemble_metrics(rep.ensemble))
+            out.update(panel_views.ensemble_metrics(rep.ensemble))
         return out
 
     def console_lines(self, document: Document, gold: Mapping[str, Any] | None,
                       judge_stats: Mapping[str, Any]) -> list[str]:
         """Headline, trust, the ensemble's lines (a single judge: bias) and the statistics."""
         rep = self.read(document)
-        ensemble = panel.console_lines(rep.ensemble) if rep.ensemble is not None else None
+        ensemble = panel_views.console_lines(rep.ensemble) if rep.ensemble is not None else None
         return views.console_lines(rep, None if gold is None else GoldAccuracy.of(gold, "gold"), judge_stats, ensemble)
 
     def views(self, document: Document) -> list[View]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from runner.core.config import OrderPolicy, RunConfig, Strategy
+from runner.core.choices import OrderPolicy, Strategy
+from runner.core.config import RunConfig
 from runner.core.errors import ConfigurationError
 from runner.core.types import TIE
 from runner.inputs.prompts import Template, check_variables, load_template

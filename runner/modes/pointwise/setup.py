@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.core.config import RunConfig, Strategy
+from runner.core.choices import Strategy
+from runner.core.config import RunConfig
 from runner.core.errors import ConfigurationError
 from runner.core.types import Item
 from runner.inputs.prompts import Template, check_variables, load_template
