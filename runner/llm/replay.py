@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -33,8 +33,10 @@ class RecordedAnswer:
     finish_reason: str
 
 
-def _recording_dirs() -> list[Path]:
-    return [Path(str(resources.files("runner").joinpath(folder))) for folder in RECORDINGS_PACKAGE_DIRS]
+@cache
+def _recording_dirs() -> tuple[Path, ...]:
+    """The package's recording folders, found once (a lookup per replayed call asks for them)."""
+    return tuple(Path(str(resources.files("runner").joinpath(folder))) for folder in RECORDINGS_PACKAGE_DIRS)
 
 
 def recorded_models() -> list[str]:
