@@ -7,11 +7,12 @@ exception. Intervals (bootstrap) are :mod:`runner.stats.uncertainty`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from runner.stats.uncertainty import check_paired, finite_or_none
 
 # scipy.stats (~0.9 s cold) and statsmodels.stats (+0.35 s) are imported inside the functions that use them: a run
 # imports neither before its first judge call (tests/unit/test_startup.py).
@@ -38,7 +39,7 @@ def mcnemar_test(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> dict[s
     Raises:
         ValueError: If the sequences differ in length.
     """
-    _check_lengths(a_correct, b_correct)
+    check_paired(a_correct, b_correct)
     pairs = [(bool(x), bool(y)) for x, y in zip(a_correct, b_correct, strict=True)]
     b01 = sum(1 for x, y in pairs if not x and y)
     b10 = sum(1 for x, y in pairs if x and not y)
@@ -50,7 +51,7 @@ def mcnemar_test(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> dict[s
         both = sum(1 for x, y in pairs if x and y)
         table = [[both, b10], [b01, len(pairs) - both - b01 - b10]]
         bunch = mcnemar(table, exact=exact, correction=True)
-        statistic, p_value = _finite(bunch.statistic), _finite(bunch.pvalue)
+        statistic, p_value = finite_or_none(bunch.statistic), finite_or_none(bunch.pvalue)
     return {"n": len(pairs), "b01": b01, "b10": b10, "exact": exact, "statistic": statistic, "p_value": p_value}
 
 
@@ -70,13 +71,13 @@ def wilcoxon_test(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
     """
     from scipy import stats as scipy_stats
 
-    _check_lengths(a, b)
+    check_paired(a, b)
     differences = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
     nonzero = int(np.count_nonzero(differences))
     statistic = p_value = None
     if nonzero:
         test = scipy_stats.wilcoxon(differences, zero_method="wilcox")
-        statistic, p_value = _finite(test.statistic), _finite(test.pvalue)
+        statistic, p_value = finite_or_none(test.statistic), finite_or_none(test.pvalue)
     return {
         "n": int(differences.size),
         "n_nonzero": nonzero,
@@ -104,17 +105,3 @@ def holm(p_values: Mapping[str, float | None]) -> dict[str, float | None]:
         corrected = multipletests(list(defined.values()), method="holm")[1]
         adjusted = dict(zip(defined, (float(p) for p in corrected), strict=True))
     return {name: adjusted.get(name) for name in p_values}
-
-
-def _check_lengths(a: Sequence[Any], b: Sequence[Any]) -> None:
-    """Raise ``ValueError`` unless the two paired sequences have the same length."""
-    if len(a) != len(b):
-        raise ValueError(f"paired sequences differ in length: {len(a)} != {len(b)}")
-
-
-def _finite(value: Any) -> float | None:
-    """``value`` as a Python float, or ``None`` when it is missing, NaN or infinite."""
-    if value is None:
-        return None
-    result = float(value)
-    return result if math.isfinite(result) else None

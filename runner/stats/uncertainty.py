@@ -71,7 +71,7 @@ def bootstrap_ci(
     data = np.asarray(values, dtype=float)
     result: dict[str, Any] = {
         "n": int(data.size),
-        "estimate": _finite(func(data)) if data.size else None,
+        "estimate": finite_or_none(func(data)) if data.size else None,
         "low": None,
         "high": None,
         "level": level,
@@ -127,7 +127,7 @@ def bootstrap_metric_ci(
         raise ValueError(f"columns differ in length: {[len(a) for a in arrays]}")
     result = {
         "n": n,
-        "estimate": _finite(metric(*(a[np.newaxis, :] for a in arrays))[0]) if n else None,
+        "estimate": finite_or_none(metric(*(a[np.newaxis, :] for a in arrays))[0]) if n else None,
         "low": None,
         "high": None,
         "level": level,
@@ -174,13 +174,13 @@ def paired_difference(
     Raises:
         ValueError: If the sequences differ in length, or on invalid ``level``/``resamples``.
     """
-    _check_lengths(a, b)
+    check_paired(a, b)
     differences = [float(y) - float(x) for x, y in zip(a, b, strict=True)]
     ci = bootstrap_ci(differences, "mean", level=level, resamples=resamples, seed=seed)
     return {
         "n": ci["n"],
-        "mean_a": _finite(np.mean(a)) if len(a) else None,
-        "mean_b": _finite(np.mean(b)) if len(b) else None,
+        "mean_a": finite_or_none(np.mean(a)) if len(a) else None,
+        "mean_b": finite_or_none(np.mean(b)) if len(b) else None,
         "mean_difference": ci["estimate"],
         **{key: ci[key] for key in ("low", "high", "level", "resamples", "method")},
     }
@@ -212,7 +212,7 @@ def _scipy_interval(
             batch=max(1, BATCH_VALUES // data.size),
             rng=np.random.default_rng(seed),
         ).confidence_interval
-    return _finite(interval.low), _finite(interval.high)
+    return finite_or_none(interval.low), finite_or_none(interval.high)
 
 
 def _named_statistic(name: str) -> Callable[..., Any]:
@@ -231,13 +231,13 @@ def _check_settings(level: float, resamples: int) -> None:
         raise ValueError(f"resamples must be >= 1, got {resamples}")
 
 
-def _check_lengths(a: Sequence[Any], b: Sequence[Any]) -> None:
+def check_paired(a: Sequence[Any], b: Sequence[Any]) -> None:
     """Raise ``ValueError`` unless the two paired sequences have the same length."""
     if len(a) != len(b):
         raise ValueError(f"paired sequences differ in length: {len(a)} != {len(b)}")
 
 
-def _finite(value: Any) -> float | None:
+def finite_or_none(value: Any) -> float | None:
     """``value`` as a Python float, or ``None`` when it is missing, NaN or infinite."""
     if value is None:
         return None
