@@ -9,9 +9,10 @@ it: :func:`aggregate_items` filters them out, so an item with no valid vote is a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from runner.core.judgments import Judgments
 from runner.core.types import ItemResult, Judgment, Order, Status
 from runner.judging.aggregations import REGISTRY, Kind, Use
 
@@ -25,7 +26,7 @@ FINAL_STAGES = frozenset({"judge", "synthesis"})
 __all__ = ["AGGREGATIONS", "FINAL_STAGES", "Aggregation", "aggregate_items", "final_judgments"]
 
 
-def final_judgments(judgments: Sequence[Judgment]) -> list[Judgment]:
+def final_judgments(judgments: Sequence[Judgment]) -> Sequence[Judgment]:
     """Keep the last judgment per ``(item_id, repeat, order)`` among the verdict stages.
 
     A swap-and-synthesize run records a first ``judge`` round and then a ``synthesis`` round for the
@@ -35,14 +36,23 @@ def final_judgments(judgments: Sequence[Judgment]) -> list[Judgment]:
         judgments: All judgments of a run, in the order they were recorded.
 
     Returns:
-        One judgment per key, scored or not.
+        One judgment per key, scored or not: ``judgments`` itself when every one is already final (the usual
+        run: one verdict stage, one call per key), so a run's stored judgments (runner.core.judgments) are
+        not copied into a list of objects; otherwise a new list.
     """
-    last: dict[tuple[str, int, Order], Judgment] = {}
-    for judgment in judgments:
-        if judgment.request.stage in FINAL_STAGES:
-            req = judgment.request
-            last[(req.item_id, req.repeat, Order(req.order))] = judgment
-    return list(last.values())
+    last: dict[tuple[str, int, Order], int] = {}  # key -> position of its last judgment
+    for n, (item_id, repeat, order, stage) in enumerate(_requests(judgments)):
+        if stage in FINAL_STAGES:
+            last[(item_id, repeat, Order(order))] = n
+    if len(last) == len(judgments):  # every judgment final and its key's only one: positions are 0..n-1 in order
+        return judgments
+    return [judgments[n] for n in last.values()]
+
+
+def _requests(judgments: Sequence[Judgment]) -> Iterator[tuple[str, int, Order | None, str]]:
+    if isinstance(judgments, Judgments):
+        return judgments.requests()
+    return ((j.request.item_id, j.request.repeat, j.request.order, j.request.stage) for j in judgments)
 
 
 def aggregate_items(

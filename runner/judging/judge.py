@@ -14,12 +14,14 @@ import asyncio
 import logging
 import random
 import re
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from runner.core.choices import OrderPolicy, Strategy
 from runner.core.config import ParserConfig
+from runner.core.judgments import Judgments
 from runner.core.types import (
     TIE,
     Item,
@@ -234,16 +236,18 @@ class Executor:
     def _units(self, items: Iterable[Item]) -> Iterator[tuple[Item, int]]:
         return ((item, r) for item in items for r in range(self.plan.repeats))
 
-    async def run(self, items: Iterable[Item]) -> list[Judgment]:
+    async def run(self, items: Iterable[Item]) -> Judgments:
         """Judge every item ``repeats`` times; judgments come back in plan order (item, repeat).
 
         Only a bounded number of (item, repeat) units is in flight at once, so prompts are rendered
         just before they are sent and a large dataset never sits rendered in memory.
         """
-        done_units: dict[int, list[Judgment]] = {}
+        done, units = Judgments(), array("q")  # judgments as their units finish, and each one's unit
 
         def keep(index: int, judgments: list[Judgment]) -> None:
-            done_units[index] = _without_texts(judgments)
+            for judgment in _without_texts(judgments):
+                done.append(judgment)
+                units.append(index)
 
         await self._calls.run(self._units(items), lambda unit: self._judge_unit(*unit), keep)
-        return [j for index in sorted(done_units) for j in done_units[index]]
+        return done.taken(sorted(range(len(done)), key=units.__getitem__))  # stable: a unit's own order is kept

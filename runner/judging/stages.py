@@ -7,6 +7,7 @@ looks answers up in the interrupted run's journal and the response cache before 
 from __future__ import annotations
 
 import asyncio
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -14,7 +15,8 @@ from typing import Any
 
 from runner.core.choices import CacheMode
 from runner.core.config import CacheConfig, JudgeConfig
-from runner.core.types import Item, JudgeResponse, Judgment, Secret
+from runner.core.judgments import Judgments
+from runner.core.types import Item, JudgeResponse, Order, Secret
 from runner.inputs.datasets import ItemRef, resolve_path
 from runner.inputs.prompts import Template
 from runner.judging.generation import GENERATIONS_NAME, Generation, Generator
@@ -61,7 +63,7 @@ def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, r
 def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: tuple[ItemRef, ...], *,
           run_dir: Path, root: Path, cache_cfg: CacheConfig, api_keys: Mapping[str, Secret],
           limiter: RateLimiter | None, response_format: dict[str, Any] | None, seed: int, total: int,
-          prior: Mapping[tuple, JudgeResponse], progress: bool) -> list[Judgment]:
+          prior: Mapping[tuple, JudgeResponse], progress: bool) -> Judgments:
     """Run the judge stage over ``items``; judgments come back in dataset order (item, repeat, order, stage)."""
     client = JudgeClient(judge_cfg, api_keys, limiter, response_format, seed)
     with _cache(cache_cfg, root) as cache:
@@ -72,18 +74,22 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: 
     return _in_dataset_order(judgments, refs)
 
 
-def _in_dataset_order(judgments: list[Judgment], refs: tuple[ItemRef, ...]) -> list[Judgment]:
+def _in_dataset_order(judgments: Judgments, refs: tuple[ItemRef, ...]) -> Judgments:
+    """Sorted by (item's place in the dataset, repeat, order, a later stage after "judge"), stably; one integer key
+    per judgment, so a million of them are sorted without a million key tuples."""
     index = {ref.id: n for n, ref in enumerate(refs)}
-    judgments.sort(key=lambda j: (index[j.item_id], j.request.repeat,
-                                  j.request.order.value if j.request.order else "", j.request.stage != "judge"))
-    return judgments
+    repeats = 1 + max((repeat for _, repeat, _, _ in judgments.requests()), default=0)
+    orders = {None: 0, Order.AB: 1, Order.BA: 2}  # as "" < "ab" < "ba"
+    keys = array("q", (((index[item_id] * repeats + repeat) * 3 + orders[order]) * 2 + (stage != "judge")
+                       for item_id, repeat, order, stage in judgments.requests()))
+    return judgments.taken(sorted(range(len(keys)), key=keys.__getitem__))
 
 
 def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Callable[[], Iterable[Item]],
                 refs: tuple[ItemRef, ...], *, member_dirs: Mapping[str, Path], root: Path, cache_cfg: CacheConfig,
                 api_keys: Mapping[str, Secret], limiters: Mapping[str, RateLimiter | None],
                 response_formats: Mapping[str, dict[str, Any] | None], seed: int, total: int,
-                priors: Mapping[str, Mapping[tuple, JudgeResponse]], progress: bool) -> dict[str, list[Judgment]]:
+                priors: Mapping[str, Mapping[tuple, JudgeResponse]], progress: bool) -> dict[str, Judgments]:
     """Run the judge stage of an ensemble: every member judges every item, all members at once in one event
     loop, each with its own client (limits, retries), concurrency slots and journal in ``member_dirs[name]``.
 
@@ -101,7 +107,7 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
             journal = stack.enter_context(Journal(member_dirs[name] / store.JOURNAL_NAME))
             executors[name] = Executor(plan, client, Sinks(journal, bar), sources)
 
-        async def run_all() -> list[list[Judgment]]:
+        async def run_all() -> list[Judgments]:
             return list(await asyncio.gather(*(executor.run(items()) for executor in executors.values())))
 
         done = asyncio.run(run_all())

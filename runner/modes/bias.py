@@ -11,7 +11,7 @@ unscored or errored judgments never enter a decisive count.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from runner.core.types import Judgment, Order, Status
@@ -58,7 +58,7 @@ def bias_report(
     finals = final_judgments(judgments)
     by_id = {ref.id: ref for ref in refs}
     gold = {ref.id: ref.gold for ref in refs if ref.gold in (ours, baseline)}  # decisive gold only
-    decisive = [j for j in finals if _is_decisive(j, ours, baseline)]
+    decisive = _decisive(finals, ours, baseline)
     out: dict[str, Any] = {
         "position": position_bias(finals),
         "length": length_bias(decisive, by_id, gold, ours, baseline, min_length_gap),
@@ -87,16 +87,24 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
     """
     from scipy import stats as scipy_stats
 
-    pairs: dict[tuple[str, int], dict[Order, Judgment]] = {}
+    # (label, winner) of a scored judgment, None of another: one shared tuple per outcome rather than a Judgment
+    # per verdict (a run's stored judgments are built one at a time; see runner.core.judgments)
+    outcomes: dict[tuple[str | None, str | None], tuple[str | None, str | None]] = {}
+    pairs: dict[tuple[str, int], dict[Order, tuple[str | None, str | None] | None]] = {}
+    n_first = n_decisive = 0
     for j in finals:
-        pairs.setdefault((j.item_id, j.request.repeat), {})[Order(j.request.order)] = j
+        scored = j.status == Status.SCORED
+        outcome = outcomes.setdefault((j.verdict.label, j.winner), (j.verdict.label, j.winner)) if scored else None
+        pairs.setdefault((j.item_id, j.request.repeat), {})[Order(j.request.order)] = outcome
+        if scored and j.verdict.label in (FIRST, SECOND):
+            n_decisive += 1
+            n_first += j.verdict.label == FIRST
     both = [(p[Order.AB], p[Order.BA]) for p in pairs.values() if len(p) == len(Order)]
-    consistent = sum(ab.status == ba.status == Status.SCORED and ab.winner == ba.winner for ab, ba in both)
-    labels = [j.verdict.label for j in finals if j.status == Status.SCORED and j.verdict.label in (FIRST, SECOND)]
-    n_first = labels.count(FIRST)
-    n_decisive = len(labels)
+    del pairs
+    consistent = sum(ab is not None and ba is not None and ab[1] == ba[1] for ab, ba in both)
     # With both labels equal the winners necessarily differ (A is ours in one order, baseline in the other).
-    same_slot = [ab.verdict.label for ab, ba in both if _label(ab) == _label(ba) and _label(ab) in (FIRST, SECOND)]
+    labels = [(ab[0] if ab else None, ba[0] if ba else None) for ab, ba in both]
+    same_slot = [a for a, b in labels if a == b and a in (FIRST, SECOND)]
     return {
         "pairs_both_orders": len(both),
         "consistent": consistent,
@@ -111,7 +119,7 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
 
 
 def length_bias(
-    decisive: Sequence[Judgment],
+    decisive: Sequence[tuple[str, str]],
     refs: Mapping[str, ItemRef],
     gold: Mapping[str, str],
     ours: str,
@@ -121,7 +129,7 @@ def length_bias(
     """How often the longer answer wins, against how often it should by the gold labels.
 
     Args:
-        decisive: Final decisive judgments (scored, winner is ``ours`` or ``baseline``).
+        decisive: ``(item_id, winner)`` of the final decisive judgments (scored, winner is ``ours`` or ``baseline``).
         refs: Items by id; an item without two ``lengths`` is left out.
         gold: Item id -> decisive gold winner (items with a tie or no gold are absent).
         ours: System name of the first candidate (``lengths[0]``).
@@ -139,14 +147,14 @@ def length_bias(
     for item_id, ref in refs.items():
         if len(ref.lengths) == 2 and abs(ref.lengths[0] - ref.lengths[1]) > min_length_gap:
             longer[item_id] = ours if ref.lengths[0] > ref.lengths[1] else baseline
-    contrast = [j for j in decisive if j.item_id in longer]
-    labelled = [j for j in contrast if j.item_id in gold]
-    judge_rate = _rate(sum(j.winner == longer[j.item_id] for j in labelled), len(labelled))
-    gold_rate = _rate(sum(gold[j.item_id] == longer[j.item_id] for j in labelled), len(labelled))
+    contrast = [(item_id, winner) for item_id, winner in decisive if item_id in longer]
+    labelled = [(item_id, winner) for item_id, winner in contrast if item_id in gold]
+    judge_rate = _rate(sum(winner == longer[item_id] for item_id, winner in labelled), len(labelled))
+    gold_rate = _rate(sum(gold[item_id] == longer[item_id] for item_id, _ in labelled), len(labelled))
     return {
         "min_length_gap": min_length_gap,
         "n": len(contrast),
-        "longer_wins_rate": _rate(sum(j.winner == longer[j.item_id] for j in contrast), len(contrast)),
+        "longer_wins_rate": _rate(sum(winner == longer[item_id] for item_id, winner in contrast), len(contrast)),
         "n_gold": len(labelled),
         "longer_wins_rate_gold": judge_rate,
         "longer_is_gold_rate": gold_rate,
@@ -154,11 +162,12 @@ def length_bias(
     }
 
 
-def self_preference(decisive: Sequence[Judgment], gold: Mapping[str, str], own: str, other: str) -> dict[str, Any]:
+def self_preference(decisive: Sequence[tuple[str, str]], gold: Mapping[str, str], own: str, other: str
+                    ) -> dict[str, Any]:
     """How much the judge favours the side its own model family wrote.
 
     Args:
-        decisive: Final decisive judgments (scored, winner is ``own`` or ``other``).
+        decisive: ``(item_id, winner)`` of the final decisive judgments (scored, winner is ``own`` or ``other``).
         gold: Item id -> decisive gold winner (items with a tie or no gold are absent).
         own: The system written by the judge's family.
         other: The other system.
@@ -170,14 +179,14 @@ def self_preference(decisive: Sequence[Judgment], gold: Mapping[str, str], own: 
         ``n_gold_own``); and ``excess_error`` = the first error minus the second, which is 0 for an
         equally fallible judge without self-preference.
     """
-    gold_other = [j for j in decisive if gold.get(j.item_id) == other]
-    gold_own = [j for j in decisive if gold.get(j.item_id) == own]
-    own_error = _rate(sum(j.winner == own for j in gold_other), len(gold_other))
-    other_error = _rate(sum(j.winner == other for j in gold_own), len(gold_own))
+    gold_other = [winner for item_id, winner in decisive if gold.get(item_id) == other]
+    gold_own = [winner for item_id, winner in decisive if gold.get(item_id) == own]
+    own_error = _rate(gold_other.count(own), len(gold_other))
+    other_error = _rate(gold_own.count(other), len(gold_own))
     return {
         "own_system": own,
         "n_decisive": len(decisive),
-        "own_win_rate": _rate(sum(j.winner == own for j in decisive), len(decisive)),
+        "own_win_rate": _rate(sum(winner == own for _, winner in decisive), len(decisive)),
         "n_gold_other": len(gold_other),
         "own_win_rate_when_gold_other": own_error,
         "n_gold_own": len(gold_own),
@@ -203,14 +212,12 @@ def bias_metrics(report: BiasReport | Mapping[str, Any]) -> dict[str, float]:
     return {k: float(v) for k, v in raw.items() if v is not None}
 
 
-def _is_decisive(j: Judgment, ours: str, baseline: str) -> bool:
-    """Scored and naming one of the two systems (not a tie)."""
-    return j.status == Status.SCORED and j.winner in (ours, baseline)
-
-
-def _label(j: Judgment) -> str | None:
-    """The positional label of a scored judgment, else None."""
-    return j.verdict.label if j.status == Status.SCORED else None
+def _decisive(finals: Iterable[Judgment], ours: str, baseline: str) -> list[tuple[str, str]]:
+    """``(item_id, winner)`` of every judgment scored and naming one of the two systems (not a tie), in order; one
+    shared tuple per item and winner."""
+    shared: dict[tuple[str, str], tuple[str, str]] = {}
+    return [shared.setdefault(key, key) for j in finals if j.status == Status.SCORED and j.winner in (ours, baseline)
+            for key in [(j.item_id, j.winner)]]
 
 
 def _own_system(judge_family: str | None, families: Mapping[str, str | None], ours: str, baseline: str

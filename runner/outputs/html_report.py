@@ -19,6 +19,7 @@ from jinja2 import Environment
 
 from runner.modes import base
 from runner.modes.base import View, cell
+from runner.modes.record import Record
 from runner.outputs import frontier, sweep
 from runner.outputs.frontier import figure, literal, png_bytes
 
@@ -168,7 +169,8 @@ def view_section(view: View) -> Section:
     return Section(view.title, png, view.columns, rows, view.notes)
 
 
-def run_report(summary: Mapping[str, Any], metrics: Mapping[str, float], title: str, mode: str) -> str:
+def run_report(summary: Mapping[str, Any], metrics: Mapping[str, float], title: str, mode: str,
+               typed: Record | None = None) -> str:
     """The HTML report of one run: headline, its mode's views (runner.modes.base.RunMode.views), gates, all metrics.
 
     Args:
@@ -176,8 +178,11 @@ def run_report(summary: Mapping[str, Any], metrics: Mapping[str, float], title: 
         metrics: The run's flat metrics (metrics.json).
         title: The page title (the run name).
         mode: The run's mode (``prompt.mode``: pairwise or pointwise).
+        typed: The same summary as the typed report the run already holds, drawn instead of reading ``summary``
+            again (a second copy of every item's result at the run's peak memory).
     """
-    sections = [_headline(metrics), *map(view_section, base.mode_named(mode).views(summary))]
+    sections = [_headline(metrics), *map(view_section, base.mode_named(mode).views(summary if typed is None
+                                                                                  else typed))]
     gates = summary.get("gates") or []
     if gates:
         sections.append(Section("Gates", columns=("gate", "result", "message"), rows=tuple(
@@ -231,14 +236,14 @@ def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapp
 
 
 def write_run_report(run_dir: Path, summary: Mapping[str, Any], metrics: Mapping[str, float],
-                     title: str, mode: str) -> Path | None:
+                     title: str, mode: str, typed: Record | None = None) -> Path | None:
     """Write ``run_dir/report.html``; returns its path, or None (with a warning) when it could not be made.
 
     The run's results are already on disk when this is called: a failing plot must not fail the run.
     """
     path = run_dir / REPORT_NAME
     try:
-        path.write_text(run_report(summary, metrics, title, mode), encoding="utf-8")
+        path.write_text(run_report(summary, metrics, title, mode, typed), encoding="utf-8")
     except Exception as exc:  # noqa: BLE001 - the report is a view of files already written
         log.warning("report.html not written: %s: %s", type(exc).__name__, exc)
         return None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,8 +34,8 @@ class Judged:
     """What the paid stages returned."""
 
     generations: dict[str, Generation] | None  # item id -> generated output (runs with a generator)
-    judgments: list[Judgment]  # every judge call, an ensemble's members' included
-    by_member: dict[str, list[Judgment]] | None = None  # an ensemble's judgments per member
+    judgments: Sequence[Judgment]  # every judge call, an ensemble's members' included (a core.judgments.Judgments)
+    by_member: Mapping[str, Sequence[Judgment]] | None = None  # an ensemble's judgments per member
 
 
 def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: str | None,
@@ -66,7 +66,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     store.write_json(ctx.run_dir / store.SUMMARY_NAME, summary)
     metrics["run/wall_s"] = time.monotonic() - started
     store.write_json(ctx.run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
-    report_path = html_report.write_run_report(ctx.run_dir, summary, metrics, ctx.run_name, prepared.mode.name)
+    report_path = html_report.write_run_report(ctx.run_dir, summary, metrics, ctx.run_name, prepared.mode.name, typed)
     failed, reason = _judge_failure(cfg, judgments)
     crossed = [g.message for g in gate_results if not g.passed]
     if crossed and not failed:
@@ -114,7 +114,7 @@ def _summarize(ctx: RunContext, prepared: Prepared, judged: Judged
     return report.typed, summary, None if report.gold is None else report.gold.to_json(), metrics
 
 
-def _judge_failure(cfg: RunConfig, judgments: list[Judgment]) -> tuple[bool, str]:
+def _judge_failure(cfg: RunConfig, judgments: Sequence[Judgment]) -> tuple[bool, str]:
     errors = [j for j in judgments if j.status is Status.ERROR]
     if not judgments:
         return True, "no judge call was made"
@@ -126,7 +126,7 @@ def _judge_failure(cfg: RunConfig, judgments: list[Judgment]) -> tuple[bool, str
     return False, ""
 
 
-def _write_members(ctx: RunContext, members: Mapping[str, MemberReport], by_member: Mapping[str, list[Judgment]],
+def _write_members(ctx: RunContext, members: Mapping[str, MemberReport], by_member: Mapping[str, Sequence[Judgment]],
                    labels: Mapping[str, dict]) -> None:
     """Each member's own results, summary and metrics beside its journal (members/<name>/)."""
     for name, member in members.items():

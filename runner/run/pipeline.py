@@ -16,7 +16,7 @@ from runner.core import metric_names
 from runner.core.choices import PromptMode, StructuredOutput
 from runner.core.config import JudgeConfig, RunConfig
 from runner.core.errors import ConfigurationError
-from runner.core.types import Judgment
+from runner.core.judgments import Judgments
 from runner.inputs.datasets import load_items, resolve_path
 from runner.inputs.items import Shape
 from runner.judging import stages
@@ -163,7 +163,7 @@ def _generate(ctx: RunContext, prepared: Prepared) -> dict[str, Generation]:
 
 
 def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
-                 generations: dict[str, Generation] | None) -> dict[str, list[Judgment]]:
+                 generations: dict[str, Generation] | None) -> dict[str, Judgments]:
     cfg = ctx.cfg
     return stages.judge_panel(
         cfg.judge.members, prepared.plan, lambda: candidates(ctx, prepared, generations), prepared.refs,
@@ -185,7 +185,7 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run: F
         total = planned_calls(cfg.order, cfg.repeats, len(prepared.refs), pointwise=not prepared.mode.ordered)
         if prepared.member_formats is not None:
             by_member = _judge_panel(ctx, prepared, prior, total, generations)
-            return outcome.Judged(generations, [j for js in by_member.values() for j in js], by_member)
+            return outcome.Judged(generations, Judgments(j for js in by_member.values() for j in js), by_member)
         judgments = stages.judge(
             cfg.judge, prepared.plan, candidates(ctx, prepared, generations), prepared.refs, run_dir=ctx.run_dir,
             root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.limiter,

@@ -48,7 +48,7 @@ class PairwiseMode(RunMode):
         """A single judge's report, or an ensemble's with each member's own."""
         cfg, refs = inputs.cfg, inputs.refs
         if inputs.by_member is None:
-            _, typed, metrics = report.build(cfg, refs, list(inputs.judgments))
+            _, typed, metrics = report.build(cfg, refs, inputs.judgments)
             return Report(self.name, typed, metrics, typed.gold)
         summary, metrics, members = panel.build(cfg, refs, inputs.by_member)
         return Report(self.name, self.read(summary), metrics, None,

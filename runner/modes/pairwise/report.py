@@ -17,7 +17,7 @@ from runner.modes.sections import PairwiseReport
 MODE = "pairwise"
 
 
-def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: list[Judgment]
+def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: Sequence[Judgment]
           ) -> tuple[dict[str, Any], PairwiseReport, dict[str, float]]:
     """The users' summary (with gold accuracy when the dataset has gold), its trust section (win rate with
     ties, agreement with gold, bootstrap CIs; see runner.modes.trust), its bias section, the registered
