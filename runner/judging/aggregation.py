@@ -40,6 +40,8 @@ def final_judgments(judgments: Sequence[Judgment]) -> Sequence[Judgment]:
         run: one verdict stage, one call per key), so a run's stored judgments (runner.core.judgments) are
         not copied into a list of objects; otherwise a new list.
     """
+    if isinstance(judgments, Judgments) and judgments.keys_unique(FINAL_STAGES):
+        return judgments  # checked on its columns: no key tuple per judgment
     last: dict[tuple[str, int, Order], int] = {}  # key -> position of its last judgment
     for n, (item_id, repeat, order, stage) in enumerate(_requests(judgments)):
         if stage in FINAL_STAGES:

@@ -13,6 +13,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from runner.core.choices import CacheMode
 from runner.core.config import CacheConfig, JudgeConfig
 from runner.core.judgments import Judgments
@@ -75,14 +77,15 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: 
 
 
 def _in_dataset_order(judgments: Judgments, refs: tuple[ItemRef, ...]) -> Judgments:
-    """Sorted by (item's place in the dataset, repeat, order, a later stage after "judge"), stably; one integer key
-    per judgment, so a million of them are sorted without a million key tuples."""
+    """Sorted in place by (item's place in the dataset, repeat, order, a later stage after "judge"), stably; one
+    integer key per judgment, so a million of them are sorted without a million key tuples."""
     index = {ref.id: n for n, ref in enumerate(refs)}
     repeats = 1 + max((repeat for _, repeat, _, _ in judgments.requests()), default=0)
     orders = {None: 0, Order.AB: 1, Order.BA: 2}  # as "" < "ab" < "ba"
     keys = array("q", (((index[item_id] * repeats + repeat) * 3 + orders[order]) * 2 + (stage != "judge")
                        for item_id, repeat, order, stage in judgments.requests()))
-    return judgments.taken(sorted(range(len(keys)), key=keys.__getitem__))
+    judgments.reorder(np.argsort(np.frombuffer(keys, dtype=np.int64), kind="stable"))
+    return judgments
 
 
 def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Callable[[], Iterable[Item]],

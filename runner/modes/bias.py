@@ -70,6 +70,10 @@ def bias_report(
     return out
 
 
+_UNSEEN = object()  # an order of a pair that was not judged
+_SLOT = {Order.AB: 0, Order.BA: 1}
+
+
 def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
     """How much the slot a candidate is shown in decides the verdict.
 
@@ -90,16 +94,16 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
     # (label, winner) of a scored judgment, None of another: one shared tuple per outcome rather than a Judgment
     # per verdict (a run's stored judgments are built one at a time; see runner.core.judgments)
     outcomes: dict[tuple[str | None, str | None], tuple[str | None, str | None]] = {}
-    pairs: dict[tuple[str, int], dict[Order, tuple[str | None, str | None] | None]] = {}
+    pairs: dict[tuple[str, int], list[Any]] = {}  # (item, repeat) -> [its AB outcome, its BA outcome]
     n_first = n_decisive = 0
     for j in finals:
         scored = j.status == Status.SCORED
         outcome = outcomes.setdefault((j.verdict.label, j.winner), (j.verdict.label, j.winner)) if scored else None
-        pairs.setdefault((j.item_id, j.request.repeat), {})[Order(j.request.order)] = outcome
+        pairs.setdefault((j.item_id, j.request.repeat), [_UNSEEN, _UNSEEN])[_SLOT[Order(j.request.order)]] = outcome
         if scored and j.verdict.label in (FIRST, SECOND):
             n_decisive += 1
             n_first += j.verdict.label == FIRST
-    both = [(p[Order.AB], p[Order.BA]) for p in pairs.values() if len(p) == len(Order)]
+    both = [(ab, ba) for ab, ba in pairs.values() if ab is not _UNSEEN and ba is not _UNSEEN]
     del pairs
     consistent = sum(ab is not None and ba is not None and ab[1] == ba[1] for ab, ba in both)
     # With both labels equal the winners necessarily differ (A is ours in one order, baseline in the other).

@@ -48,9 +48,10 @@ def test_every_judgment_reads_back_equal_and_of_the_same_types() -> None:
     store = Judgments(appended)
     assert len(store) == len(appended)
     assert list(store) == appended and store == appended
-    for got, want in zip(store, appended, strict=True):
-        assert [type(v) for v in (got.response.latency_s, got.response.cost_usd, got.score, got.response.journal_at)] \
-            == [type(v) for v in (want.response.latency_s, want.response.cost_usd, want.score, want.response.journal_at)]
+    def types(j: Judgment) -> list[type]:
+        return [type(v) for v in (j.response.latency_s, j.response.cost_usd, j.score, j.response.journal_at)]
+
+    assert [types(j) for j in store] == [types(j) for j in appended]
     assert store[0] == appended[0] and store[-1] == appended[-1] and store[2:4] == appended[2:4]
     assert store[5] is WHOLE[0]  # kept whole, not rebuilt
     with pytest.raises(IndexError):
@@ -74,6 +75,9 @@ def test_taken_reorders_and_selects() -> None:
     picks = [6, 0, 3, 6, 9]
     assert store.taken(picks) == [appended[p] for p in picks]
     assert store.taken([]) == []
+    assert store == appended  # taken copies: the store it was taken from is unchanged
+    store.reorder(reversed(range(len(appended))))
+    assert store == appended[::-1]
 
 
 def test_final_judgments_of_a_run_with_one_call_per_key_is_the_store_itself() -> None:
@@ -90,3 +94,14 @@ def test_final_judgments_keeps_the_last_per_key_in_first_seen_order() -> None:
     other = journaled("i2", 0, Order.AB)
     for judgments in ([first, other, synthesis], Judgments([first, other, synthesis])):
         assert list(final_judgments(judgments)) == [synthesis, other]
+
+
+def test_keys_unique_needs_final_stages_and_one_judgment_per_key() -> None:
+    stages = ("judge", "synthesis")
+    assert Judgments().keys_unique(stages)
+    assert Judgments(COMPACT).keys_unique(stages)
+    assert not Judgments([*COMPACT, COMPACT[0]]).keys_unique(stages)  # a key twice
+    assert not Judgments([journaled(stage="generate")]).keys_unique(stages)
+    # the same item and order in two repeats, or the same repeat in two orders, are different keys
+    keys = [journaled(repeat=0), journaled(repeat=1), journaled(repeat=1, order=Order.BA)]
+    assert Judgments(keys).keys_unique(stages)

@@ -23,21 +23,24 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: Sequence[Judgment]
     ties, agreement with gold, bootstrap CIs; see runner.modes.trust), its bias section, the registered
     statistics; the same summary typed (runner.modes.sections.PairwiseReport); and its MLflow metrics."""
     assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
+    ours, baseline = cfg.dataset.ours, cfg.dataset.baseline
+    # Bias first, before any per-item result exists: it imports scipy.stats (~50 MB), and the run's peak memory
+    # is that import on top of whatever is alive at the time.
+    bias_section = bias.bias_report(refs, judgments, ours.name, baseline.name, judge_family=cfg.judge.family,
+                                    families={ours.name: ours.family, baseline.name: baseline.family})
     item_results = aggregation.aggregate_items(judgments, [r.id for r in refs],
                                                cfg.aggregation.name, cfg.aggregation.params)
-    summary = summaries.build_summary(item_results, judgments, cfg.dataset.ours.name, cfg.dataset.baseline.name,
-                                      cfg.repeats)
+    summary = summaries.build_summary(item_results, judgments, ours.name, baseline.name, cfg.repeats)
     gold = summaries.gold_metrics(refs, judgments)
     if gold is not None:
         summary["gold"] = gold
-    ours, baseline = cfg.dataset.ours, cfg.dataset.baseline
     summary["trust"] = trust.pairwise_trust(refs, judgments, item_results, ours.name, baseline.name, cfg.metrics,
                                             cfg.seed)
-    summary["bias"] = bias.bias_report(refs, judgments, ours.name, baseline.name, judge_family=cfg.judge.family,
-                                       families={ours.name: ours.family, baseline.name: baseline.family})
+    summary["bias"] = bias_section
     stats = statistics.compute(MODE, statistics.StatInputs(cfg, refs, judgments, item_results))
     if stats:
         summary["statistics"] = stats
+    del item_results  # the typed report below is a second copy of every item's result: not three at once
     typed = PairwiseReport.from_json(summary, "pairwise summary")
     return summary, typed, summary_metrics(typed)
 
