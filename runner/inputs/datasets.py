@@ -40,7 +40,7 @@ class SkippedRow:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ItemRef:
     """What a run keeps of every item while it streams the texts: id, labels and location."""
 

@@ -239,6 +239,8 @@ def _read_with_rest(fields: tuple[_Field, ...], doc: Mapping[str, Any], where: s
 class Record:
     """Base of the typed report sections; each subclass is a frozen dataclass (see the module's docstring)."""
 
+    __slots__ = ()  # so that a per-item record declared with slots=True has no __dict__ (~100 bytes an item)
+
     @classmethod
     def from_json(cls: type[R], doc: Any, where: str | None = None, *, lenient: bool = False) -> R:
         """The record of ``doc`` (a JSON object as a builder wrote it); ``lenient``: see the module's docstring.

@@ -112,7 +112,7 @@ class PointwiseSummary(ScoreSection):
     skipped_rows: tuple[str, ...] | None = optional()  # the dataset rows left out (added when the run ends)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class DetailedResult(Record):
     """One item of ``detailed_results``."""
 

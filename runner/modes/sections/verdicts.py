@@ -28,7 +28,7 @@ class VerdictSummary(Record):
     skipped_rows: tuple[str, ...] | None = optional()  # the dataset rows left out (added when the run ends)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class AggregatedResult(Record):
     """One item of ``aggregated_results``: its valid votes, their counts, the final verdict and its confidence."""
 
