@@ -105,3 +105,16 @@ def test_keys_unique_needs_final_stages_and_one_judgment_per_key() -> None:
     # the same item and order in two repeats, or the same repeat in two orders, are different keys
     keys = [journaled(repeat=0), journaled(repeat=1), journaled(repeat=1, order=Order.BA)]
     assert Judgments(keys).keys_unique(stages)
+
+
+def test_the_columns_cover_every_field_of_a_judgment() -> None:
+    """A field added to Judgment or one of its parts must be stored by runner.core.judgments (a column, or the
+    judgment kept whole when it is set), or it would silently read back as its default."""
+    from dataclasses import fields
+
+    assert {f.name for f in fields(Judgment)} == {"request", "response", "verdict", "winner", "status", "score"}
+    assert {f.name for f in fields(JudgeRequest)} == {"item_id", "repeat", "order", "stage", "messages_hash"}
+    assert {f.name for f in fields(JudgeResponse)} == {
+        "text", "finish_reason", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s", "error_type", "error",
+        "attempts", "rate_limited", "source", "journal_at"}
+    assert {f.name for f in fields(Verdict)} == {"label", "reason", "scores", "extras"}
