@@ -456,6 +456,19 @@ def test_judgments_kept_in_memory_leave_their_texts_in_the_journal(tmp_path: Pat
     assert all(r["raw_response"].endswith("Output (a) is better.") for r in rows)
 
 
+
+def test_journaled_judgments_are_stored_column_by_column(tmp_path: Path) -> None:
+    # a run's judgments come back as runner.core.judgments.Judgments, every journaled one in its columns (~100 bytes)
+    from runner.core.judgments import Judgments
+    from runner.storage.journal import Journal
+
+    with Journal(tmp_path / "journal.jsonl") as journal:
+        client = FakeClient(lambda messages: answer("[[A]]"))
+        judgments = asyncio.run(Executor(make_plan(), client, journal).run([make_item(f"i{n}") for n in range(3)]))
+    assert isinstance(judgments, Judgments) and len(judgments) == 6
+    assert "0 kept whole" in repr(judgments)
+
+
 # --- the error budget -------------------------------------------------------------------------------
 
 
