@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -90,3 +92,20 @@ class Sinks:
         """Hand a generation row to every sink in order."""
         for sink in self._sinks:
             sink.append_row(row, source)  # type: ignore[attr-defined]
+
+
+class FirstAnswer:
+    """Sets ``event`` when a stage's first answer arrives (paid, cached or from the journal): the run's calls
+    are under way, so work kept off their start (creating the MLflow run, the end of the run's imports) may
+    begin. A sink like the others; ``append`` is a no-op after the first."""
+
+    def __init__(self, event: threading.Event) -> None:
+        self._event = event
+
+    def append(self, judgment: Judgment) -> None:  # noqa: D102 - the executor's sink interface
+        del judgment
+        self._event.set()
+
+    def append_row(self, row: dict, source: str) -> None:  # noqa: D102 - the generator's sink interface
+        del row, source
+        self._event.set()

@@ -7,6 +7,7 @@ looks answers up in the interrupted run's journal and the response cache before 
 from __future__ import annotations
 
 import asyncio
+import threading
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -23,7 +24,7 @@ from runner.inputs.datasets import ItemRef, resolve_path
 from runner.inputs.prompts import Template
 from runner.judging.generation import GENERATIONS_NAME, Generation, Generator
 from runner.judging.judge import Executor, JudgePlan
-from runner.judging.progress import ProgressBar, Sinks
+from runner.judging.progress import FirstAnswer, ProgressBar, Sinks
 from runner.llm.client import JudgeClient
 from runner.llm.pacing import RateLimiter
 from runner.storage import store
@@ -42,6 +43,10 @@ def _cache(cfg: CacheConfig, root: Path) -> Iterator[ResponseCache | None]:
             cache.close()
 
 
+def _sinks(journal: Journal, bar: ProgressBar, answered: threading.Event | None) -> Sinks:
+    return Sinks(journal, bar, *([FirstAnswer(answered)] if answered is not None else []))
+
+
 def prior_answers(run_dir: Path, name: str) -> Mapping[tuple, JudgeResponse]:
     """Answers an interrupted run already has in its journal ``name`` (judge or generation journal)."""
     return JournalAnswers(run_dir / name)
@@ -50,14 +55,15 @@ def prior_answers(run_dir: Path, name: str) -> Mapping[tuple, JudgeResponse]:
 def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, run_dir: Path, root: Path,
              cache_cfg: CacheConfig, api_keys: Mapping[str, Secret], limiter: RateLimiter | None, seed: int,
              concurrency: int, total: int, prior: Mapping[tuple, JudgeResponse], max_error_rate: float,
-             progress: bool, neutralize: bool) -> dict[str, Generation]:
-    """Run the generation stage: one output per item, journaled to generations.jsonl as it completes."""
+             progress: bool, neutralize: bool, answered: threading.Event | None = None) -> dict[str, Generation]:
+    """Run the generation stage: one output per item, journaled to generations.jsonl as it completes;
+    ``answered`` is set at its first answer."""
     client = JudgeClient(model, api_keys, limiter, None, seed)
     with _cache(cache_cfg, root) as cache:
         sources = AnswerSources(prior, cache, model.model, model.api_base, client.decoding_params)
         with Journal(run_dir / GENERATIONS_NAME) as journal, \
                 ProgressBar(total, enabled=progress, label="generating") as bar:
-            generator = Generator(template, client, Sinks(journal, bar), sources, concurrency,
+            generator = Generator(template, client, _sinks(journal, bar, answered), sources, concurrency,
                                   max_error_rate=max_error_rate, neutralize=neutralize)
             return asyncio.run(generator.run(items))
 
@@ -65,13 +71,14 @@ def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, r
 def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: tuple[ItemRef, ...], *,
           run_dir: Path, root: Path, cache_cfg: CacheConfig, api_keys: Mapping[str, Secret],
           limiter: RateLimiter | None, response_format: dict[str, Any] | None, seed: int, total: int,
-          prior: Mapping[tuple, JudgeResponse], progress: bool) -> Judgments:
-    """Run the judge stage over ``items``; judgments come back in dataset order (item, repeat, order, stage)."""
+          prior: Mapping[tuple, JudgeResponse], progress: bool, answered: threading.Event | None = None) -> Judgments:
+    """Run the judge stage over ``items``; judgments come back in dataset order (item, repeat, order, stage).
+    ``answered`` is set at the first answer."""
     client = JudgeClient(judge_cfg, api_keys, limiter, response_format, seed)
     with _cache(cache_cfg, root) as cache:
         sources = AnswerSources(prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params)
         with Journal(run_dir / store.JOURNAL_NAME) as journal, ProgressBar(total, enabled=progress) as bar:
-            executor = Executor(plan, client, Sinks(journal, bar), sources)
+            executor = Executor(plan, client, _sinks(journal, bar, answered), sources)
             judgments = asyncio.run(executor.run(items))
     return _in_dataset_order(judgments, refs)
 
@@ -92,7 +99,8 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
                 refs: tuple[ItemRef, ...], *, member_dirs: Mapping[str, Path], root: Path, cache_cfg: CacheConfig,
                 api_keys: Mapping[str, Secret], limiters: Mapping[str, RateLimiter | None],
                 response_formats: Mapping[str, dict[str, Any] | None], seed: int, total: int,
-                priors: Mapping[str, Mapping[tuple, JudgeResponse]], progress: bool) -> dict[str, Judgments]:
+                priors: Mapping[str, Mapping[tuple, JudgeResponse]], progress: bool,
+                answered: threading.Event | None = None) -> dict[str, Judgments]:
     """Run the judge stage of an ensemble: every member judges every item, all members at once in one event
     loop, each with its own client (limits, retries), concurrency slots and journal in ``member_dirs[name]``.
 
@@ -108,7 +116,7 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
                                     client.decoding_params)
             member_dirs[name].mkdir(parents=True, exist_ok=True)
             journal = stack.enter_context(Journal(member_dirs[name] / store.JOURNAL_NAME))
-            executors[name] = Executor(plan, client, Sinks(journal, bar), sources)
+            executors[name] = Executor(plan, client, _sinks(journal, bar, answered), sources)
 
         async def run_all() -> list[Judgments]:
             return list(await asyncio.gather(*(executor.run(items()) for executor in executors.values())))

@@ -7,7 +7,9 @@ resumed run's config matches the one that was interrupted.
 
 from __future__ import annotations
 
+import importlib
 import logging
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -150,7 +152,7 @@ def _run_params(ctx: RunContext, prepared: Prepared) -> dict[str, Any]:
             "n_items": len(prepared.refs)}
 
 
-def _generate(ctx: RunContext, prepared: Prepared) -> dict[str, Generation]:
+def _generate(ctx: RunContext, prepared: Prepared, answered: threading.Event) -> dict[str, Generation]:
     cfg, gen = ctx.cfg, ctx.cfg.generator
     template = prepared.setup.generator_template
     assert gen is not None and template is not None  # prepare loaded it for the run's generator
@@ -159,38 +161,42 @@ def _generate(ctx: RunContext, prepared: Prepared) -> dict[str, Generation]:
         root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.generator_limiter,
         seed=cfg.seed, concurrency=gen.concurrency, total=len(prepared.refs),
         prior=stages.prior_answers(ctx.run_dir, GENERATIONS_NAME) if cfg.resume else {},
-        max_error_rate=cfg.max_error_rate, progress=cfg.progress, neutralize=cfg.prompt.neutralize_delimiters)
+        max_error_rate=cfg.max_error_rate, progress=cfg.progress, neutralize=cfg.prompt.neutralize_delimiters,
+        answered=answered)
 
 
 def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
-                 generations: dict[str, Generation] | None) -> dict[str, Judgments]:
+                 generations: dict[str, Generation] | None, answered: threading.Event) -> dict[str, Judgments]:
     cfg = ctx.cfg
     return stages.judge_panel(
         cfg.judge.members, prepared.plan, lambda: candidates(ctx, prepared, generations), prepared.refs,
         member_dirs=member_dirs(ctx),
         root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiters=ctx.member_limiters,
         response_formats=prepared.member_formats or {}, seed=cfg.seed, total=total, priors=prior,
-        progress=cfg.progress)
+        progress=cfg.progress, answered=answered)
 
 
-def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run: Future[str | None]) -> outcome.Judged:
+def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run: Future[str | None],
+                 answered: threading.Event) -> outcome.Judged:
     """Generation (optional) and judging; an ensemble's judgments also come back per member.
 
     ``mlflow_run`` gives the MLflow run id (None without one) once the run exists; an aborted run waits for it
-    to mark it failed.
+    to mark it failed. ``answered`` is set at the first answer of a stage.
     """
     cfg = ctx.cfg
     try:
-        generations = _generate(ctx, prepared) if cfg.generator is not None else None
+        generations = _generate(ctx, prepared, answered) if cfg.generator is not None else None
         total = planned_calls(cfg.order, cfg.repeats, len(prepared.refs), pointwise=not prepared.mode.ordered)
         if prepared.member_formats is not None:
-            by_member = _judge_panel(ctx, prepared, prior, total, generations)
+            by_member = _judge_panel(ctx, prepared, prior, total, generations, answered)
             return outcome.Judged(generations, Judgments(j for js in by_member.values() for j in js), by_member)
         judgments = stages.judge(
             cfg.judge, prepared.plan, candidates(ctx, prepared, generations), prepared.refs, run_dir=ctx.run_dir,
             root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.limiter,
-            response_format=prepared.response_format, seed=cfg.seed, total=total, prior=prior, progress=cfg.progress)
+            response_format=prepared.response_format, seed=cfg.seed, total=total, prior=prior, progress=cfg.progress,
+            answered=answered)
     except RunAborted as exc:
+        answered.set()  # the MLflow run is created now if it was still waiting
         mlflow_run_id = mlflow_run.result()  # an error creating the run surfaces here, the abort as its context
         if mlflow_run_id is not None:
             tracking.fail_run(cfg.tracking, mlflow_run_id, str(exc))
@@ -212,10 +218,23 @@ def _start_tracking(ctx: RunContext, prepared: Prepared, mlflow_run_id: str | No
     return mlflow_run_id
 
 
-def _known(mlflow_run_id: str | None) -> Future[str | None]:
-    done: Future[str | None] = Future()
-    done.set_result(mlflow_run_id)
-    return done
+def _tracking_run(answered: threading.Event, ctx: RunContext, prepared: Prepared,
+                  mlflow_run_id: str | None) -> str | None:
+    """Once the calls are under way, create the MLflow run (or reopen the resumed one): importing mlflow and
+    opening its store take seconds of the interpreter, which would otherwise delay the first request."""
+    answered.wait()
+    return _start_tracking(ctx, prepared, mlflow_run_id) if ctx.cfg.tracking.enabled else mlflow_run_id
+
+
+def _import_end_modules(tracking_enabled: bool) -> None:
+    """Import what the end of the run will (statistics, figures, MLflow's table logging) while the calls are
+    under way: a second of the interpreter the end of the run then does not spend. Best effort: an import that
+    fails here fails again where the module is used, with its own message."""
+    for module in outcome.end_modules(tracking_enabled):
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # noqa: BLE001 - raised again, where it matters, by the import that needs it
+            log.debug("importing %s ahead of the end of the run failed: %s", module, exc)
 
 
 def _created(ctx: RunContext, mlflow_run: Future[str | None]) -> str | None:
@@ -231,8 +250,9 @@ def _created(ctx: RunContext, mlflow_run: Future[str | None]) -> str | None:
 def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     """Generate (optional), judge every item, write the run directory, log to MLflow, print the summary.
 
-    The MLflow run is created in a thread beside the paid stages (importing mlflow and opening the store take
-    seconds, ~3 s for a new sqlite store), so the first judge request does not wait for it. The manifest is
+    The MLflow run is created in a thread beside the paid stages once their first answer is in (importing mlflow
+    and opening the store take seconds, ~3 s for a new sqlite store), so the first judge request does not wait
+    for it, nor share the interpreter with it. The manifest is
     written before any call and again with the MLflow run id as soon as the run exists; an error creating the
     run is raised when the paid stages end, and the journal keeps their answers for ``resume=``.
     """
@@ -241,10 +261,18 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     ctx.run_dir.mkdir(parents=True, exist_ok=True)
     prior, mlflow_run_id = _resume_state(ctx)
     _write_manifest(ctx, mlflow_run_id)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mlflow-start") as pool:
-        mlflow_run = (pool.submit(_start_tracking, ctx, prepared, mlflow_run_id) if cfg.tracking.enabled
-                      else _known(mlflow_run_id))
-        judged = _paid_stages(ctx, prepared, prior, mlflow_run)
+    answered = threading.Event()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-first-answer") as pool:
+        # one thread, in this order: the MLflow run first (its id goes into the manifest), then the imports
+        mlflow_run = pool.submit(_tracking_run, answered, ctx, prepared, mlflow_run_id)
+        end_imports = pool.submit(_import_end_modules, cfg.tracking.enabled)
+        try:
+            judged = _paid_stages(ctx, prepared, prior, mlflow_run, answered)
+        except BaseException:
+            end_imports.cancel()  # if not started yet: an aborted run does not wait for them
+            raise
+        finally:
+            answered.set()  # no answer at all (nothing to judge, or an error): the background work starts now
         mlflow_run_id = _created(ctx, mlflow_run)
     try:
         return outcome.finish(ctx, prepared, judged, mlflow_run_id, started)

@@ -1,6 +1,7 @@
-"""The MLflow run is created beside the first judge calls, not before them (issue 12, start-up): the first request
-is sent before the run exists, the manifest (run.json) holds the run's id as soon as it exists, so a run killed
-after that is continued on resume, and an error creating the run still fails the job without losing an answer."""
+"""The MLflow run is created beside the judge calls once the first answer is in, not before (issue 12, start-up):
+the first request is sent, and answered, before the run exists; the manifest (run.json) holds the run's id as
+soon as it exists, so a run killed after that is continued on resume; and an error creating the run still fails
+the job without losing an answer."""
 
 from __future__ import annotations
 
@@ -49,9 +50,13 @@ def test_the_first_request_does_not_wait_for_the_mlflow_run_and_resume_continues
     write_dataset(dataset)
     run_dir = tmp_path / "killed"
     before_the_run: list[bool] = []  # per request: whether it arrived before the manifest named the MLflow run
+    first_answered: list[float] = []  # time.time() when the first answer was handed to the server
 
     def answer_once_the_run_exists(body: dict) -> Reply:
         before_the_run.append(manifest_run_id(run_dir) is None)
+        if not first_answered:  # the first answer goes at once: the MLflow run is created after it
+            first_answered.append(time.time())
+            return Reply(content="Verdict: [[A]]")
         deadline = time.monotonic() + 120
         while manifest_run_id(run_dir) is None and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -66,9 +71,11 @@ def test_the_first_request_does_not_wait_for_the_mlflow_run_and_resume_continues
         time.sleep(0.02)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert before_the_run and before_the_run[0]  # sent while the MLflow run was still being created
+    assert before_the_run[:2] == [True, True]  # both first requests (concurrency 2) went before the run existed
     killed_run = manifest_run_id(run_dir)
     assert killed_run is not None
+    created_ms = MlflowClient(tracking_uri=mlflow_uri(tmp_path)).get_run(killed_run).info.start_time
+    assert created_ms / 1000 >= first_answered[0]  # created once the first answer was in, not beside the request
 
     fake_server.reply = lambda body: "Verdict: [[A]]"
     resumed = run_cli(*overrides(fake_server, dataset), f"resume={run_dir}", run_dir=run_dir)
@@ -98,3 +105,25 @@ def test_an_error_creating_the_mlflow_run_fails_the_job_and_resume_pays_nothing_
     runs = job_runs(tmp_path)
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
     assert manifest_run_id(failed.run_dir) == runs[0].info.run_id
+
+
+def test_the_mlflow_run_is_created_after_the_first_answer_not_beside_the_first_request(run_cli, fake_server, tmp_path):
+    # In this process mlflow is imported and the store exists, so creating the run takes a fraction of a second: held
+    # for a second, the first answer would find the run made if its creation started beside the first request.
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    run_dir = tmp_path / "run"
+    held: list[str | None] = []  # the manifest's MLflow run id at the end of holding the first answer
+
+    def hold_the_first_answer(body: dict) -> Reply:
+        if not held:
+            held.append("holding")
+            time.sleep(1.0)
+            held[0] = manifest_run_id(run_dir)
+        return Reply(content="Verdict: [[A]]")
+
+    fake_server.reply = hold_the_first_answer
+    done = run_cli(*overrides(fake_server, dataset), "concurrency=1", run_dir=run_dir)
+    assert done.proc.returncode == 0, done.proc.stdout + done.proc.stderr
+    assert held == [None]
+    assert manifest_run_id(run_dir) == job_runs(tmp_path)[0].info.run_id
