@@ -274,6 +274,7 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
         finally:
             answered.set()  # no answer at all (nothing to judge, or an error): the background work starts now
         mlflow_run_id = _created(ctx, mlflow_run)
+    del prior  # a resumed run's journal answers (~600 bytes each): the judgments hold what the summary needs
     try:
         return outcome.finish(ctx, prepared, judged, mlflow_run_id, started)
     except Exception as exc:  # a bug after the paid stages: every answer is kept, and the run says it failed
