@@ -29,18 +29,6 @@ log = logging.getLogger(__name__)
 TABLE_ROWS = 20_000  # judgments in the MLflow results table (results.jsonl, also logged, holds every one)
 
 
-# What the end of a run imports: scipy.stats (bias and interval statistics), matplotlib (the report's
-# figures), pandas (MLflow's results table). The run imports them in the background while its calls are under
-# way (runner.run.pipeline), where they cost about a second and a half of the interpreter at the end.
-END_MODULES = ("scipy.stats", "matplotlib.figure", "matplotlib.backends.backend_agg")
-TRACKING_END_MODULES = ("pandas",)
-
-
-def end_modules(tracking_enabled: bool) -> tuple[str, ...]:
-    """The modules :func:`finish` will import, for a run with or without tracking."""
-    return END_MODULES + (TRACKING_END_MODULES if tracking_enabled else ())
-
-
 @dataclass(frozen=True)
 class Judged:
     """What the paid stages returned."""

@@ -7,7 +7,6 @@ resumed run's config matches the one that was interrupted.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 import time
@@ -226,17 +225,6 @@ def _tracking_run(answered: threading.Event, ctx: RunContext, prepared: Prepared
     return _start_tracking(ctx, prepared, mlflow_run_id) if ctx.cfg.tracking.enabled else mlflow_run_id
 
 
-def _import_end_modules(tracking_enabled: bool) -> None:
-    """Import what the end of the run will (statistics, figures, MLflow's table logging) while the calls are
-    under way: a second of the interpreter the end of the run then does not spend. Best effort: an import that
-    fails here fails again where the module is used, with its own message."""
-    for module in outcome.end_modules(tracking_enabled):
-        try:
-            importlib.import_module(module)
-        except Exception as exc:  # noqa: BLE001 - raised again, where it matters, by the import that needs it
-            log.debug("importing %s ahead of the end of the run failed: %s", module, exc)
-
-
 def _created(ctx: RunContext, mlflow_run: Future[str | None]) -> str | None:
     """The MLflow run id once the run exists; an error creating it is raised, after saying how to keep the answers."""
     try:
@@ -263,14 +251,9 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     _write_manifest(ctx, mlflow_run_id)
     answered = threading.Event()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-first-answer") as pool:
-        # one thread, in this order: the MLflow run first (its id goes into the manifest), then the imports
         mlflow_run = pool.submit(_tracking_run, answered, ctx, prepared, mlflow_run_id)
-        end_imports = pool.submit(_import_end_modules, cfg.tracking.enabled)
         try:
             judged = _paid_stages(ctx, prepared, prior, mlflow_run, answered)
-        except BaseException:
-            end_imports.cancel()  # if not started yet: an aborted run does not wait for them
-            raise
         finally:
             answered.set()  # no answer at all (nothing to judge, or an error): the background work starts now
         mlflow_run_id = _created(ctx, mlflow_run)
