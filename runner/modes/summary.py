@@ -85,7 +85,9 @@ def build_summary(
     aggregated = {
         r.item_id: {
             "verdicts": list(r.verdicts),
-            "verdict_counts": dict(r.verdict_counts),
+            # the item's own counts when they are a dict (majority and weighted votes make one per item, and the
+            # item results are dropped once this summary exists): one dict per item at the run's peak, not two
+            "verdict_counts": r.verdict_counts if type(r.verdict_counts) is dict else dict(r.verdict_counts),
             "final_verdict": r.final_verdict,
             "confidence": r.confidence,
         }

@@ -14,7 +14,7 @@ from runner.core.types import (
     Verdict,
 )
 from runner.judging.aggregation import AGGREGATIONS, aggregate_items, final_judgments
-from runner.judging.aggregations.builtin import majority_vote
+from runner.judging.aggregations.builtin import majority_vote, weighted_vote
 
 
 def judgment(
@@ -119,3 +119,11 @@ def test_synthesis_round_replaces_the_first_round() -> None:
     (result,) = aggregate_items(judgments, ["i1"], "majority_vote", {})
     assert result.verdicts == ("base", "base")
     assert result.confidence == "unanimous"
+
+
+def test_label_votes_share_one_empty_details_mapping() -> None:
+    # 50,000 items would otherwise hold 50,000 dicts that say nothing (issue 12: memory at the run's peak)
+    first, second = majority_vote("i1", ["ours"]), weighted_vote("i2", ["tie"], [1.0])
+    assert first.details == {} and first.details is second.details
+    with pytest.raises(TypeError):
+        first.details["x"] = 1  # type: ignore[index]

@@ -36,14 +36,14 @@ def majority_vote(item_id: str, votes: Sequence[str]) -> ItemResult:
     """
     counts = dict(Counter(votes))  # Counter keeps first-seen order
     if not votes:
-        return ItemResult(item_id, (), {}, None, None, {"num_votes": 0})
+        return ItemResult(item_id, (), {}, None, None)
     label, top = max(counts.items(), key=lambda kv: kv[1])
     if top * 2 <= len(votes):
         final, confidence = TIE, NO_CONSENSUS
     else:
         final = label
         confidence = UNANIMOUS if len(counts) == 1 else MAJORITY
-    return ItemResult(item_id, tuple(votes), counts, final, confidence, {"num_votes": len(votes)})
+    return ItemResult(item_id, tuple(votes), counts, final, confidence)
 
 
 @REGISTRY.register("weighted", Kind.label, ENSEMBLE_ONLY, weighted=True)
@@ -59,8 +59,7 @@ def weighted_vote(item_id: str, votes: Sequence[str], weights: Sequence[float]) 
     for label, weight in zip(votes, weights, strict=True):
         shares[label] = shares.get(label, 0.0) + weight
     final, confidence = decide(shares, votes)
-    return ItemResult(item_id, tuple(votes), dict(Counter(votes)), cast(str | None, final), confidence,
-                      {"num_votes": len(votes)})
+    return ItemResult(item_id, tuple(votes), dict(Counter(votes)), cast(str | None, final), confidence)
 
 
 @REGISTRY.register("mean", Kind.score, BOTH)
