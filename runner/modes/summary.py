@@ -7,6 +7,7 @@ so the caller can dump it or log it as it is. Printing them is runner.outputs.co
 from __future__ import annotations
 
 import re
+from array import array
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -168,15 +169,33 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
         and are None when there are none; ``judge/parse_failures/<reason>`` counts unscored judgments by
         the part of ``verdict.reason`` before the first ``":"``.
     """
-    status = Counter(Status(j.status) for j in judgments)
+    # One pass, keeping numbers only: a run's judgments are a column store (runner.core.judgments), and a list of
+    # their responses would be 100,000 objects alive at the run's peak.
+    status: Counter[Status] = Counter()
+    reasons: Counter[str] = Counter()
+    prompt = completion = made = cache_hits = resumed = retries = rate_limited = unknown_cost = 0
+    latencies: list[float] = []
+    paid_costs, saved_costs = array("d"), array("d")  # summed in judgment order, as the costs were
+    for j in judgments:
+        state = Status(j.status)
+        status[state] += 1
+        if state is Status.UNSCORED:
+            reasons[sanitize((j.verdict.reason or "unknown").split(":", 1)[0].strip())] += 1
+        r = j.response
+        prompt += r.prompt_tokens
+        completion += r.completion_tokens
+        unknown_cost += r.cost_usd is None
+        resumed += r.source == "journal"
+        if r.source == "call":
+            made += 1
+            retries += max(r.attempts - 1, 0)
+            rate_limited += r.rate_limited
+            if r.error_type is None and r.error is None:
+                latencies.append(r.latency_s)
+        if r.cost_usd is not None:
+            (saved_costs if r.source == "cache" else paid_costs).append(r.cost_usd)
+        cache_hits += r.source == "cache"
     scored, unscored, errors = status[Status.SCORED], status[Status.UNSCORED], status[Status.ERROR]
-    responses = [j.response for j in judgments]
-    prompt = sum(r.prompt_tokens for r in responses)
-    completion = sum(r.completion_tokens for r in responses)
-    fresh = [r for r in responses if r.source == "call"]
-    latencies = [r.latency_s for r in fresh if r.error_type is None and r.error is None]
-    cached = [r for r in responses if r.source == "cache"]
-    paid = [r for r in responses if r.source != "cache"]  # this run's calls, resumed ones included
     metrics: dict[str, Any] = {
         "judge/calls": len(judgments),
         "judge/scored": scored,
@@ -187,22 +206,17 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
         "tokens/prompt": prompt,
         "tokens/completion": completion,
         "tokens/total": prompt + completion,
-        "cost/usd_total": float(sum(r.cost_usd for r in paid if r.cost_usd is not None)),
-        "cost/usd_saved": float(sum(r.cost_usd for r in cached if r.cost_usd is not None)),
-        "cost/unknown_calls": sum(r.cost_usd is None for r in responses),
-        "calls/made": len(fresh),
-        "calls/cache_hits": len(cached),
-        "calls/resumed": sum(r.source == "journal" for r in responses),
-        "calls/retries": sum(max(r.attempts - 1, 0) for r in fresh),
-        "calls/rate_limited": sum(r.rate_limited for r in fresh),
+        "cost/usd_total": float(sum(paid_costs)),
+        "cost/usd_saved": float(sum(saved_costs)),
+        "cost/unknown_calls": unknown_cost,
+        "calls/made": made,
+        "calls/cache_hits": cache_hits,
+        "calls/resumed": resumed,
+        "calls/retries": retries,
+        "calls/rate_limited": rate_limited,
         "latency/p50_s": percentile(latencies, 50),
         "latency/p95_s": percentile(latencies, 95),
     }
-    reasons = Counter(
-        sanitize((j.verdict.reason or "unknown").split(":", 1)[0].strip())
-        for j in judgments
-        if Status(j.status) is Status.UNSCORED
-    )
     metrics.update({f"{PARSE_FAILURES}{reason}": n for reason, n in sorted(reasons.items())})
     return metrics
 
