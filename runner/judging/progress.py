@@ -96,8 +96,7 @@ class Sinks:
 
 class FirstAnswer:
     """Sets ``event`` when a stage's first answer arrives (paid, cached or from the journal): the run's calls
-    are under way, so work kept off their start (creating the MLflow run, the end of the run's imports) may
-    begin. A sink like the others; ``append`` is a no-op after the first."""
+    are under way, so work kept off their start (creating the MLflow run) may begin. A sink like the others."""
 
     def __init__(self, event: threading.Event) -> None:
         self._event = event
