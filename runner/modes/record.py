@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, Union
 
 R = TypeVar("R", bound="Record")
+T = TypeVar("T")
 
 _OPTIONAL, _REST = "record.optional", "record.rest"
 
@@ -81,6 +82,41 @@ def _fields(cls: type[Record]) -> tuple[_Field, ...]:
     return _FIELDS[cls]
 
 
+# Immutable values read from a document are shared: a run's per-item results repeat a handful of vote tuples and
+# count mappings (("ours", "tie"), {"ours": 1, "baseline": 0, "tie": 1}) thousands of times, and one shared copy
+# of each is ~300 bytes an item less at the run's peak (issue 12: 15 MB at 50,000 items). Only values whose
+# equality is identity of content are shared: strings, ints, bools and None (not floats: -0.0 == 0.0), keyed with
+# their types (True == 1). The table is bounded; past it a value is read unshared, as before.
+_SHARED_MAX = 4096
+_SHARED: dict[tuple[Any, ...], Any] = {}
+_EXACT = frozenset({str, int, bool, type(None)})
+
+
+def _shared(key: tuple[Any, ...], make: Callable[[], T]) -> T:
+    value: T | None = _SHARED.get(key)
+    if value is None:
+        value = make()
+        if len(_SHARED) < _SHARED_MAX:
+            _SHARED[key] = value
+    return value
+
+
+def _frozen_mapping(value: Mapping[str, Any], *, fresh: bool = False) -> Mapping[str, Any]:
+    """``value`` as a read-only mapping, the shared one for small mappings of exact scalars; ``fresh``: ``value`` is
+    a dict nobody else holds, to wrap rather than copy."""
+    own = value if fresh and type(value) is dict else dict(value)
+    if len(own) <= 16 and all(type(k) is str and type(v) in _EXACT for k, v in own.items()):
+        return _shared(("map", *((k, type(v), v) for k, v in own.items())), lambda: types.MappingProxyType(own))
+    return types.MappingProxyType(own)
+
+
+def _frozen_tuple(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``values``, the shared tuple for short tuples of strings."""
+    if len(values) <= 16 and all(type(v) is str for v in values):
+        return _shared(("tuple", *values), lambda: values)
+    return values
+
+
 def _kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
@@ -124,8 +160,8 @@ def _compile(tp: Any) -> Reader:
             if type(value) is not dict and not isinstance(value, Mapping):
                 raise ReportFormatError(f"{where}: expected an object, got {_kind(value)}")
             if values is _as_is:
-                return types.MappingProxyType(dict(value))
-            return types.MappingProxyType({k: values(v, f"{where}.{k}", lenient) for k, v in value.items()})
+                return _frozen_mapping(value)
+            return _frozen_mapping({k: values(v, f"{where}.{k}", lenient) for k, v in value.items()}, fresh=True)
 
         return read_mapping
     if tp is str:
@@ -147,7 +183,7 @@ def _tuple_reader(args: tuple[Any, ...]) -> Reader:
     def read(value: Any, where: str, lenient: bool) -> Any:
         if type(value) is not list and not isinstance(value, (list, tuple)):
             raise ReportFormatError(f"{where}: expected a list, got {_kind(value)}")
-        return tuple(element(v, f"{where}[{i}]", lenient) for i, v in enumerate(value))
+        return _frozen_tuple(tuple(element(v, f"{where}[{i}]", lenient) for i, v in enumerate(value)))
 
     return read
 

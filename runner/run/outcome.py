@@ -64,9 +64,14 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
         summary["gates"] = [g.to_dict() for g in gate_results]
         metrics["gate/passed"] = float(all(g.passed for g in gate_results))
     store.write_json(ctx.run_dir / store.SUMMARY_NAME, summary)
+    gates_json = {"gates": summary["gates"]} if "gates" in summary else {}
+    # summary.json is on disk and the typed report holds the same: the dict's per-item results (25 MB at 100,000
+    # judgments) are not kept beside it while the HTML report imports matplotlib, the run's peak (issue 12).
+    del summary
     metrics["run/wall_s"] = time.monotonic() - started
     store.write_json(ctx.run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
-    report_path = html_report.write_run_report(ctx.run_dir, summary, metrics, ctx.run_name, prepared.mode.name, typed)
+    report_path = html_report.write_run_report(ctx.run_dir, gates_json, metrics, ctx.run_name, prepared.mode.name,
+                                               typed)
     failed, reason = _judge_failure(cfg, judgments)
     crossed = [g.message for g in gate_results if not g.passed]
     if crossed and not failed:
@@ -77,7 +82,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
             rows=table_rows(_with_texts(ctx, judged), judges, TABLE_ROWS), failed=failed))
     _print(ctx.run_name, prepared.mode, typed, gold, judge_stats, [("PASS " if g.passed else "FAIL ") + g.message
                                                       for g in gate_results], report_path)
-    return RunOutcome(summary, gold, judge_stats, failed, reason, mlflow_run_id)
+    return RunOutcome(ctx.run_dir / store.SUMMARY_NAME, gold, judge_stats, failed, reason, mlflow_run_id)
 
 
 def _with_texts(ctx: RunContext, judged: Judged) -> Iterator[Judgment]:

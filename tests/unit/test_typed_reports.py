@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from runner.modes.pairwise import report as pairwise_report
 from runner.modes.pointwise import report as pointwise_report
 from runner.modes.pointwise.setup import PointwiseSetup
 from runner.modes.pointwise.setup import prepare as prepare_pointwise
-from runner.modes.record import ReportFormatError
+from runner.modes.record import Record, ReportFormatError
 from runner.modes.sections import (
     BiasReport,
     GoldAccuracy,
@@ -271,3 +272,27 @@ def test_a_lenient_read_fills_what_a_partial_document_lacks() -> None:
     typed = PairwiseReport.from_json({"summary": {"total_subsets": 3}, "trust": {"win_rate": None}}, lenient=True)
     assert typed.summary.total_subsets == 3 and typed.summary.final_verdict_distribution == {}
     assert typed.trust.win_rate is None and typed.trust.gold_agreement is None and typed.aggregated_results == {}
+
+
+def test_items_with_the_same_votes_share_one_read_only_copy_and_every_value_writes_back_exactly() -> None:
+    # issue 12: one tuple and one count mapping per distinct vote pattern, not per item (~300 bytes an item at the
+    # run's peak); never shared across values that are equal but write differently (1 vs 1.0 vs True, 0.0 vs -0.0)
+    doc, typed, _ = pairwise_report.build(pairwise_cfg(), refs(gold=False), both_orders())
+    results = typed.aggregated_results
+    assert results["i5"] == results["i4"] and results["i5"] is not results["i4"]
+    assert results["i5"].verdicts is results["i4"].verdicts
+    assert results["i5"].verdict_counts is results["i4"].verdict_counts
+    with pytest.raises(TypeError):
+        results["i5"].verdict_counts[OURS] = 0  # type: ignore[index]
+    assert same(doc, typed.to_json())
+    for kind in (1, 1.0, True):
+        doc = {"free": {"value": kind, "zero": 0}, "numbers": {"value": 1 if kind is True else kind, "zero": 0.0}}
+        assert [json.dumps(Loose.from_json(doc).to_json()) for _ in range(2)] == [json.dumps(doc)] * 2
+    negative = {"free": {"zero": -0.0}, "numbers": {"zero": -0.0}}
+    assert json.dumps(Loose.from_json(negative).to_json()) == json.dumps(negative)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Loose(Record):
+    free: Mapping[str, Any]
+    numbers: Mapping[str, float]
