@@ -166,7 +166,16 @@ def startup_rows(u: dict[str, Any]) -> list[Row]:
             Row("", "tracking=off over bare litellm (s)", fmt(over["judgesweep_off"], 2), "<= 0.5",
                 verdict(v["first_request_off"])),
             Row("", "`python -m runner --help` wall (s), median", fmt(u["help_wall_s"]["median"], 2), "< 1.5",
-                verdict(v["help"]))]
+                verdict(v["help"]))] + _floor_rows(u.get("imports_wall_s") or {})
+
+
+def _floor_rows(walls: dict[str, Any]) -> list[Row]:
+    """Whole-process walls under the start-up figures: Python alone, Hydra's floor, judgesweep's config composed."""
+    if not {"python_only", "hydra_floor", "cfg_job"} <= set(walls):
+        return []
+    return [Row("", "process wall (s), median: `python -c pass` / Hydra app with a 1-key config "
+                "(benchmarks/hydra_floor.py) / `python -m runner --cfg job`",
+                " / ".join(fmt(walls[k]["median"], 2) for k in ("python_only", "hydra_floor", "cfg_job")))]
 
 
 ROWS: dict[str, tuple[str, Callable[[dict[str, Any]], list[Row]]]] = {

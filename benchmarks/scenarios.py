@@ -279,7 +279,11 @@ def scenario_startup(cfg: dict, data: Path, work: Path) -> dict[str, Any]:
                     failures.append({"run": tag, "rc": m.rc, "error_tail": m.tail()})
     timed = {"help": [PYTHON, "-m", "runner", "--help"], "python_only": [PYTHON, "-c", "pass"],
              "import_litellm": [PYTHON, "-c", "import litellm"], "import_mlflow": [PYTHON, "-c", "import mlflow"],
-             "import_runner_cli": [PYTHON, "-c", "import runner.app.cli"]}
+             "import_runner_cli": [PYTHON, "-c", "import runner.app.cli"],
+             # Hydra's own floor (benchmarks/hydra_floor.py: an @hydra.main app with a one-key config) and
+             # judgesweep's config composed without a run: what the first request waits for before litellm
+             "hydra_floor": [PYTHON, "-m", "benchmarks.hydra_floor", f"hydra.run.dir={work / 'hydra_floor'}"],
+             "cfg_job": [PYTHON, "-m", "runner", "--cfg", "job"]}
     walls: dict[str, dict[str, Any]] = {}
     for label, cmd in timed.items():
         runs = [run_measured(cmd, work, f"startup_{label}_{rep}", timeout_s=TIMEOUT_S) for rep in range(reps)]

@@ -76,3 +76,18 @@ def test_cli_writes_the_readme_and_refuses_quick_results(tmp_path, capsys) -> No
     assert main(["--readme", str(readme), "--results", str(results), "--check"]) == 0
     assert readme.read_text().startswith(f"intro\n{START}\n") and readme.read_text().endswith(f"{END}\noutro\n")
     assert NOT_MEASURED in readme.read_text()
+
+
+def _startup(walls: dict) -> dict:
+    first = {k: {"median": m} for k, m in (("judgesweep", 4.8), ("judgesweep_off", 4.8), ("bare_litellm", 3.9))}
+    return {"launch_to_first_request_s": first, "over_bare_litellm_s": {"judgesweep": 0.9, "judgesweep_off": 0.9},
+            "help_wall_s": {"median": 0.96}, "imports_wall_s": walls,
+            "verdicts": {"first_request": False, "first_request_off": False, "help": True}, "format": 2, **RUN}
+
+
+def test_the_start_up_rows_show_hydras_floor_when_it_was_measured() -> None:
+    walls = {"python_only": {"median": 0.03}, "hydra_floor": {"median": 0.71}, "cfg_job": {"median": 1.2}}
+    floor = [r for r in table_rows({"startup": _startup(walls)}) if "hydra_floor.py" in r.metric]
+    assert [r.value for r in floor] == ["0.03 / 0.71 / 1.20"]
+    older = table_rows({"startup": _startup({"python_only": {"median": 0.03}})})  # a run from before it existed
+    assert not [r for r in older if "hydra_floor.py" in r.metric]
