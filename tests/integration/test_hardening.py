@@ -55,10 +55,10 @@ def test_client_side_rpm_pacing_avoids_429s(run_cli, tmp_path):
     # a little under it: the first request may go at once, and no two may fall in one second
     with FakeOpenAIServer(rpm_limit=60, window_s=1.0) as limited:
         result = run_cli(*live_judge(limited), "prompt=mtbench_pair", "rubric=mtbench_verdict",
-                         "dataset=chat_vs_simple", f"dataset.path={dataset}", "max_items=4", "order=fixed",
+                         "dataset=chat_vs_simple", f"dataset.path={dataset}", "max_items=3", "order=fixed",
                          "judge.rpm=50", "tracking=off", "cache.mode=off")
         assert result.proc.returncode == 0, result.output
-        assert limited.count_429 == 0 and len(limited.requests) == 4
+        assert limited.count_429 == 0 and len(limited.requests) == 3
 
 
 def test_bad_rows_can_be_skipped_and_are_reported(run_cli, fake_server, tmp_path):
