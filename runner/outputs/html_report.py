@@ -174,7 +174,8 @@ def run_report(summary: Mapping[str, Any], metrics: Mapping[str, float], title: 
     """The HTML report of one run: headline, its mode's views (runner.modes.base.RunMode.views), gates, all metrics.
 
     Args:
-        summary: The run's summary.json content.
+        summary: The run's summary.json content; with ``typed``, only its ``gates`` are read (a run passes just
+            those: it drops its summary dict before drawing, see runner.run.outcome.finish).
         metrics: The run's flat metrics (metrics.json).
         title: The page title (the run name).
         mode: The run's mode (``prompt.mode``: pairwise or pointwise).

@@ -69,7 +69,7 @@ class RunOutcome:
     """What the run produced, for the CLI's exit code and for tests.
 
     ``summary`` is the run's summary.json, read from the file when first asked for. The run does not keep it: at
-    100,000 judgments its per-item results are ~25 MB, alive beside the typed report at the run's peak memory
+    100,000 judgments its per-item results are ~20 MB, alive beside the typed report at the run's peak memory
     (the HTML report's plotting) if held until the outcome is returned (issue 12).
     """
 

@@ -65,7 +65,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
         metrics["gate/passed"] = float(all(g.passed for g in gate_results))
     store.write_json(ctx.run_dir / store.SUMMARY_NAME, summary)
     gates_json = {"gates": summary["gates"]} if "gates" in summary else {}
-    # summary.json is on disk and the typed report holds the same: the dict's per-item results (25 MB at 100,000
+    # summary.json is on disk and the typed report holds the same: the dict's per-item results (~20 MB at 100,000
     # judgments) are not kept beside it while the HTML report imports matplotlib, the run's peak (issue 12).
     del summary
     metrics["run/wall_s"] = time.monotonic() - started
