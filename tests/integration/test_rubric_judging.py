@@ -387,6 +387,8 @@ def test_agent_preset_below_its_gate_exits_1_naming_it(runs):
     assert "run failed: gate.min_pass_rate" in result.output
     [gate] = result.summary()["gates"]
     assert gate["name"] == "gate.min_pass_rate" and gate["passed"] is False and gate["value"] == 0.75
+    report = (result.run_dir / "report.html").read_text()  # the report's Gates table, drawn after the summary's dict
+    assert "<h2>Gates</h2>" in report and "pass rate 75.0% &lt; 80.0%" in report  # is dropped (issue 12)
 
 
 def test_agent_preset_is_in_mlflow(runs, tmp_path):
