@@ -20,6 +20,7 @@ SLOW_MODULES = frozenset({
     "test_ray_launcher",  # a local Ray cluster
     "test_replay_sweep",  # a six-job sweep and its table
     "test_resume",  # kill -9, then resume
+    "test_startup",  # what a fresh `python -m runner` imports (--help, --cfg): the process is the point
     "test_results_api",  # sweeps read back
     "test_tracking_start",  # the first request against MLflow run creation, in a process
 })
