@@ -5,6 +5,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+# Python's own bytecode cache, even where the environment turns it off (PYTHONDONTWRITEBYTECODE=1 on some CI images):
+# without it each test process and each `python -m runner` a test starts compiles runner/ and rewrites every test
+# module's asserts again (~3 CPU-s a pytest process).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test test-fast lint install clean bench bench-scale
 
