@@ -105,7 +105,8 @@ def _baseline(ctx: RunContext) -> gates.Baseline | None:
         raise ConfigurationError("gate.baseline_run needs tracking (the baseline is an MLflow run); "
                                  "tracking is off")
     try:
-        run_id, value = tracking.find_baseline(cfg.tracking, gate.baseline_run, ctx.run_name, gate.metric)
+        run_id, value = tracking.find_baseline(cfg.tracking, gate.baseline_run, ctx.tags[tracking.CONFIG_TAG],
+                                                gate.metric)
     except LookupError as exc:
         raise ConfigurationError(f"gate.baseline_run={gate.baseline_run!r}: {exc}") from None
     return gates.Baseline(gate.baseline_run, run_id, value)
