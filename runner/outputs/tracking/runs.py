@@ -16,7 +16,7 @@ from typing import Any
 
 from runner.core import metric_names
 from runner.core.config import TrackingConfig
-from runner.outputs.tracking import connection
+from runner.outputs.tracking import connection, sweeps
 from runner.outputs.tracking.records import ARTIFACTS, BATCH, CONFIG_TAG, RunRecord, safe_params
 
 # mlflow and pandas are imported inside the functions that use them: together they cost ~120 MB of
@@ -39,6 +39,7 @@ def start_run(cfg: TrackingConfig, run_name: str, params: Mapping[str, Any], tag
     client = connection.client(cfg)
     if run_id is None:
         experiment = connection.experiment_id(client, cfg)
+        tags = sweeps.parent_tags(client, experiment, dict(tags))  # a sweep's job: nested under the sweep's run
         run_id = client.create_run(experiment, run_name=run_name, tags=dict(tags)).info.run_id
     else:
         client.update_run(run_id, status=RunStatus.to_string(RunStatus.RUNNING))
