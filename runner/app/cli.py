@@ -7,6 +7,7 @@ import json
 import logging
 import math
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,6 +28,7 @@ from runner.judging.scoring import RubricError
 # client, and through them litellm) are imported by experiment.prepare_run, those that end a sweep by
 # SweepSummary.
 from runner.outputs import sweep
+from runner.run import naming
 from runner.run.experiment import CONFIG_DIR, prepare_process, run_job
 from runner.storage import store
 
@@ -82,11 +84,23 @@ def _fail(job: str, reason: str) -> None:
 class SweepSummary(Callback):
     """Hydra callback (conf/hydra/default.yaml): when a multirun ends, write, print and log its table.
 
-    The jobs of a sweep are grouped in MLflow by their ``judgesweep.sweep`` tag rather than under a parent
-    run: jobs may run in other processes or machines (joblib, Ray launchers), and a tag needs nothing
-    shared between them, while the MLflow UI filters on it. The table itself is logged as a run with the
-    same tag and ``judgesweep.kind=sweep``.
+    When a multirun starts, its parent run is opened in MLflow (``judgesweep.kind=sweep``, named by when it
+    started and what it sweeps); each job finds it by the sweep's ``judgesweep.sweep`` tag and nests under it
+    (``mlflow.parentRunId``): jobs may run in other processes or machines (joblib, Ray launchers), and the tag
+    needs nothing shared between them. When it ends, the table is logged to that run.
     """
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
+        from runner.outputs.tracking import sweeps
+
+        try:
+            tracking_cfg = multirun_tracking(config)
+            if tracking_cfg.enabled:
+                label = naming.sweep_label(datetime.now(), list(config.hydra.overrides.task))
+                run_id = sweeps.open_sweep(tracking_cfg, Path(config.hydra.sweep.dir), label)
+                log.info("sweep %r: MLflow run %s, its jobs nested under it", label, run_id)
+        except Exception as exc:  # noqa: BLE001 - the jobs still carry the sweep's tag; nesting them is a bonus
+            log.warning("sweep run not opened in MLflow: %s", exc)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
         from runner.outputs import console, html_report, tracking

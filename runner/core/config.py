@@ -266,6 +266,7 @@ class RunConfig:
     cache: CacheConfig = field(default_factory=CacheConfig)
     resume: str | None = None  # a run (or sweep) directory to continue; see README "Resume"
     dry_run: bool = False  # render every request, count tokens, price them; make no call
-    progress: bool = True  # a live progress bar on a terminal (never when output is not a TTY)
+    progress: bool = True  # a live progress bar on a terminal; without one, a progress record in the log
+    progress_interval_s: float = 10.0  # without a terminal: seconds between two progress records (0: none)
     objective: str = "agreement/accuracy_all"  # the metric a multirun's sweeper maximises (the job's return value)
 

@@ -1,34 +1,101 @@
-"""A live progress bar for a terminal; silent when the output is not a TTY (CI logs stay readable)."""
+"""Progress of a paid stage: a live bar on a terminal, through which log records are printed while it is drawn;
+without a terminal (piped output, CI), a one-line record through logging every ``interval_s`` seconds."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.text import Text
 
 from runner.core.types import Judgment, Status
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ProgressOptions:
+    """How a stage shows its progress (config: ``progress``, ``progress_interval_s``)."""
+
+    enabled: bool = True
+    interval_s: float = 10.0  # without a terminal: seconds between two progress records; 0 = none
+
+
+class ConsoleHandler(logging.Handler):
+    """Prints records, formatted by the handler it stands in for, through a rich console: above its live bar,
+    which is redrawn once below them instead of leaving a stale copy at every record."""
+
+    def __init__(self, console: Console, formatted_as: logging.Handler) -> None:
+        super().__init__(formatted_as.level)
+        self.console = console
+        self.setFormatter(formatted_as.formatter or logging.Formatter())
+        for kept in formatted_as.filters:
+            self.addFilter(kept)
+
+    def emit(self, record: logging.LogRecord) -> None:  # noqa: D102 - logging.Handler's
+        try:
+            self.console.print(Text(self.format(record)), soft_wrap=True, highlight=False)
+        except Exception:  # noqa: BLE001 - logging's contract: a handler reports its own failure, never raises
+            self.handleError(record)
+
+
+def _on_terminal(handler: logging.Handler) -> bool:
+    stream = getattr(handler, "stream", None)
+    return (type(handler) is logging.StreamHandler and stream is not None
+            and bool(getattr(stream, "isatty", lambda: False)()))
+
+
+@contextlib.contextmanager
+def records_through(console: Console) -> Iterator[None]:
+    """While the block runs, the root logger's handlers that write to a terminal (Hydra's console handler) print
+    through ``console``; files and other handlers are left alone. Restored afterwards."""
+    root = logging.getLogger()
+    swapped = [(h, ConsoleHandler(console, h)) for h in root.handlers if _on_terminal(h)]
+    for old, new in swapped:
+        root.removeHandler(old)
+        root.addHandler(new)
+    try:
+        yield
+    finally:
+        for old, new in swapped:
+            root.removeHandler(new)
+            root.addHandler(old)
 
 
 class ProgressBar:
     """Counts judgments as they arrive: done/total, calls/s, ETA, cost, errors and 429s so far.
 
+    On a terminal a live bar (log records printed above it); otherwise a progress record logged every
+    ``options.interval_s`` seconds and once at the end.
+
     Args:
         total: Planned first-round calls (synthesis rounds are added as they happen).
-        enabled: False turns every method into a no-op; it is also off when stderr is not a terminal.
+        options: Whether to show progress at all, and how often to log it without a terminal.
         console: Where to draw (default: stderr).
         label: What is counted ("judging", "generating").
     """
 
-    def __init__(self, total: int, enabled: bool = True, console: Console | None = None,
+    def __init__(self, total: int, options: ProgressOptions = ProgressOptions(), console: Console | None = None,
                  label: str = "judging") -> None:
         console = console or Console(stderr=True)
-        self.enabled = enabled and console.is_terminal
+        self.enabled = options.enabled and console.is_terminal
+        self.label = label
         self.total = total
         self.cost = 0.0
         self.errors = 0
         self.rate_limited = 0
         self.done = 0
+        self._started = time.monotonic()
+        self._interval = options.interval_s if options.enabled and not console.is_terminal else 0.0
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+        self._routed = contextlib.ExitStack()
         self._progress: Progress | None = None
         if self.enabled:
             self._progress = Progress(
@@ -40,13 +107,35 @@ class ProgressBar:
             self._task = self._progress.add_task("judging", total=total, rate=0.0, cost=0.0, errors=0, limited=0)
 
     def __enter__(self) -> ProgressBar:
+        self._started = time.monotonic()
         if self._progress is not None:
+            self._routed.enter_context(records_through(self._progress.console))
             self._progress.start()
+        elif self._interval > 0:
+            self._beat = threading.Thread(target=self._heartbeat, name=f"progress-{self.label}", daemon=True)
+            self._beat.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
             self._progress.stop()
+            self._routed.close()
+        if self._beat is not None:
+            self._stop.set()
+            self._beat.join()
+            log.info("%s", self.record())
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self._interval):
+            log.info("%s", self.record())
+
+    def record(self) -> str:
+        """One line of progress: ``judging 120/200 (60%) 12.3 calls/s 10 s $0.0123 errors 0 429s 2``."""
+        elapsed = time.monotonic() - self._started
+        share = f" ({self.done / self.total:.0%})" if self.total else ""
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        return (f"{self.label} {self.done}/{self.total}{share}  {rate:.1f} calls/s  {elapsed:.0f} s  "
+                f"${self.cost:.4f}  errors {self.errors}  429s {self.rate_limited}")
 
     def append(self, judgment: Judgment) -> None:
         """Count one judgment (the executor's sink interface)."""
@@ -62,10 +151,10 @@ class ProgressBar:
         self.cost += cost or 0.0
         self.errors += error
         self.rate_limited += rate_limited
-        if self._progress is None:
-            return
         if self.done > self.total:  # synthesis rounds were not planned
             self.total = self.done
+        if self._progress is None:
+            return
         elapsed = self._progress.tasks[0].elapsed or 0.0
         self._progress.update(self._task, completed=self.done, total=self.total,
                               rate=self.done / elapsed if elapsed > 0 else 0.0, cost=self.cost,

@@ -24,7 +24,7 @@ from runner.inputs.datasets import ItemRef, resolve_path
 from runner.inputs.prompts import Template
 from runner.judging.generation import GENERATIONS_NAME, Generation, Generator
 from runner.judging.judge import Executor, JudgePlan
-from runner.judging.progress import FirstAnswer, ProgressBar, Sinks
+from runner.judging.progress import FirstAnswer, ProgressBar, ProgressOptions, Sinks
 from runner.llm.client import JudgeClient
 from runner.llm.pacing import RateLimiter
 from runner.storage import store
@@ -55,14 +55,15 @@ def prior_answers(run_dir: Path, name: str) -> Mapping[tuple, JudgeResponse]:
 def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, run_dir: Path, root: Path,
              cache_cfg: CacheConfig, api_keys: Mapping[str, Secret], limiter: RateLimiter | None, seed: int,
              concurrency: int, total: int, prior: Mapping[tuple, JudgeResponse], max_error_rate: float,
-             progress: bool, neutralize: bool, answered: threading.Event | None = None) -> dict[str, Generation]:
+             progress: ProgressOptions, neutralize: bool,
+             answered: threading.Event | None = None) -> dict[str, Generation]:
     """Run the generation stage: one output per item, journaled to generations.jsonl as it completes;
     ``answered`` is set at its first answer."""
     client = JudgeClient(model, api_keys, limiter, None, seed)
     with _cache(cache_cfg, root) as cache:
         sources = AnswerSources(prior, cache, model.model, model.api_base, client.decoding_params)
         with Journal(run_dir / GENERATIONS_NAME) as journal, \
-                ProgressBar(total, enabled=progress, label="generating") as bar:
+                ProgressBar(total, progress, label="generating") as bar:
             generator = Generator(template, client, _sinks(journal, bar, answered), sources, concurrency,
                                   max_error_rate=max_error_rate, neutralize=neutralize)
             return asyncio.run(generator.run(items))
@@ -71,13 +72,14 @@ def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, r
 def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: tuple[ItemRef, ...], *,
           run_dir: Path, root: Path, cache_cfg: CacheConfig, api_keys: Mapping[str, Secret],
           limiter: RateLimiter | None, response_format: dict[str, Any] | None, seed: int, total: int,
-          prior: Mapping[tuple, JudgeResponse], progress: bool, answered: threading.Event | None = None) -> Judgments:
+          prior: Mapping[tuple, JudgeResponse], progress: ProgressOptions,
+          answered: threading.Event | None = None) -> Judgments:
     """Run the judge stage over ``items``; judgments come back in dataset order (item, repeat, order, stage).
     ``answered`` is set at the first answer."""
     client = JudgeClient(judge_cfg, api_keys, limiter, response_format, seed)
     with _cache(cache_cfg, root) as cache:
         sources = AnswerSources(prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params)
-        with Journal(run_dir / store.JOURNAL_NAME) as journal, ProgressBar(total, enabled=progress) as bar:
+        with Journal(run_dir / store.JOURNAL_NAME) as journal, ProgressBar(total, progress) as bar:
             executor = Executor(plan, client, _sinks(journal, bar, answered), sources)
             judgments = asyncio.run(executor.run(items))
     return _in_dataset_order(judgments, refs)
@@ -99,7 +101,7 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
                 refs: tuple[ItemRef, ...], *, member_dirs: Mapping[str, Path], root: Path, cache_cfg: CacheConfig,
                 api_keys: Mapping[str, Secret], limiters: Mapping[str, RateLimiter | None],
                 response_formats: Mapping[str, dict[str, Any] | None], seed: int, total: int,
-                priors: Mapping[str, Mapping[tuple, JudgeResponse]], progress: bool,
+                priors: Mapping[str, Mapping[tuple, JudgeResponse]], progress: ProgressOptions,
                 answered: threading.Event | None = None) -> dict[str, Judgments]:
     """Run the judge stage of an ensemble: every member judges every item, all members at once in one event
     loop, each with its own client (limits, retries), concurrency slots and journal in ``member_dirs[name]``.
@@ -108,7 +110,7 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
         Member name -> its judgments in dataset order.
     """
     with _cache(cache_cfg, root) as cache, ExitStack() as stack:
-        bar = stack.enter_context(ProgressBar(total * len(members), enabled=progress))
+        bar = stack.enter_context(ProgressBar(total * len(members), progress))
         executors = {}
         for name, member in members.items():
             client = JudgeClient(member, api_keys, limiters.get(name), response_formats.get(name), seed)

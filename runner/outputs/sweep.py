@@ -9,6 +9,7 @@ run by any launcher. A job that failed before writing its metrics is a row with 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -101,11 +102,51 @@ def _shown(row: dict[str, Any], name: str) -> str:
     return f"{cell(row[name])} [{cell(row[low])}, {cell(row[high])}]"
 
 
+WIDTH = 120  # the table's width where the console has none (a log file, a pipe): it fits an ordinary terminal
+PAD = 3  # a column's borders and padding in a rich Table
+
+
+def _shared_prefix(values: list[str]) -> str:
+    """The ``_``-ended prefix every value of a column shares (``replay_`` of replay_gpt4 and replay_chatgpt)."""
+    common = os.path.commonprefix(values)
+    cut = common.rfind("_") + 1
+    return common[:cut] if len(values) > 1 and all(len(v) > cut for v in values) else ""
+
+
+def _cells(rows: Sequence[dict[str, Any]], name: str, is_key: bool) -> list[str]:
+    """A column's cells: a CI on its own line under the value, a shared prefix of a chosen option dropped (the
+    CSV and JSON keep every value whole)."""
+    shown = [_shown(row, name) for row in rows]
+    if is_key and "." not in name and not any("/" in cell for cell in shown):  # a group's options, not paths
+        prefix = _shared_prefix(shown)
+        return [cell.removeprefix(prefix) for cell in shown]
+    return [cell.replace(" [", "\n[", 1) for cell in shown]
+
+
+def _width(header: str, cells: list[str]) -> int:
+    return max(len(line) for text in (header, *cells) for line in text.splitlines()) + PAD
+
+
+def _chunks(widths: dict[str, int], keys: list[str], room: int) -> list[list[str]]:
+    """Metric columns in groups that fit ``room`` beside the key columns (each group is printed as one table)."""
+    free = room - 1 - sum(widths[k] for k in keys)
+    chunks: list[list[str]] = [[]]
+    for name, width in widths.items():
+        if name in keys:
+            continue
+        if chunks[-1] and sum(widths[n] for n in chunks[-1]) + width > free:
+            chunks.append([])
+        chunks[-1].append(name)
+    return chunks
+
+
 def render(rows: Sequence[dict[str, Any]], console: Console | None = None) -> None:
-    """Print the table, one line per job, CIs beside their metric (values as data, never rich markup)."""
+    """Print the table, CIs under their metric (values as data, never rich markup), in the console's width: the
+    metrics that do not fit beside the job's overrides go to a second table (and a third...), each again with
+    the overrides, so no column is cut."""
     console = console or Console()
     if not console.is_terminal:
-        console = Console(width=240)  # a log file wraps nothing: one line per job
+        console = Console(width=WIDTH, file=console.file)
     if not rows:
         return
     stats = {k for row in rows for k in row if _is_statistic(k)}
@@ -115,12 +156,22 @@ def render(rows: Sequence[dict[str, Any]], console: Console | None = None) -> No
     # overrides every job shares (a tracking URI, max_items) are in the files; the screen shows what varies
     same = {k for k in rows[0] if k not in metrics and all(row.get(k) == rows[0][k] for row in rows)}
     columns = [k for k in dict.fromkeys(k for row in rows for k in row) if k not in bounds | same]
-    table = Table(title=f"sweep: {len(rows)} jobs", title_justify="left")
-    for name in columns:
-        table.add_column(name)
-    for row in rows:
-        table.add_row(*(Text(_shown(row, name)) for name in columns))
-    console.print(table)
+    keys = [k for k in columns if k == "job" or k not in metrics]
+    headers = {name: name.replace("/", "/\n") for name in columns}  # by_category/math/win_rate: three short lines
+    cells = {name: _cells(rows, name, name in keys and name != "job") for name in columns}
+    widths = {name: _width(headers[name], cells[name]) for name in columns}
+    # the overrides take at most half the width (a long value, a path, is folded): the metrics need the rest
+    cap = max(12, console.width // 2 // len(keys))
+    widths.update({k: min(widths[k], cap) for k in keys})
+    chunks = _chunks(widths, keys, console.width)
+    for n, chunk in enumerate(chunks):
+        title = f"sweep: {len(rows)} jobs" + (f" ({n + 1}/{len(chunks)})" if len(chunks) > 1 else "")
+        table = Table(title=title, title_justify="left")
+        for name in [*keys, *chunk]:
+            table.add_column(headers[name], overflow="fold", max_width=widths[name] - PAD if name in keys else None)
+        for r in range(len(rows)):
+            table.add_row(*(Text(cells[name][r]) for name in [*keys, *chunk]))
+        console.print(table)
 
 
 def summary_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, float]:

@@ -32,13 +32,16 @@ from runner.run import job_context
 if TYPE_CHECKING:
     from runner.run.context import RunOutcome
 
-__all__ = ["CONFIG_DIR", "PROCESS_LIMITERS", "prepare_process", "prepare_run", "run_experiment", "run_job"]
+__all__ = ["CONFIG_DIR", "PROCESS_LIMITERS", "TELEMETRY_OFF", "prepare_process", "prepare_run", "run_experiment",
+           "run_job"]
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 
 # Process-wide state: the rate limiters. Every job and repeat of a judge in this process shares one, whether
 # the jobs come from the CLI (a multirun) or from run_experiment calls.
 PROCESS_LIMITERS = LimiterPool()
+# No run leaves the machine: MLflow's own switch and the cross-tool convention it also reads.
+TELEMETRY_OFF = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
 
 
 @functools.cache
@@ -48,6 +51,9 @@ def prepare_process() -> None:
     register_configs()
     # Ray (hydra/launcher=ray*) reports usage to the internet unless told not to; no run leaves the machine.
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # MLflow 3 starts a telemetry client when imported (mlflow/telemetry) unless one of these says no: set before
+    # any module imports mlflow, and inherited by launcher workers. litellm's is off in runner/llm/client.py.
+    os.environ.update(TELEMETRY_OFF)
     if not OmegaConf.has_resolver("resume_or"):
         # hydra.run.dir / hydra.sweep.dir: the directory being resumed, else a new timestamped one.
         OmegaConf.register_new_resolver("resume_or", lambda resume, fresh: resume or fresh)

@@ -7,7 +7,10 @@ two are the only modules besides the CLI that read a DictConfig or the environme
 
 from __future__ import annotations
 
+import contextlib
+import getpass
 import hashlib
+import importlib.resources
 import json
 import logging
 import os
@@ -26,6 +29,8 @@ from runner.core.types import Secret
 from runner.llm.limiter_pool import LimiterPool
 from runner.llm.pacing import RateLimiter
 from runner.llm.replicas import pacing_limits
+from runner.outputs.tracking.records import CONFIG_TAG
+from runner.run import naming
 
 if TYPE_CHECKING:
     from runner.run.context import RunContext
@@ -161,6 +166,32 @@ def _limiter(pool: LimiterPool, model: JudgeConfig, workers: int) -> RateLimiter
     return pool.get(f"{model.name}|{model.model}", *(_share(limit, workers) for limit in pacing_limits(model)))
 
 
+def _group_options(hc: DictConfig, group: str) -> list[str]:
+    """The option names of a config group in every directory or package Hydra composes from."""
+    found: list[str] = []
+    for source in hc.runtime.config_sources:
+        if source.schema == "file":
+            found += [p.stem for p in (Path(source.path) / group).glob("*.yaml")]
+        elif source.schema == "pkg" and source.provider != "hydra":
+            with contextlib.suppress(ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
+                folder = importlib.resources.files(source.path.replace("/", ".")) / group
+                found += [e.name.removesuffix(".yaml") for e in folder.iterdir() if e.name.endswith(".yaml")]
+    return found
+
+
+def _user() -> str:
+    """Who runs the job, as MLflow's own runs record it (``mlflow.user``); empty when the system cannot say."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name and no USER/LOGNAME variable (a bare container)
+        return ""
+
+
+def _run_name(hc: DictConfig, choices: dict[str, Any]) -> str:
+    return naming.run_name(list(hc.overrides.task), choices, choices.get("experiment"), _operational,
+                           lambda group: _group_options(hc, group.split("@", 1)[0]))
+
+
 def context(dcfg: DictConfig, cfg: RunConfig, hc: DictConfig, pool: LimiterPool) -> RunContext:
     """The job's context from its config and its ``hydra`` node (the CLI's HydraConfig, or the composed one)."""
     from runner.run.context import RunContext
@@ -180,12 +211,16 @@ def context(dcfg: DictConfig, cfg: RunConfig, hc: DictConfig, pool: LimiterPool)
         "git.branch": _git(root, "rev-parse", "--abbrev-ref", "HEAD"),
         "git.dirty": str(bool(_git(root, "status", "--porcelain"))).lower(),
         "mlflow.source.git.commit": sha,
+        "mlflow.source.name": "judgesweep",
+        "mlflow.source.type": "LOCAL",
+        "mlflow.user": _user(),
+        # what identified a configuration before run names were made readable: a gate's baseline is found by it
+        CONFIG_TAG: naming.config_key(choices),
         "hydra.run_dir": hc.runtime.output_dir,
         # the jobs of one multirun share this tag: `judgesweep-compare --sweep <it>` compares them
         "judgesweep.sweep": str(Path(hc.sweep.dir).resolve()) if hc.mode == RunMode.MULTIRUN else "",
         "hydra.overrides": ",".join(hc.overrides.task),
     }
-    name = ",".join(f"{k}={choices[k]}" for k in ("generator", "judge", "prompt", "rubric", "dataset") if k in choices)
     identity = {k: v for k, v in params.items() if not _operational(k)}
     identity_sha = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
     return RunContext(
@@ -194,7 +229,7 @@ def context(dcfg: DictConfig, cfg: RunConfig, hc: DictConfig, pool: LimiterPool)
         project_root=root,
         api_keys=_api_keys(cfg),
         generator_limiter=_limiter(pool, cfg.generator, workers) if cfg.generator is not None else None,
-        run_name=name,
+        run_name=_run_name(hc, choices),
         params=params,
         tags=tags,
         resolved_config_yaml=OmegaConf.to_yaml(dcfg, resolve=True),

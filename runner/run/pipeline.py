@@ -25,6 +25,7 @@ from runner.judging.calls import RunAborted
 from runner.judging.estimate import estimate_run
 from runner.judging.generation import GENERATIONS_NAME, Generation
 from runner.judging.judge import JudgePlan, planned_calls
+from runner.judging.progress import ProgressOptions
 from runner.llm.client import litellm_version, supports_json_schema
 from runner.modes import base as modes
 from runner.modes import ensemble_check
@@ -105,7 +106,8 @@ def _baseline(ctx: RunContext) -> gates.Baseline | None:
         raise ConfigurationError("gate.baseline_run needs tracking (the baseline is an MLflow run); "
                                  "tracking is off")
     try:
-        run_id, value = tracking.find_baseline(cfg.tracking, gate.baseline_run, ctx.run_name, gate.metric)
+        run_id, value = tracking.find_baseline(cfg.tracking, gate.baseline_run, ctx.tags[tracking.CONFIG_TAG],
+                                                gate.metric)
     except LookupError as exc:
         raise ConfigurationError(f"gate.baseline_run={gate.baseline_run!r}: {exc}") from None
     return gates.Baseline(gate.baseline_run, run_id, value)
@@ -151,6 +153,10 @@ def _run_params(ctx: RunContext, prepared: Prepared) -> dict[str, Any]:
             "n_items": len(prepared.refs)}
 
 
+def _progress(cfg: RunConfig) -> ProgressOptions:
+    return ProgressOptions(cfg.progress, cfg.progress_interval_s)
+
+
 def _generate(ctx: RunContext, prepared: Prepared, answered: threading.Event) -> dict[str, Generation]:
     cfg, gen = ctx.cfg, ctx.cfg.generator
     template = prepared.setup.generator_template
@@ -160,7 +166,7 @@ def _generate(ctx: RunContext, prepared: Prepared, answered: threading.Event) ->
         root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.generator_limiter,
         seed=cfg.seed, concurrency=gen.concurrency, total=len(prepared.refs),
         prior=stages.prior_answers(ctx.run_dir, GENERATIONS_NAME) if cfg.resume else {},
-        max_error_rate=cfg.max_error_rate, progress=cfg.progress, neutralize=cfg.prompt.neutralize_delimiters,
+        max_error_rate=cfg.max_error_rate, progress=_progress(cfg), neutralize=cfg.prompt.neutralize_delimiters,
         answered=answered)
 
 
@@ -172,7 +178,7 @@ def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
         member_dirs=member_dirs(ctx),
         root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiters=ctx.member_limiters,
         response_formats=prepared.member_formats or {}, seed=cfg.seed, total=total, priors=prior,
-        progress=cfg.progress, answered=answered)
+        progress=_progress(cfg), answered=answered)
 
 
 def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run: Future[str | None],
@@ -192,7 +198,7 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run: F
         judgments = stages.judge(
             cfg.judge, prepared.plan, candidates(ctx, prepared, generations), prepared.refs, run_dir=ctx.run_dir,
             root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.limiter,
-            response_format=prepared.response_format, seed=cfg.seed, total=total, prior=prior, progress=cfg.progress,
+            response_format=prepared.response_format, seed=cfg.seed, total=total, prior=prior, progress=_progress(cfg),
             answered=answered)
     except RunAborted as exc:
         answered.set()  # the MLflow run is created now if it was still waiting

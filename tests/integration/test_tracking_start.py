@@ -74,7 +74,8 @@ def test_the_first_request_does_not_wait_for_the_mlflow_run_and_resume_continues
     assert before_the_run[:2] == [True, True]  # both first requests (concurrency 2) went before the run existed
     killed_run = manifest_run_id(run_dir)
     assert killed_run is not None
-    created_ms = MlflowClient(tracking_uri=mlflow_uri(tmp_path)).get_run(killed_run).info.start_time
+    killed = MlflowClient(tracking_uri=mlflow_uri(tmp_path)).get_run(killed_run)
+    created_ms, name = killed.info.start_time, killed.info.run_name
     assert created_ms / 1000 >= first_answered[0]  # created once the first answer was in, not beside the request
 
     fake_server.reply = lambda body: "Verdict: [[A]]"
@@ -82,6 +83,7 @@ def test_the_first_request_does_not_wait_for_the_mlflow_run_and_resume_continues
     assert resumed.proc.returncode == 0, resumed.output
     runs = job_runs(tmp_path)
     assert [run.info.run_id for run in runs] == [killed_run] and runs[0].info.status == "FINISHED"
+    assert runs[0].info.run_name == name and name.startswith("local_openai · ")  # the resumed run keeps its name
     assert manifest_run_id(run_dir) == killed_run
 
 

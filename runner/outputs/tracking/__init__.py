@@ -21,6 +21,7 @@ from runner.outputs.tracking.records import (
     ARTIFACTS,
     BATCH,
     COMPARISON_KIND,
+    CONFIG_TAG,
     KIND_TAG,
     MAX_PARAM_CHARS,
     SECRET_KEY,
@@ -34,8 +35,9 @@ from runner.outputs.tracking.runs import BASELINE_LATEST, fail_run, find_baselin
 from runner.outputs.tracking.summaries import log_comparison, log_sweep
 
 __all__ = [
-    "ARTIFACTS", "BASELINE_LATEST", "BATCH", "COMPARISON_KIND", "KIND_TAG", "MAX_PARAM_CHARS", "SECRET_KEY",
-    "SWEEP_KIND", "SWEEP_TAG", "RunRecord", "TrackedRun", "_client", "_experiment_id", "download_artifact",
-    "fail_run", "find_baseline", "find_sweep_runs", "finish_run", "get_run_metrics", "get_runs", "log_comparison",
+    "ARTIFACTS", "BASELINE_LATEST", "BATCH", "COMPARISON_KIND", "CONFIG_TAG", "KIND_TAG", "MAX_PARAM_CHARS",
+    "SECRET_KEY", "SWEEP_KIND", "SWEEP_TAG", "RunRecord", "TrackedRun", "_client", "_experiment_id",
+    "download_artifact", "fail_run", "find_baseline", "find_sweep_runs", "finish_run", "get_run_metrics", "get_runs",
+    "log_comparison",
     "log_sweep", "safe_params", "start_run",
 ]

@@ -19,6 +19,8 @@ ARTIFACTS = ("summary.json", "metrics.json", "results.jsonl", "journal.jsonl", "
              "report.html")
 
 SWEEP_TAG = "judgesweep.sweep"
+# a job's group choices (judge=x,prompt=y,...): what a gate's "latest on <branch>" baseline must share
+CONFIG_TAG = "judgesweep.config"
 KIND_TAG = "judgesweep.kind"
 COMPARISON_KIND = "comparison"
 SWEEP_KIND = "sweep"

@@ -16,8 +16,8 @@ from typing import Any
 
 from runner.core import metric_names
 from runner.core.config import TrackingConfig
-from runner.outputs.tracking import connection
-from runner.outputs.tracking.records import ARTIFACTS, BATCH, RunRecord, safe_params
+from runner.outputs.tracking import connection, sweeps
+from runner.outputs.tracking.records import ARTIFACTS, BATCH, CONFIG_TAG, RunRecord, safe_params
 
 # mlflow and pandas are imported inside the functions that use them: together they cost ~120 MB of
 # memory and a second of start-up, which a run with tracking=off should not pay.
@@ -39,6 +39,7 @@ def start_run(cfg: TrackingConfig, run_name: str, params: Mapping[str, Any], tag
     client = connection.client(cfg)
     if run_id is None:
         experiment = connection.experiment_id(client, cfg)
+        tags = sweeps.parent_tags(client, experiment, dict(tags))  # a sweep's job: nested under the sweep's run
         run_id = client.create_run(experiment, run_name=run_name, tags=dict(tags)).info.run_id
     else:
         client.update_run(run_id, status=RunStatus.to_string(RunStatus.RUNNING))
@@ -85,15 +86,16 @@ def fail_run(cfg: TrackingConfig, run_id: str, reason: str) -> None:
     client.set_terminated(run_id, status=RunStatus.to_string(RunStatus.FAILED))
 
 
-def find_baseline(cfg: TrackingConfig, ref: str, run_name: str, metric: str) -> tuple[str, float]:
+def find_baseline(cfg: TrackingConfig, ref: str, config: str, metric: str) -> tuple[str, float]:
     """Find the baseline run a gate compares against and its value of ``metric``.
 
     Args:
         cfg: Where MLflow records runs.
         ref: An MLflow run id, or ``latest on <branch>``: the most recent FINISHED run in the experiment
-            with the same run name (judge, prompt, rubric, dataset) whose ``git.branch`` tag is ``<branch>``
-            and which logged ``metric``.
-        run_name: This run's name.
+            with the same configuration (its ``judgesweep.config`` tag: judge, prompt, rubric, dataset; a run
+            logged before that tag existed: its run name, which was that string) whose ``git.branch`` tag is
+            ``<branch>`` and which logged ``metric``.
+        config: This run's configuration (``judge=x,prompt=y,...``).
         metric: The gated metric, e.g. ``score/mean``.
 
     Returns:
@@ -117,15 +119,14 @@ def find_baseline(cfg: TrackingConfig, ref: str, run_name: str, metric: str) -> 
         return ref, value
     exp = client.get_experiment_by_name(cfg.experiment)
     branch = latest.group(1)
-    if exp is not None:
-        quoted = run_name.replace("'", "\\'")
-        runs = client.search_runs(
+    quoted = config.replace("'", "\\'")
+    for same_config in (f"tags.`{CONFIG_TAG}` = '{quoted}'", f"attributes.run_name = '{quoted}'"):
+        runs = [] if exp is None else client.search_runs(
             [exp.experiment_id], max_results=100, order_by=["attributes.start_time DESC"],
-            filter_string=f"tags.`git.branch` = '{branch}' and attributes.status = 'FINISHED' "
-                          f"and attributes.run_name = '{quoted}'")
+            filter_string=f"tags.`git.branch` = '{branch}' and attributes.status = 'FINISHED' and {same_config}")
         for run in runs:
             value = metric_names.lookup(run.data.metrics, metric)
             if value is not None:
                 return run.info.run_id, value
-    raise LookupError(f"no finished run named {run_name!r} with metric {metric!r} on branch {branch!r} in "
+    raise LookupError(f"no finished run of {config!r} with metric {metric!r} on branch {branch!r} in "
                       f"experiment {cfg.experiment!r}")

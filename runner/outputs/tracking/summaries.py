@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.config import TrackingConfig
-from runner.outputs.tracking import connection
+from runner.outputs.tracking import connection, sweeps
 from runner.outputs.tracking.records import (
     COMPARISON_KIND,
     KIND_TAG,
@@ -39,7 +39,9 @@ def log_sweep(cfg: TrackingConfig, sweep_dir: Path, files: list[Path], metrics: 
     client = connection.client(cfg)
     tags = {KIND_TAG: kind, SWEEP_TAG: str(sweep_dir.resolve())}
     experiment = connection.experiment_id(client, cfg)
-    run_id = client.create_run(experiment, run_name=f"{kind} {sweep_dir.name}", tags=tags).info.run_id
+    # the sweep's parent run, opened when it started (runner.outputs.tracking.sweeps), takes its table
+    run_id = sweeps.sweep_run_id(client, experiment, tags[SWEEP_TAG]) if kind == SWEEP_KIND else None
+    run_id = run_id or client.create_run(experiment, run_name=f"{kind} {sweep_dir.name}", tags=tags).info.run_id
     stamp = int(time.time() * 1000)
     client.log_batch(run_id, metrics=[Metric(k, float(v), stamp, 0) for k, v in metrics.items()])
     for path in files:

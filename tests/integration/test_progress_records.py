@@ -1,0 +1,36 @@
+"""Without a terminal (piped output, CI), a paid stage logs a one-line progress record every
+``progress_interval_s`` seconds and once at its end (run in this process, whose output is not a TTY)."""
+
+from __future__ import annotations
+
+import re
+
+from tests.fakes.openai_server import Reply
+from tests.integration.conftest import live_judge
+
+RECORD = re.compile(r"\[runner\.judging\.progress\]\[INFO\] - judging (\d+)/6 \(\d+%\)  [\d.]+ calls/s  \d+ s  "
+                    r"\$[\d.]+  errors (\d+)  429s (\d+)$")
+
+
+def run(run_cli, fake_server, *extra: str):
+    fake_server.reply = lambda body: Reply(content="[[A]]", delay_s=0.15)
+    return run_cli(*live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict",
+                   "dataset=chat_vs_simple", "max_items=6", "order=fixed", "concurrency=1", "cache.mode=off",
+                   "tracking=off", *extra)
+
+
+def test_progress_is_logged_every_interval_and_at_the_end(run_cli, fake_server):
+    result = run(run_cli, fake_server, "progress_interval_s=0.2")
+    assert result.proc.returncode == 0, result.output
+    records = [RECORD.search(line) for line in result.output.splitlines()]
+    done = [int(m.group(1)) for m in records if m]
+    assert len(done) >= 3, result.output  # ~1 s of calls at 0.2 s: periodic records, then the last one
+    assert done == sorted(done) and done[-1] == 6 and done[0] < 6
+    assert all(m.group(2) == "0" and m.group(3) == "0" for m in records if m)
+
+
+def test_no_progress_record_when_progress_is_off_or_the_interval_zero(run_cli, fake_server):
+    for off in ("progress=false", "progress_interval_s=0"):
+        result = run(run_cli, fake_server, off)
+        assert result.proc.returncode == 0, result.output
+        assert "runner.judging.progress" not in result.output, off

@@ -1,0 +1,35 @@
+"""The sweep table fits 120 columns: rows of a real sweep (jobs run in this process into one sweep directory) with
+long override values and many metrics (per-category statistics with their CIs), rendered on a 120-column console."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from runner.outputs import sweep
+from tests.integration.test_statistics import by_topic, overrides, write_dataset
+
+
+def test_a_wide_sweep_is_printed_within_120_columns_with_every_value(run_cli, fake_server, tmp_path):
+    fake_server.reply = by_topic
+    for job in (0, 1):
+        dataset = tmp_path / f"pairs_of_a_dataset_with_a_long_descriptive_name_number_{job}.jsonl"
+        write_dataset(dataset)
+        result = run_cli(*overrides(fake_server, dataset, tmp_path, job), "judge.temperature=0.25",
+                         run_dir=tmp_path / "sweep" / str(job))
+        assert result.proc.returncode == 0, result.output
+    rows = sweep.collect(tmp_path / "sweep")
+    assert len([k for k in rows[0] if k.startswith("by_")]) > 10  # many metrics
+    screen = io.StringIO()
+    sweep.render(rows, Console(file=screen, width=120, force_terminal=True, color_system=None))
+    text = screen.getvalue()
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 120, "\n" + text
+    assert "sweep: 2 jobs (1/" in text  # the metrics that do not fit beside the overrides: a second table
+    first_column = "".join(line.split("│")[2].strip() for line in lines if line.count("│") > 2)
+    for row in rows:  # each job's differing override, whole even where folded
+        assert row["dataset.path"] in first_column
+    assert text.count("win_rate") >= 2 and "agreement_ci" not in text  # a CI is under its value, not a column
+    for column in ("agreement", "kappa", "by_category/", "math/", "by_tag/"):
+        assert column in text
