@@ -100,9 +100,11 @@ def test_a_sweep_report_has_the_table_the_frontier_and_escapes_override_values()
     rows = sweep_rows()
     html = sweep_report(rows, frontier(rows), f"sweep {HOSTILE}")
     assert HOSTILE not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert "<td>replay_chatgpt</td>" in html and "<td>0.955</td>" in html
+    # a CI beside its value, in one cell, in both tables (not a column per bound)
+    assert "<td>replay_chatgpt</td>" in html and "<td>0.955 [0.92, 0.975]</td>" in html
+    assert "<th>agreement [95% CI]</th>" in html and "<th>agr low</th>" not in html
     assert len(images(html)) == 1 and images(html)[0].startswith(PNG)
-    assert "<td>judge=replay_gpt4</td><td>0.955</td><td>0.92</td><td>0.975</td><td>0</td><td>True</td>" in html
+    assert "<td>judge=replay_gpt4</td><td>0.955 [0.92, 0.975]</td><td>0</td><td>True</td>" in html
     assert "their cost is a lower bound" in html
 
 
