@@ -31,11 +31,12 @@ REPORT_NAME = "report.html"
 TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
 <style>
-body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222;
-overflow-wrap:anywhere}
+body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222;
+overflow-wrap:break-word}
 .scroll{max-width:100%;overflow-x:auto}
 table{border-collapse:collapse;margin:.5em 0;font-size:13px}
-th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}td.long{overflow-wrap:anywhere;
+min-width:12em}
 th{background:#f3f3f3}
 img{max-width:100%;border:1px solid #eee}.note{color:#555;font-size:13px}
 {{ item_css }}
@@ -45,7 +46,8 @@ img{max-width:100%;border:1px solid #eee}.note{color:#555;font-size:13px}
 {% if s.image %}<img alt="{{ s.heading }}" src="data:image/png;base64,{{ s.image }}">{% endif %}
 {% if s.columns %}{% if s.collapsed %}<details><summary>{{ s.rows|length }} rows</summary>{% endif %}
 <div class="scroll"><table><thead><tr>{% for c in s.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead><tbody>
-{% for row in s.rows %}<tr>{% for cell in row %}<td>{% if cell.href is defined %}<a href="{{ cell.href }}">{{ cell.text
+{% for row in s.rows %}<tr>{% for cell in row %}<td{% if cell is string and cell|length > 40 and " " not in cell
+%} class="long"{% endif %}>{% if cell.href is defined %}<a href="{{ cell.href }}">{{ cell.text
 }}</a>{% else %}{{ cell }}{% endif %}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table></div>{% if s.collapsed %}</details>{% endif %}{% endif %}
 {% if s.html %}{{ s.html }}{% endif %}
@@ -281,6 +283,16 @@ def _frontier_section(frontier_rows: Sequence[Mapping[str, Any]], quality_key: s
     return Section("Cost-quality frontier", png, columns, rows, tuple(notes))
 
 
+def _shared_overrides(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """The overrides (text columns) every job of a sweep of two or more has with the same value: said once under
+    the table rather than repeated on each row (paths, mostly, that would make it wider than the window)."""
+    if len(rows) < 2:
+        return {}
+    columns = dict.fromkeys(k for row in rows for k in row if k not in ("job", "status"))
+    return {c: rows[0][c] for c in columns if all(isinstance(row.get(c), str) and row.get(c) == rows[0].get(c)
+                                                   for row in rows)}
+
+
 def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapping[str, Any]] | None,
                  title: str, quality_key: str = "agreement", frontier_png: bytes | None = None,
                  links: Mapping[int, str] | None = None) -> str:
@@ -295,10 +307,13 @@ def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapp
         frontier_png: The frontier plot when already drawn (else it is drawn here).
         links: Job number -> the address of its report.html relative to this report; its ``job`` cells link there.
     """
-    columns, cells = _table(rows, links=links)
-    sections = [Section(f"Jobs ({len(rows)})", columns=columns, rows=cells,
-                        notes=("job: opens that job's report.html; value [95% confidence interval]",) if links
-                        else ())]
+    shared = _shared_overrides(rows)
+    columns, cells = _table(rows, [c for c in dict.fromkeys(k for row in rows for k in row) if c not in shared],
+                            links)
+    notes = ("job: opens that job's report.html; value [95% confidence interval]",) if links else ()
+    if shared:
+        notes += ("The same in every job: " + ", ".join(f"{k}={v}" for k, v in shared.items()),)
+    sections = [Section(f"Jobs ({len(rows)})", columns=columns, rows=cells, notes=notes)]
     if frontier_rows:
         sections.append(_frontier_section(frontier_rows, quality_key, frontier_png, links))
     else:
