@@ -310,7 +310,7 @@ def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapp
     shared = _shared_overrides(rows)
     columns, cells = _table(rows, [c for c in dict.fromkeys(k for row in rows for k in row) if c not in shared],
                             links)
-    notes = ("job: opens that job's report.html; value [95% confidence interval]",) if links else ()
+    notes: tuple[str, ...] = ("job: opens that job's report.html; value [95% confidence interval]",) if links else ()
     if shared:
         notes += ("The same in every job: " + ", ".join(f"{k}={v}" for k, v in shared.items()),)
     sections = [Section(f"Jobs ({len(rows)})", columns=columns, rows=cells, notes=notes)]

@@ -62,7 +62,7 @@ def test_the_page_escapes_texts_folds_long_ones_and_carries_the_filters():
     assert HOSTILE not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert html.count("<script>") == 1  # the page's own filter script, nothing from the data
     assert "(512 characters)</summary>" in html  # i1's long instruction folded under its start
-    assert 'data-flags="flip"' in html and 'data-flag="unscored"' in html and "unscored (1)" in html
+    assert 'data-flags="flip"' in html and 'data-flag="unscored"' in html and "unscored\n(1)" in html
     assert '<option>math</option>' in html and "http" not in html  # no network: nothing fetched
 
 
