@@ -50,7 +50,7 @@ def test_flags_come_from_the_mode_and_from_the_calls_and_texts_are_kept_per_item
 def test_a_run_above_the_limit_draws_its_flagged_items_first_in_dataset_order():
     refs, judgments, items = pairwise_run()
     d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items, limit=2)
-    assert [e.id for e in d.entries] == ["i2", "i4"] and d.total == 4
+    assert [e.id for e in d.entries] == ["i2", "i4"] and d.total == 4 and drilldown.LIMIT == 2_000
     html = html_report.run_report({}, {}, "t", "pairwise", None, d)
     assert "<h2>Items (2 of 4)</h2>" in html and "draws\n2 of the run's 4 items, the flagged ones first" in html
 
