@@ -105,6 +105,8 @@ def test_reports_fit_1280_px_and_filter_and_search_work_in_chromium(tmp_path_fac
     flips, wrong = expected(job)
     assert flips and wrong  # GPT-4 flips on 5 Natural items and misses 7: the filters have something to hide
 
+    # one file: nothing in it is fetched (plots are data: URIs; the only links are the sweep's to its jobs)
+    assert not re.search(r'(src|href)="(?!data:)', (job / "report.html").read_text())
     run = probe(job / "report.html", query, tmp_path)
     assert run["all"] == run["cleared"] == 100
     assert set(run["flip"]) == flips and set(run["wrong"]) == wrong
@@ -138,3 +140,41 @@ def test_reports_fit_1280_px_and_filter_and_search_work_in_chromium(tmp_path_fac
                "var c = document.querySelector('input[data-flag=\"flip\"]'); c.checked = true;"
                "c.dispatchEvent(new Event('change', {bubbles: true}));")
     screenshot(sweep, "sweep_report", tmp_path, 1400)
+
+
+GROUP_PROBE = """<script>
+window.addEventListener("load", function () {
+  var box = document.getElementById("items"), out = {};
+  function shown() { return Array.prototype.filter.call(document.querySelectorAll("details.item"),
+    function (i) { return !i.hidden; }).map(function (i) { return i.getAttribute("data-id"); }); }
+  var select = box.querySelector("select[data-group]");
+  select.value = "math"; select.dispatchEvent(new Event("change", {bubbles: true})); out.math = shown();
+  var flag = box.querySelector('input[data-flag="unscored"]'); flag.checked = true;
+  flag.dispatchEvent(new Event("change", {bubbles: true})); out.math_unscored = shown();
+  out.counter = box.querySelector("[data-shown]").textContent;
+  document.body.setAttribute("data-probe", JSON.stringify(out));
+});
+</script>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (Debian: apt-get install -y chromium)")
+def test_the_tag_or_category_filter_combines_with_a_flag_in_chromium(tmp_path):
+    from runner.core.types import Candidate, Item, JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+    from runner.inputs.datasets import ItemRef
+    from runner.modes import drilldown
+    from runner.outputs import html_report
+
+    refs = [ItemRef("a", None, "", category="math"), ItemRef("b", None, "", tags=("math", "long")),
+            ItemRef("c", None, "", category="code")]
+    judgments = [Judgment(JudgeRequest(r.id, 0, Order.AB, "judge", "h"), JudgeResponse("?"), Verdict(None, "no label"),
+                          None, Status.UNSCORED if r.id != "a" else Status.SCORED) for r in refs]
+    items = [Item(r.id, {"instruction": "q"}, (Candidate("x", "1"), Candidate("y", "2"))) for r in refs]
+    d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items)
+    page = tmp_path / "groups.html"
+    page.write_text(html_report.run_report({}, {}, "groups", "pairwise", None, d).replace(
+        "</body>", GROUP_PROBE + "</body>"))
+    dom = chromium("--dump-dom", f"--window-size={WIDTH},900", page.as_uri(), tmp=tmp_path)
+    found = re.search(r'data-probe="([^"]*)"', dom)
+    assert found, dom[-2000:]
+    out = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert out == {"math": ["a", "b"], "math_unscored": ["b"], "counter": "1 of 3 items shown"}

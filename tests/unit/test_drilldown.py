@@ -47,6 +47,15 @@ def test_flags_come_from_the_mode_and_from_the_calls_and_texts_are_kept_per_item
     assert d.counts == {"wrong": 1, "flip": 1, "unscored": 1, "failed": 0} and d.total == 4
 
 
+def test_an_ensemble_s_calls_name_their_member_and_flips_are_counted_within_a_member():
+    refs, judgments, items = pairwise_run()
+    judges = ["m1", "m2"] * 4  # each item's two orders answered by different members: no member flips
+    d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items, judges)
+    by_id = {e.id: e for e in d.entries}
+    assert [a.call for a in by_id["i2"].answers] == ["member m1, order ab, repeat 1", "member m2, order ba, repeat 1"]
+    assert d.counts["flip"] == 0
+
+
 def test_a_run_above_the_limit_draws_its_flagged_items_first_in_dataset_order():
     refs, judgments, items = pairwise_run()
     d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items, limit=2)
