@@ -10,7 +10,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 # module's asserts again (~3 CPU-s a pytest process).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test test-fast lint install clean bench bench-scale
+.PHONY: run test test-fast lint install clean bench bench-scale report-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,11 @@ bench: $(STAMP)
 
 bench-scale: $(STAMP)
 	$(BIN)/python -m benchmarks.bench --only scale --scale-sizes 1000000 $(ARGS)
+
+# report.html in headless chromium at 1280 px (overflow, filters, search, the sweep's links); screenshots in SHOTS.
+SHOTS ?= outputs/report-shots
+report-check: $(STAMP)
+	REPORT_SHOTS=$(abspath $(SHOTS)) $(BIN)/python -m pytest -q -n 0 -rs tests/integration/test_report_browser.py
 
 clean:
 	rm -rf $(VENV) outputs/runs outputs/multirun

@@ -22,6 +22,7 @@ from runner.core.config import RunConfig
 from runner.core.types import Item, Judgment
 from runner.inputs.datasets import ItemRef
 from runner.inputs.prompts import Template
+from runner.modes.drilldown import ItemOutcome
 from runner.modes.record import Record
 
 if TYPE_CHECKING:  # runner.modes.sections imports this module (through runner.modes.statistics)
@@ -154,6 +155,11 @@ class RunMode(ABC):
     def views(self, document: Document) -> list[View]:
         """The HTML report's sections for this mode (headline, gates and metrics are the report's own); the
         document is read leniently: a section it lacks is not drawn."""
+
+    @abstractmethod
+    def item_outcomes(self, document: Document, refs: Sequence[ItemRef]) -> dict[str, ItemOutcome]:
+        """Each item's final verdict or score and its flags (wrong against gold, failed, unscored, inconsistent),
+        for the HTML report's drill-down (runner.modes.drilldown)."""
 
     @abstractmethod
     def items(self, document: Document) -> list[Json]:

@@ -9,44 +9,60 @@ from __future__ import annotations
 
 import base64
 import logging
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment
+from markupsafe import Markup
 
 from runner.modes import base
 from runner.modes.base import View, cell
+from runner.modes.drilldown import Drilldown
 from runner.modes.record import Record
-from runner.outputs import frontier, sweep
-from runner.outputs.frontier import figure, literal, png_bytes
+from runner.outputs import frontier, item_report, sweep
+from runner.outputs.report_plots import bars_png, confusion_png, histogram_png, verdict_png, wilson
 
 log = logging.getLogger(__name__)
 
 REPORT_NAME = "report.html"
-Z95 = 1.959963984540054
 
 TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
 <style>
-body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
+body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222;
+overflow-wrap:break-word}
+.scroll{max-width:100%;overflow-x:auto}
 table{border-collapse:collapse;margin:.5em 0;font-size:13px}
-th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}td.long{overflow-wrap:anywhere;
+min-width:12em}
+th{background:#f3f3f3}
 img{max-width:100%;border:1px solid #eee}.note{color:#555;font-size:13px}
+{{ item_css }}
 </style></head><body>
 <h1>{{ title }}</h1>
 {% for s in sections %}<section><h2>{{ s.heading }}</h2>
 {% if s.image %}<img alt="{{ s.heading }}" src="data:image/png;base64,{{ s.image }}">{% endif %}
 {% if s.columns %}{% if s.collapsed %}<details><summary>{{ s.rows|length }} rows</summary>{% endif %}
-<table><thead><tr>{% for c in s.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead><tbody>
-{% for row in s.rows %}<tr>{% for cell in row %}<td>{{ cell }}</td>{% endfor %}</tr>
-{% endfor %}</tbody></table>{% if s.collapsed %}</details>{% endif %}{% endif %}
+<div class="scroll"><table><thead><tr>{% for c in s.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead><tbody>
+{% for row in s.rows %}<tr>{% for cell in row %}<td{% if cell is string and cell|length > 40 and " " not in cell
+%} class="long"{% endif %}>{% if cell.href is defined %}<a href="{{ cell.href }}">{{ cell.text
+}}</a>{% else %}{{ cell }}{% endif %}</td>{% endfor %}</tr>
+{% endfor %}</tbody></table></div>{% if s.collapsed %}</details>{% endif %}{% endif %}
+{% if s.html %}{{ s.html }}{% endif %}
 {% for note in s.notes %}<p class="note">{{ note }}</p>{% endfor %}
 </section>
 {% endfor %}</body></html>
 """
+
+
+@dataclass(frozen=True)
+class Link:
+    """A table cell that links to another file (relative to the report): its text and its address."""
+
+    text: str
+    href: str
 
 
 @dataclass(frozen=True)
@@ -56,9 +72,10 @@ class Section:
     heading: str
     png: bytes = b""
     columns: tuple[str, ...] = ()
-    rows: tuple[tuple[str, ...], ...] = ()
+    rows: tuple[tuple[str | Link, ...], ...] = ()
     notes: tuple[str, ...] = ()
     collapsed: bool = False
+    html: Markup | None = None  # a block drawn by its own module (the drill-down), placed as it is
 
     @property
     def image(self) -> str:
@@ -68,95 +85,44 @@ class Section:
 
 def render(title: str, sections: Sequence[Section]) -> str:
     """The HTML page: the sections in order, every text autoescaped."""
-    return Environment(autoescape=True).from_string(TEMPLATE).render(title=title, sections=sections)
+    return Environment(autoescape=True).from_string(TEMPLATE).render(title=title, sections=sections,
+                                                                     item_css=Markup(item_report.CSS))
 
 
-def wilson(count: int, n: int) -> tuple[float, float]:
-    """The 95% Wilson score interval of ``count / n``; it stays inside [0, 1] for shares near 0 or 1."""
-    if n <= 0:
-        return 0.0, 0.0
-    p, z2 = count / n, Z95 ** 2
-    centre, half = (p + z2 / (2 * n)) / (1 + z2 / n), Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return max(centre - half, 0.0), min(centre + half, 1.0)
+# a metric whose interval's bounds are not named <metric>_ci_low / <metric>_ci_high
+CI_BOUNDS = {"verdict/win_rate_with_ties": ("verdict/win_rate_ci_low", "verdict/win_rate_ci_high")}
 
 
-def verdict_png(distribution: Mapping[str, int], n: int, win_rate: Mapping[str, Any] | None = None) -> bytes:
-    """Bars of each verdict's share of ``n`` items with 95% Wilson intervals; the win rate's CI in the title."""
-    fig = figure(6.0, 3.4)
-    ax = fig.subplots()
-    names = list(distribution)
-    shares = [distribution[k] / n if n else 0.0 for k in names]
-    bounds = [wilson(distribution[k], n) for k in names]
-    # max(0, ...): at a share of 0 or 1 the Wilson bound lands an ulp past it, and matplotlib refuses < 0
-    err = [[max(s - lo, 0.0) for s, (lo, _) in zip(shares, bounds, strict=True)],
-           [max(hi - s, 0.0) for s, (_, hi) in zip(shares, bounds, strict=True)]]
-    ax.bar([literal(k) for k in names], shares, yerr=err, capsize=4, color="#42a5f5")
-    ax.set_ylim(0, 1)
-    ax.set_ylabel(f"share of {n} items")
-    title = "final verdicts (95% Wilson CI)"
-    ci = (win_rate or {}).get("ci") or {}
-    if win_rate and win_rate.get("rate") is not None and ci.get("low") is not None:
-        title += f"\nwin rate, ties as half: {win_rate['rate']:.3f} [{ci['low']:.3f}, {ci['high']:.3f}]"
-    ax.set_title(title, fontsize=10)
-    return png_bytes(fig)
+def _bounds_of(key: str) -> tuple[str, str]:
+    return CI_BOUNDS.get(key, (f"{key}_ci_low", f"{key}_ci_high"))
 
 
-def confusion_png(labels: Sequence[str], matrix: Sequence[Sequence[int]]) -> bytes:
-    """Heatmap of a confusion matrix (rows = gold label, columns = the judge's), counts written in."""
-    size = 1.2 + 0.9 * len(labels)
-    fig = figure(size + 1.2, size)
-    ax = fig.subplots()
-    image = ax.imshow(matrix, cmap="Blues")
-    peak = max((v for row in matrix for v in row), default=0)
-    for i, row in enumerate(matrix):
-        for j, value in enumerate(row):
-            ax.text(j, i, str(value), ha="center", va="center", color="white" if value > peak / 2 else "black")
-    ticks = [literal(label) for label in labels]
-    ax.set_xticks(range(len(labels)), ticks, rotation=30, ha="right")
-    ax.set_yticks(range(len(labels)), ticks)
-    ax.set_xlabel("judge")
-    ax.set_ylabel("gold")
-    fig.colorbar(image, ax=ax, shrink=0.8)
-    return png_bytes(fig)
+def with_ci(metrics: Mapping[str, float], key: str) -> str:
+    """A metric's cell with its interval beside it when both bounds are there: ``0.955 [0.9167, 0.9761]``."""
+    low, high = (metrics.get(b) for b in _bounds_of(key))
+    text = cell(metrics[key])
+    return text if low is None or high is None else f"{text} [{cell(low)}, {cell(high)}]"
 
 
-def histogram_png(scores: Sequence[float], scale: Sequence[float] | None = None) -> bytes:
-    """Histogram of overall scores over the rubric's scale, with the mean marked."""
-    fig = figure(6.0, 3.4)
-    ax = fig.subplots()
-    limits = (float(scale[0]), float(scale[1])) if scale else (min(scores, default=0.0), max(scores, default=1.0))
-    ax.hist(scores, bins=20, range=limits if limits[1] > limits[0] else None, color="#66bb6a", edgecolor="white")
-    if scores:
-        mean = sum(scores) / len(scores)
-        ax.axvline(mean, color="#2e7d32", linestyle="--", label=f"mean {mean:.2f}")
-        ax.legend(fontsize=8)
-    ax.set_xlabel("overall score")
-    ax.set_ylabel("items")
-    return png_bytes(fig)
-
-
-def bars_png(values: Mapping[str, float | None], xlabel: str, limits: Sequence[float] | None = None) -> bytes:
-    """Horizontal bars, one per name, values written beside them (a missing value: an empty bar, "n/a")."""
-    names = list(values)
-    fig = figure(6.0, 1.0 + 0.32 * len(names))
-    ax = fig.subplots()
-    bars = ax.barh([literal(n) for n in names], [values[n] or 0.0 for n in names], color="#ab47bc")
-    ax.bar_label(bars, labels=[cell(values[n]) if values[n] is not None else "n/a" for n in names], padding=3,
-                 fontsize=8)
-    ax.invert_yaxis()
-    if limits:
-        ax.set_xlim(float(limits[0]), float(limits[1]))
-    ax.set_xlabel(xlabel)
-    return png_bytes(fig)
+def _shown_bounds(metrics: Mapping[str, float]) -> set[str]:
+    """The CI bounds drawn beside their metric (so not on rows of their own)."""
+    return {b for key in metrics for b in _bounds_of(key)
+            if all(metrics.get(x) is not None for x in _bounds_of(key))}
 
 
 def _headline(metrics: Mapping[str, float]) -> Section:
-    rows = [(name, cell(metrics[key])) for key, name in sweep.HEADLINE.items() if metrics.get(key) is not None]
+    bounds = _shown_bounds(metrics)
+    rows = [(name, with_ci(metrics, key)) for key, name in sweep.HEADLINE.items()
+            if metrics.get(key) is not None and key not in bounds]
     for key in ("items/total", "cost/unknown_calls", "cost/list_unpriced_calls"):
         if metrics.get(key) is not None:
             rows.append((key, cell(metrics[key])))
-    return Section("Headline", columns=("metric", "value"), rows=tuple(rows))
+    return Section("Headline", columns=("metric", "value"), rows=tuple(rows),
+                   notes=("value [95% confidence interval]",) if bounds else ())
 
+
+__all__ = ["Link", "Section", "bars_png", "confusion_png", "histogram_png", "render", "run_report", "sweep_report",
+           "verdict_png", "wilson", "write_run_report", "write_sweep_report"]
 
 PLOTS: dict[str, Callable[..., bytes]] = {"verdicts": verdict_png, "confusion": confusion_png,
                                           "histogram": histogram_png, "bars": bars_png}
@@ -170,8 +136,9 @@ def view_section(view: View) -> Section:
 
 
 def run_report(summary: Mapping[str, Any], metrics: Mapping[str, float], title: str, mode: str,
-               typed: Record | None = None) -> str:
-    """The HTML report of one run: headline, its mode's views (runner.modes.base.RunMode.views), gates, all metrics.
+               typed: Record | None = None, drilldown: Drilldown | None = None) -> str:
+    """The HTML report of one run: headline, its mode's views (runner.modes.base.RunMode.views), gates, all metrics
+    and the items' drill-down.
 
     Args:
         summary: The run's summary.json content; with ``typed``, only its ``gates`` are read (a run passes just
@@ -181,6 +148,7 @@ def run_report(summary: Mapping[str, Any], metrics: Mapping[str, float], title: 
         mode: The run's mode (``prompt.mode``: pairwise or pointwise).
         typed: The same summary as the typed report the run already holds, drawn instead of reading ``summary``
             again (a second copy of every item's result at the run's peak memory).
+        drilldown: The items with their inputs, answers and flags (runner.modes.drilldown.build), or None.
     """
     sections = [_headline(metrics), *map(view_section, base.mode_named(mode).views(summary if typed is None
                                                                                   else typed))]
@@ -188,20 +156,42 @@ def run_report(summary: Mapping[str, Any], metrics: Mapping[str, float], title: 
     if gates:
         sections.append(Section("Gates", columns=("gate", "result", "message"), rows=tuple(
             (str(g.get("name")), "PASS" if g.get("passed") else "FAIL", str(g.get("message"))) for g in gates)))
-    sections.append(Section("All metrics", columns=("metric", "value"), collapsed=True,
-                            rows=tuple((k, cell(v)) for k, v in sorted(metrics.items()))))
+    bounds = _shown_bounds(metrics)
+    sections.append(Section("All metrics", columns=("metric", "value [95% CI]"), collapsed=True,
+                            rows=tuple((k, with_ci(metrics, k)) for k in sorted(metrics) if k not in bounds)))
+    if drilldown is not None:  # last: the run's figures first, then its items (hundreds of rows)
+        sections.append(Section(item_report.heading(drilldown), html=item_report.render(drilldown)))
     return render(title, sections)
 
 
-def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> tuple[tuple, tuple]:
+def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None,
+           links: Mapping[int, str] | None = None) -> tuple[tuple, tuple]:
+    """Columns and formatted cells; a column's CI bounds (runner.outputs.sweep.CI_COLUMNS, a statistic's
+    ``_ci_low``/``_ci_high``) go beside its value, and the ``job`` cell links to the job's report when it has one."""
     columns = list(columns or dict.fromkeys(k for row in rows for k in row))
-    return tuple(columns), tuple(tuple(cell(row.get(c)) for c in columns) for row in rows)
+    beside = {name: pair for name in columns if (pair := sweep.CI_COLUMNS.get(name, (f"{name}_ci_low",
+                                                                                     f"{name}_ci_high")))
+              and all(b in columns for b in pair)}
+    bounds = {b for pair in beside.values() for b in pair}
+    shown = [c for c in columns if c not in bounds]
+
+    def draw(row: Mapping[str, Any], column: str) -> str | Link:
+        if column == "job" and links and row.get("job") in links:
+            return Link(cell(row["job"]), links[row["job"]])
+        low, high = (row.get(b) for b in beside.get(column, ("", "")))
+        if row.get(column) is None or low is None or high is None:
+            return cell(row.get(column))
+        return f"{cell(row[column])} [{cell(low)}, {cell(high)}]"
+
+    return tuple(f"{c} [95% CI]" if c in beside else c for c in shown), tuple(
+        tuple(draw(row, c) for c in shown) for row in rows)
 
 
-def _frontier_section(frontier_rows: Sequence[Mapping[str, Any]], quality_key: str, png: bytes | None) -> Section:
+def _frontier_section(frontier_rows: Sequence[Mapping[str, Any]], quality_key: str, png: bytes | None,
+                      links: Mapping[int, str] | None = None) -> Section:
     ci = [k for k in sweep.CI_COLUMNS.get(quality_key, ()) if k]
     columns, rows = _table(frontier.ordered([dict(r) for r in frontier_rows]), ["job", frontier.LABEL, quality_key, *ci,
-                                                                   frontier.COST_PER_1K, frontier.PARETO])
+                                                                   frontier.COST_PER_1K, frontier.PARETO], links)
     notes = ["Cost: the list price of each config's judge calls (cached and replayed ones included, replays at "
              "their judge's price_as) per 1,000 items, not what the sweep paid.",
              "Pareto-optimal: no other config has lower-or-equal cost per 1,000 items and higher-or-equal "
@@ -215,8 +205,19 @@ def _frontier_section(frontier_rows: Sequence[Mapping[str, Any]], quality_key: s
     return Section("Cost-quality frontier", png, columns, rows, tuple(notes))
 
 
+def _shared_overrides(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """The overrides (text columns) every job of a sweep of two or more has with the same value: said once under
+    the table rather than repeated on each row (paths, mostly, that would make it wider than the window)."""
+    if len(rows) < 2:
+        return {}
+    columns = dict.fromkeys(k for row in rows for k in row if k not in ("job", "status"))
+    return {c: rows[0][c] for c in columns if all(isinstance(row.get(c), str) and row.get(c) == rows[0].get(c)
+                                                   for row in rows)}
+
+
 def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapping[str, Any]] | None,
-                 title: str, quality_key: str = "agreement", frontier_png: bytes | None = None) -> str:
+                 title: str, quality_key: str = "agreement", frontier_png: bytes | None = None,
+                 links: Mapping[int, str] | None = None) -> str:
     """The HTML report of a sweep: the sweep table, then the frontier (table and plot) when there is one.
 
     Args:
@@ -226,25 +227,34 @@ def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapp
         title: The page title.
         quality_key: The quality column of the frontier.
         frontier_png: The frontier plot when already drawn (else it is drawn here).
+        links: Job number -> the address of its report.html relative to this report; its ``job`` cells link there.
     """
-    columns, cells = _table(rows)
-    sections = [Section(f"Jobs ({len(rows)})", columns=columns, rows=cells)]
+    shared = _shared_overrides(rows)
+    columns, cells = _table(rows, [c for c in dict.fromkeys(k for row in rows for k in row) if c not in shared],
+                            links)
+    notes: tuple[str, ...] = ("job: opens that job's report.html; value [95% confidence interval]",) if links else ()
+    if shared:
+        notes += ("The same in every job: " + ", ".join(f"{k}={v}" for k, v in shared.items()),)
+    sections = [Section(f"Jobs ({len(rows)})", columns=columns, rows=cells, notes=notes)]
     if frontier_rows:
-        sections.append(_frontier_section(frontier_rows, quality_key, frontier_png))
+        sections.append(_frontier_section(frontier_rows, quality_key, frontier_png, links))
     else:
         sections.append(Section("Cost-quality frontier", notes=(f"No job has {quality_key!r}: no frontier.",)))
     return render(title, sections)
 
 
 def write_run_report(run_dir: Path, summary: Mapping[str, Any], metrics: Mapping[str, float],
-                     title: str, mode: str, typed: Record | None = None) -> Path | None:
+                     title: str, mode: str, typed: Record | None = None,
+                     drilldown: Callable[[], Drilldown] | None = None) -> Path | None:
     """Write ``run_dir/report.html``; returns its path, or None (with a warning) when it could not be made.
 
-    The run's results are already on disk when this is called: a failing plot must not fail the run.
+    The run's results are already on disk when this is called: a failing plot must not fail the run. ``drilldown``
+    builds the items' drill-down (it reads the answers and the dataset again), inside the same guard.
     """
     path = run_dir / REPORT_NAME
     try:
-        path.write_text(run_report(summary, metrics, title, mode, typed), encoding="utf-8")
+        items = drilldown() if drilldown is not None else None
+        path.write_text(run_report(summary, metrics, title, mode, typed, items), encoding="utf-8")
     except Exception as exc:  # noqa: BLE001 - the report is a view of files already written
         log.warning("report.html not written: %s: %s", type(exc).__name__, exc)
         return None
@@ -266,7 +276,9 @@ def write_sweep_report(sweep_dir: Path, rows: Sequence[dict[str, Any]], quality_
             files += [frontier.write_csv(sweep_dir / frontier.FRONTIER_CSV, front, quality_key),
                       sweep_dir / frontier.FRONTIER_PNG]
         path = sweep_dir / REPORT_NAME
-        path.write_text(sweep_report(rows, front if png else None, f"sweep {sweep_dir}", quality_key, png),
+        links = {row["job"]: f"{row['job']}/{REPORT_NAME}" for row in rows
+                 if (sweep_dir / str(row.get("job")) / REPORT_NAME).is_file()}
+        path.write_text(sweep_report(rows, front if png else None, f"sweep {sweep_dir}", quality_key, png, links),
                         encoding="utf-8")
     except Exception as exc:  # noqa: BLE001 - the sweep table is written; the report is a view of it
         log.warning("sweep report not written: %s: %s", type(exc).__name__, exc)

@@ -16,6 +16,7 @@ from runner.core.config import RunConfig
 from runner.core.types import Judgment, Status
 from runner.judging.estimate import run_list_cost
 from runner.judging.generation import Generation, generation_metrics
+from runner.modes import drilldown
 from runner.modes import summary as summaries
 from runner.modes.base import Document, MemberReport, ModeInputs, RunMode
 from runner.modes.record import Record
@@ -71,7 +72,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     metrics["run/wall_s"] = time.monotonic() - started
     store.write_json(ctx.run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
     report_path = html_report.write_run_report(ctx.run_dir, gates_json, metrics, ctx.run_name, prepared.mode.name,
-                                               typed)
+                                               typed, lambda: _drilldown(ctx, prepared, judged, typed, judges))
     failed, reason = _judge_failure(cfg, judgments)
     crossed = [g.message for g in gate_results if not g.passed]
     if crossed and not failed:
@@ -93,6 +94,15 @@ def _with_texts(ctx: RunContext, judged: Judged) -> Iterator[Judgment]:
     dirs = member_dirs(ctx)
     for name, judgments in judged.by_member.items():
         yield from journal.with_texts(judgments, dirs[name] / store.JOURNAL_NAME)
+
+
+def _drilldown(ctx: RunContext, prepared: Prepared, judged: Judged, typed: Record, judges: list[str] | None
+               ) -> drilldown.Drilldown:
+    """The report's items: the mode's outcome of each, its answers (read back from the journal) and its inputs (the
+    dataset read again, or the generated outputs), kept only for the items the report draws."""
+    return drilldown.build(prepared.refs, prepared.mode.item_outcomes(typed, prepared.refs), judged.judgments,
+                           lambda: _with_texts(ctx, judged), lambda: candidates(ctx, prepared, judged.generations),
+                           judges)
 
 
 def _labels(prepared: Prepared) -> dict[str, dict]:

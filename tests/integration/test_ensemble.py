@@ -73,6 +73,15 @@ def live_members(server, seeds=(1, 2)) -> list[str]:
     return out
 
 
+def test_an_ensemble_s_report_shows_each_member_s_answers_per_item(run_cli):
+    result = run_cli("judge=ensemble", "dataset=llmbar_natural", "max_items=5", "tracking=off")
+    assert result.proc.returncode == 0, result.output
+    report = (result.run_dir / "report.html").read_text()
+    assert "<h2>Items (5)</h2>" in report
+    for member in ("replay_gpt4", "replay_chatgpt"):  # 5 items x 2 orders each
+        assert report.count(f"<td>member {member}, order ab, repeat 1</td>") == 5
+
+
 def test_live_members_judge_at_the_same_time_and_a_resumed_run_pays_for_nothing(run_cli, fake_server):
     rendezvous = Rendezvous({1, 2})  # opens only when both members have a request in flight
     fake_server.reply = rendezvous

@@ -391,6 +391,18 @@ def test_agent_preset_below_its_gate_exits_1_naming_it(runs):
     assert "<h2>Gates</h2>" in report and "pass rate 75.0% &lt; 80.0%" in report  # is dropped (issue 12)
 
 
+def test_agent_preset_report_drills_down_to_each_item_with_its_failed_ones_flagged(runs):
+    import re
+
+    result = runs["agent_json"].result
+    report = (result.run_dir / "report.html").read_text()
+    flagged = {m.group(1) for m in re.finditer(r'data-id="([^"]+)" data-flags="[^"]*failed', report)}
+    assert flagged == set(AGENT_FAILING)  # below the pass threshold: the report's "failed" filter finds them
+    assert "<h2>Items (12)</h2>" in report and "below the pass threshold" in report
+    # an item's raw answer (the judge's JSON, escaped) beside its parsed scores
+    assert "agent-003: one-sentence verdict." in report and "-&gt; overall" in report
+
+
 def test_agent_preset_is_in_mlflow(runs, tmp_path):
     result = runs["agent_json"].result
     run = mlflow_run(result)

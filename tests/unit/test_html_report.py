@@ -100,9 +100,11 @@ def test_a_sweep_report_has_the_table_the_frontier_and_escapes_override_values()
     rows = sweep_rows()
     html = sweep_report(rows, frontier(rows), f"sweep {HOSTILE}")
     assert HOSTILE not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert "<td>replay_chatgpt</td>" in html and "<td>0.955</td>" in html
+    # a CI beside its value, in one cell, in both tables (not a column per bound)
+    assert "<td>replay_chatgpt</td>" in html and "<td>0.955 [0.92, 0.975]</td>" in html
+    assert "<th>agreement [95% CI]</th>" in html and "<th>agr low</th>" not in html
     assert len(images(html)) == 1 and images(html)[0].startswith(PNG)
-    assert "<td>judge=replay_gpt4</td><td>0.955</td><td>0.92</td><td>0.975</td><td>0</td><td>True</td>" in html
+    assert "<td>judge=replay_gpt4</td><td>0.955 [0.92, 0.975]</td><td>0</td><td>True</td>" in html
     assert "their cost is a lower bound" in html
 
 
@@ -144,3 +146,32 @@ def test_verdict_bars_of_all_ties_draw_without_negative_error_bars() -> None:
 
     png = verdict_png({"ours": 0, "baseline": 0, "tie": 7}, 7)
     assert png.startswith(b"\x89PNG")
+
+
+def test_the_headline_and_all_metrics_show_a_ci_beside_its_value_not_on_rows_of_their_own():
+    metrics = {"agreement/accuracy_all": 0.955, "agreement/accuracy_all_ci_low": 0.92,
+               "agreement/accuracy_all_ci_high": 0.975, "verdict/win_rate_with_ties": 0.425,
+               "verdict/win_rate_ci_low": 0.3364, "verdict/win_rate_ci_high": 0.515}
+    html = run_report(pairwise_summary(), metrics, "t", "pairwise")
+    assert "<td>agreement</td><td>0.955 [0.92, 0.975]</td>" in html
+    assert "<td>win rate</td><td>0.425 [0.3364, 0.515]</td>" in html
+    assert "agr low" not in html and "accuracy_all_ci_low" not in html  # neither in the headline nor all metrics
+    assert "<td>agreement/accuracy_all</td><td>0.955 [0.92, 0.975]</td>" in html
+
+
+def test_wilson_intervals_come_from_statsmodels_with_the_hand_written_formula_s_figures():
+    assert wilson(191, 200) == pytest.approx((0.9167032959981803, 0.976147456998507), abs=1e-12)
+    assert wilson(5, 100) == pytest.approx((0.021544, 0.111750), abs=1e-6)
+
+
+def test_the_sweep_report_links_each_job_to_its_report_and_says_once_what_every_job_shares(tmp_path):
+    from runner.outputs import sweep
+
+    for num, acc in enumerate((0.9, 0.8)):
+        job(tmp_path, num, f"j{num}", {"agreement/accuracy_all": acc, "cost/usd_list": 0.0, "items/total": 10.0})
+        (tmp_path / str(num) / ".hydra" / "overrides.yaml").write_text(f"- judge=j{num}\n- cache.path=/x/c.db\n")
+    (tmp_path / "0" / "report.html").write_text("job 0")  # job 1 has none: its cell is no link
+    write_sweep_report(tmp_path, sweep.collect(tmp_path))
+    html = (tmp_path / "report.html").read_text()
+    assert '<td><a href="0/report.html">0</a></td>' in html and '<a href="1/report.html">' not in html
+    assert "The same in every job: cache.path=/x/c.db" in html and "<th>cache.path</th>" not in html

@@ -3,11 +3,12 @@ an ensemble's members' verdicts combined by ``judge.combine`` (runner.modes.pane
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from runner.core.config import RunConfig
+from runner.inputs.datasets import ItemRef
 from runner.modes import panel, panel_views
 from runner.modes.base import (
     Document,
@@ -21,6 +22,7 @@ from runner.modes.base import (
     expand,
     register,
 )
+from runner.modes.drilldown import ItemOutcome
 from runner.modes.pairwise import report, setup, views
 from runner.modes.sections import GoldAccuracy, PairwiseReport
 
@@ -73,6 +75,10 @@ class PairwiseMode(RunMode):
         """Verdicts, confusion against gold, statistics; an ensemble's aggregations and members."""
         rep = self.read(document, lenient=True)
         return views.views(rep) + (views.ensemble_views(rep.ensemble) if rep.ensemble is not None else [])
+
+    def item_outcomes(self, document: Document, refs: Sequence[ItemRef]) -> dict[str, ItemOutcome]:
+        """Each item's final verdict and confidence; wrong against its gold label."""
+        return views.item_outcomes(self.read(document, lenient=True), refs)
 
     def items(self, document: Document) -> list[Json]:
         """``aggregated_results``: item_id, verdicts, final_verdict, confidence, ``verdict_counts.<label>``."""

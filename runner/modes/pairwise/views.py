@@ -4,11 +4,13 @@ its aggregations and members."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from runner.inputs.datasets import ItemRef
 from runner.modes import statistics, trust
 from runner.modes.base import View, cell
+from runner.modes.drilldown import ItemOutcome
 from runner.modes.sections import GoldAccuracy, PairwiseEnsemble, PairwiseReport, VerdictSummary
 from runner.modes.summary import PARSE_FAILURES
 
@@ -107,4 +109,18 @@ def ensemble_views(section: PairwiseEnsemble) -> list[View]:
     if any(v is not None for v in agreement.values()):
         out.append(View("Agreement with gold: ensemble vs members", "bars",
                         {"values": agreement, "xlabel": "agreement", "limits": (0, 1)}))
+    return out
+
+
+def item_outcomes(rep: PairwiseReport, refs: Sequence[ItemRef]) -> dict[str, ItemOutcome]:
+    """Each item's final verdict with its confidence; ``wrong`` where it differs from the gold label (an item with
+    no valid vote is not wrong: the drill-down flags its calls as unscored)."""
+    out = {}
+    for ref in refs:
+        agg = rep.aggregated_results.get(ref.id)
+        if agg is None or agg.final_verdict is None:
+            out[ref.id] = ItemOutcome("no valid vote", frozenset({"unscored"}), ("no call gave a readable verdict",))
+            continue
+        wrong = ref.gold is not None and agg.final_verdict != ref.gold
+        out[ref.id] = ItemOutcome(f"{agg.final_verdict} ({agg.confidence})", frozenset({"wrong"} if wrong else ()))
     return out

@@ -3,11 +3,12 @@ ensemble's members' scores combined by ``judge.combine`` (runner.modes.score_pan
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from runner.core.config import RunConfig
+from runner.inputs.datasets import ItemRef
 from runner.modes import score_panel, scorecard
 from runner.modes import summary as summaries
 from runner.modes.base import (
@@ -22,6 +23,7 @@ from runner.modes.base import (
     expand,
     register,
 )
+from runner.modes.drilldown import ItemOutcome
 from runner.modes.pointwise import report, setup, views
 from runner.modes.sections import PointwiseReport
 
@@ -78,6 +80,10 @@ class PointwiseMode(RunMode):
         """Score histogram, criteria, tags, categories, statistics; an ensemble's members."""
         rep = self.read(document, lenient=True)
         return views.views(rep) + (views.ensemble_views(rep.ensemble) if rep.ensemble is not None else [])
+
+    def item_outcomes(self, document: Document, refs: Sequence[ItemRef]) -> dict[str, ItemOutcome]:
+        """Each item's overall score and pass/fail; failed, wrong against the human score, inconsistent, unscored."""
+        return views.item_outcomes(self.read(document, lenient=True))
 
     def items(self, document: Document) -> list[Json]:
         """``detailed_results``: item_id, status, tags, category, overall, passed, ``scores.<criterion>``, ..."""

@@ -9,7 +9,8 @@ from typing import Any
 
 from runner.modes import statistics
 from runner.modes.base import View, cell
-from runner.modes.sections import PointwiseEnsemble, PointwiseReport, ScoreSection
+from runner.modes.drilldown import ItemOutcome
+from runner.modes.sections import DetailedResult, PointwiseEnsemble, PointwiseReport, ScoreSection
 
 
 def _fmt(value: float | None, pct: bool = False) -> str:
@@ -85,3 +86,34 @@ def ensemble_views(section: PointwiseEnsemble) -> list[View]:
                             for m, h in section.member_headline.items()),
                  notes=(f"combine: {section.combine}; Krippendorff's alpha (interval) of the members' "
                         f"scores {cell(alpha)}",))]
+
+
+def _outcome(d: DetailedResult, tolerance: float | None, spread: float | None) -> ItemOutcome:
+    if d.status != "scored" or d.overall is None:
+        return ItemOutcome(d.status, frozenset({"unscored"}), d.unscored_reasons)
+    flags, reasons = set(), []
+    if d.passed is False:
+        flags.add("failed")
+        reasons.append("below the pass threshold")
+    for check, found in d.violations.items():
+        if found:
+            flags.add("failed")
+            reasons.append(f"check {check}: " + "; ".join(found))
+    if tolerance is not None and d.human_score is not None and abs(d.overall - d.human_score) > tolerance:
+        flags.add("wrong")
+        reasons.append(f"{abs(d.overall - d.human_score):.3g} from the human score (tolerance {tolerance:g})")
+    if spread is not None and d.std is not None and d.std > spread:
+        flags.add("flip")
+        reasons.append(f"score std {d.std:.3g} across repeats (threshold {spread:g})")
+    verdict = "" if d.passed is None else (" pass" if d.passed else " fail")
+    return ItemOutcome(f"{d.overall:.3g}{verdict}", frozenset(flags), tuple(reasons))
+
+
+def item_outcomes(rep: PointwiseReport) -> dict[str, ItemOutcome]:
+    """Each item's overall score and pass/fail; ``failed`` below the pass threshold or with a check's violation,
+    ``wrong`` farther from the human score than the agreement's tolerance, ``flip`` (inconsistent) when its score
+    spreads across repeats above the consistency threshold, ``unscored`` with the judge's reasons."""
+    s = rep.summary
+    tolerance = s.human_correlation.tolerance if s.human_correlation is not None else None
+    spread = s.consistency.threshold if s.consistency is not None else None
+    return {d.id: _outcome(d, tolerance, spread) for d in rep.detailed_results}

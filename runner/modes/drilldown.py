@@ -1,0 +1,172 @@
+"""The report's per-item drill-down, as data: for each item what the judge saw (the dataset fields the prompt used
+and the candidates), every call's raw answer and parsed verdict or scores, the final outcome, gold, and flags to
+filter on.
+
+The mode says what an item's outcome is (:meth:`runner.modes.base.RunMode.item_outcomes`, from its typed report);
+:func:`build` adds what every mode shares (calls that were not scored, verdicts that change with the order) and the
+texts, read in one streaming pass over the judgments and one over the dataset, keeping only the items shown. A run
+of 100,000 items shows :data:`LIMIT` of them (flagged ones first): the report stays a file a browser opens, and
+results.jsonl holds every row.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from runner.core.types import Item, Judgment, Status
+from runner.inputs.datasets import ItemRef
+
+LIMIT = 2_000  # items drawn in full; ~5 KB each for LLMBar-sized texts (10 MB at the limit)
+TEXT_LIMIT = 20_000  # characters of one text kept in the report (the full text is in the dataset / results.jsonl)
+# The filters, in the order the report offers them: flag -> its label.
+FLAGS = {"wrong": "wrong vs gold", "flip": "position flip / inconsistent", "unscored": "unscored",
+         "failed": "failed (pass threshold or check)"}
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    """What the mode's report says of one item: its final verdict or score, its flags, why it is flagged."""
+
+    final: str
+    flags: frozenset[str] = frozenset()
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One judge call of an item: which call, its status, what was parsed, the raw answer."""
+
+    call: str  # "order ab, repeat 1" (an ensemble's member first)
+    status: str
+    parsed: str
+    raw: str
+
+
+@dataclass(frozen=True)
+class ItemEntry:
+    """One item of the drill-down."""
+
+    id: str
+    inputs: tuple[tuple[str, str], ...]  # (field or system, text), as the prompt used them
+    answers: tuple[Answer, ...]
+    final: str
+    gold: str  # the gold label or human score; "-" without one
+    flags: tuple[str, ...]  # keys of FLAGS
+    groups: tuple[str, ...]  # tags and the category (the report's tag/category filter)
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Drilldown:
+    """The items drawn, how many items the run has, and how many of them carry each flag."""
+
+    entries: tuple[ItemEntry, ...]
+    total: int
+    counts: Mapping[str, int]
+
+    @property
+    def groups(self) -> list[str]:
+        """Every tag and category of the drawn items, sorted."""
+        return sorted({g for e in self.entries for g in e.groups})
+
+
+def _call(j: Judgment, judge: str | None) -> str:
+    parts = [f"member {judge}"] if judge else []
+    if j.request.stage != "judge":
+        parts.append(j.request.stage)
+    if j.request.order is not None:
+        parts.append(f"order {j.request.order.value}")
+    parts.append(f"repeat {j.request.repeat + 1}")
+    return ", ".join(parts)
+
+
+def parsed(j: Judgment) -> str:
+    """The parsed verdict of one call: the label and the system it names, or the scores and their overall."""
+    if j.status is Status.ERROR:
+        return f"error: {j.response.error_type}: {j.response.error}"
+    if j.verdict.reason is not None:
+        return f"unscored: {j.verdict.reason}"
+    if j.verdict.scores:
+        scores = ", ".join(f"{k} {v:g}" for k, v in j.verdict.scores.items())
+        return scores + ("" if j.score is None else f" -> overall {j.score:.3g}")
+    return f"{j.verdict.label} -> {j.winner}"
+
+
+def _flip_and_unscored(judgments: Iterable[Judgment], judges: Sequence[str] | None
+                       ) -> tuple[set[str], set[str]]:
+    """Items with a call not scored, and items whose verdict changes with the order within a judge and repeat."""
+    unscored: set[str] = set()
+    winners: dict[tuple[str, str | None, int], set[str]] = defaultdict(set)
+    names = iter(judges) if judges is not None else None
+    for j in judgments:
+        judge = next(names) if names is not None else None
+        if j.status is not Status.SCORED:
+            unscored.add(j.item_id)
+        elif j.request.order is not None and j.request.stage == "judge" and j.winner is not None:
+            winners[(j.item_id, judge, j.request.repeat)].add(j.winner)
+    return {item for (item, _, _), seen in winners.items() if len(seen) > 1}, unscored
+
+
+def _selected(refs: Sequence[ItemRef], flags: Mapping[str, frozenset[str]], limit: int) -> set[str]:
+    """The items drawn: all of them up to ``limit``, else the flagged ones first, then in dataset order."""
+    if len(refs) <= limit:
+        return {r.id for r in refs}
+    flagged = [r.id for r in refs if flags[r.id]]
+    rest = [r.id for r in refs if not flags[r.id]]
+    return set((flagged + rest)[:limit])
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT] + f"\n[... {len(text) - TEXT_LIMIT} more characters]"
+
+
+def _inputs(item: Item) -> tuple[tuple[str, str], ...]:
+    return (*((k, _clip(str(v))) for k, v in item.variables.items()),
+            *((c.system, _clip(c.text)) for c in item.candidates))
+
+
+def _gold(ref: ItemRef) -> str:
+    if ref.gold is not None:
+        return ref.gold
+    return "-" if ref.human_score is None else f"human {ref.human_score:g}"
+
+
+def build(refs: Sequence[ItemRef], outcomes: Mapping[str, ItemOutcome], judgments: Iterable[Judgment],
+          texts: Callable[[], Iterable[Judgment]], items: Callable[[], Iterable[Item]],
+          judges: Sequence[str] | None = None, limit: int = LIMIT) -> Drilldown:
+    """The drill-down of a run.
+
+    Args:
+        refs: The run's items, in dataset order.
+        outcomes: The mode's outcome per item id (:meth:`runner.modes.base.RunMode.item_outcomes`).
+        judgments: Every judgment (read once for the flags; texts not needed).
+        texts: A fresh stream of the same judgments with their answer texts (read once, for the items drawn).
+        items: A fresh stream of the judged items (read once, for the items drawn).
+        judges: An ensemble's member of each judgment, aligned with both streams; None for a single judge.
+        limit: Items drawn at most.
+    """
+    flips, unscored = _flip_and_unscored(judgments, judges)
+    flags: dict[str, frozenset[str]] = {}
+    for ref in refs:
+        outcome = outcomes.get(ref.id, ItemOutcome("-"))
+        flags[ref.id] = outcome.flags | ({"flip"} if ref.id in flips else set()) | (
+            {"unscored"} if ref.id in unscored else set())
+    shown = _selected(refs, flags, limit)
+    answers: dict[str, list[Answer]] = defaultdict(list)
+    names = iter(judges) if judges is not None else None
+    for j in texts():
+        judge = next(names) if names is not None else None
+        if j.item_id in shown:
+            answers[j.item_id].append(Answer(_call(j, judge), j.status.value, parsed(j), _clip(j.response.text or "")))
+    inputs = {item.id: _inputs(item) for item in items() if item.id in shown}
+    entries = tuple(
+        ItemEntry(ref.id, inputs.get(ref.id, ()), tuple(answers.get(ref.id, ())),
+                  outcomes.get(ref.id, ItemOutcome("-")).final, _gold(ref),
+                  tuple(f for f in FLAGS if f in flags[ref.id]),
+                  (*ref.tags, *((ref.category,) if ref.category else ())),
+                  outcomes.get(ref.id, ItemOutcome("-")).reasons)
+        for ref in refs if ref.id in shown)
+    counts = {f: sum(f in fl for fl in flags.values()) for f in FLAGS}
+    return Drilldown(entries, len(refs), counts)

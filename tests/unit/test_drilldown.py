@@ -1,0 +1,108 @@
+"""Unit tests for the report's per-item drill-down: runner.modes.drilldown (flags, what is kept, the cap), the modes'
+item outcomes, and runner.outputs.item_report (texts are escaped data, long ones folded, filters in the page)."""
+
+from __future__ import annotations
+
+from runner.core.types import Candidate, Item, JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+from runner.inputs.datasets import ItemRef
+from runner.modes import drilldown
+from runner.modes.base import mode_named
+from runner.modes.drilldown import ItemOutcome
+from runner.outputs import html_report, item_report
+
+HOSTILE = "<script>alert(1)</script>"
+
+
+def judgment(item: str, order: Order | None, winner: str | None, text: str = "Output (a)", repeat: int = 0,
+             status: Status = Status.SCORED, reason: str | None = None) -> Judgment:
+    label = None if winner is None else ("A" if (winner == "ours") == (order is Order.AB) else "B")
+    return Judgment(JudgeRequest(item, repeat, order, "judge", "h"), JudgeResponse(text),
+                    Verdict(label, reason), winner, status)
+
+
+def pairwise_run() -> tuple[list[ItemRef], list[Judgment], list[Item]]:
+    refs = [ItemRef("i1", "ours", "f:1", category="math"), ItemRef("i2", "ours", "f:2"),
+            ItemRef("i3", "baseline", "f:3"), ItemRef("i4", None, "f:4")]
+    judgments = [judgment("i1", Order.AB, "ours"), judgment("i1", Order.BA, "ours"),
+                 judgment("i2", Order.AB, "ours"), judgment("i2", Order.BA, "baseline", text=HOSTILE),
+                 judgment("i3", Order.AB, "ours"), judgment("i3", Order.BA, "ours"),
+                 judgment("i4", Order.AB, None, "no idea", status=Status.UNSCORED, reason="no label found"),
+                 judgment("i4", Order.BA, "ours")]
+    items = [Item(r.id, {"instruction": f"question {r.id} " + "x" * (500 if r.id == "i1" else 5)},
+                  (Candidate("ours", HOSTILE), Candidate("baseline", "plain"))) for r in refs]
+    return refs, judgments, items
+
+
+def test_flags_come_from_the_mode_and_from_the_calls_and_texts_are_kept_per_item():
+    refs, judgments, items = pairwise_run()
+    outcomes = {"i3": ItemOutcome("ours (unanimous)", frozenset({"wrong"}))}
+    d = drilldown.build(refs, outcomes, judgments, lambda: judgments, lambda: items)
+    by_id = {e.id: e for e in d.entries}
+    assert by_id["i2"].flags == ("flip",) and by_id["i3"].flags == ("wrong",) and by_id["i4"].flags == ("unscored",)
+    assert by_id["i1"].flags == () and by_id["i1"].groups == ("math",) and by_id["i4"].gold == "-"
+    assert [a.raw for a in by_id["i2"].answers] == ["Output (a)", HOSTILE]
+    assert [a.call for a in by_id["i2"].answers] == ["order ab, repeat 1", "order ba, repeat 1"]
+    assert by_id["i4"].answers[0].parsed == "unscored: no label found"
+    assert by_id["i1"].inputs[1:] == (("ours", HOSTILE), ("baseline", "plain"))
+    assert d.counts == {"wrong": 1, "flip": 1, "unscored": 1, "failed": 0} and d.total == 4
+
+
+def test_an_ensemble_s_calls_name_their_member_and_flips_are_counted_within_a_member():
+    refs, judgments, items = pairwise_run()
+    judges = ["m1", "m2"] * 4  # each item's two orders answered by different members: no member flips
+    d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items, judges)
+    by_id = {e.id: e for e in d.entries}
+    assert [a.call for a in by_id["i2"].answers] == ["member m1, order ab, repeat 1", "member m2, order ba, repeat 1"]
+    assert d.counts["flip"] == 0
+
+
+def test_a_run_above_the_limit_draws_its_flagged_items_first_in_dataset_order():
+    refs, judgments, items = pairwise_run()
+    d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items, limit=2)
+    assert [e.id for e in d.entries] == ["i2", "i4"] and d.total == 4 and drilldown.LIMIT == 2_000
+    html = html_report.run_report({}, {}, "t", "pairwise", None, d)
+    assert "<h2>Items (2 of 4)</h2>" in html and "draws\n2 of the run's 4 items, the flagged ones first" in html
+
+
+def test_the_page_escapes_texts_folds_long_ones_and_carries_the_filters():
+    refs, judgments, items = pairwise_run()
+    d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items)
+    html = str(item_report.render(d))
+    assert HOSTILE not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert html.count("<script>") == 1  # the page's own filter script, nothing from the data
+    assert "(512 characters)</summary>" in html  # i1's long instruction folded under its start
+    assert 'data-flags="flip"' in html and 'data-flag="unscored"' in html and "unscored\n(1)" in html
+    assert '<option>math</option>' in html and "http" not in html  # no network: nothing fetched
+
+
+def test_pairwise_outcomes_name_the_final_verdict_and_wrong_against_gold():
+    doc = {"summary": {}, "trust": {}, "aggregated_results": {
+        "a": {"verdicts": ["ours"], "verdict_counts": {"ours": 1}, "final_verdict": "ours", "confidence": "unanimous"},
+        "b": {"verdicts": [], "verdict_counts": {}, "final_verdict": None, "confidence": None},
+        "c": {"verdicts": ["tie"], "verdict_counts": {"tie": 1}, "final_verdict": "tie", "confidence": "unanimous"}}}
+    refs = [ItemRef("a", "ours", ""), ItemRef("b", "ours", ""), ItemRef("c", "baseline", "")]
+    out = mode_named("pairwise").item_outcomes(doc, refs)
+    assert out["a"] == ItemOutcome("ours (unanimous)")
+    assert out["b"].flags == {"unscored"} and out["c"].flags == {"wrong"}
+
+
+def detail(item: str, **fields) -> dict:
+    base = {"id": item, "status": "scored", "tags": [], "category": None, "overall": 4.0, "passed": True,
+            "scores": {"x": 4.0}, "repeat_scores": [4.0], "std": None, "human_score": None, "reasoning": "",
+            "improvement_suggestions": None, "judge_pass": [], "violations": {}, "unscored_reasons": []}
+    return {**base, **fields}
+
+
+def test_pointwise_outcomes_flag_failed_wrong_inconsistent_and_unscored_items():
+    doc = {"summary": {"human_correlation": {"tolerance": 1.0}, "consistency": {"threshold": 0.5}},
+           "detailed_results": [
+               detail("ok", human_score=4.5), detail("low", overall=2.0, passed=False),
+               detail("ai", violations={"ai_phrases": ["I understand"]}), detail("far", human_score=1.0),
+               detail("spread", std=1.2), detail("none", status="unscored", overall=None, passed=None,
+                                                 unscored_reasons=["no JSON object"])]}
+    out = mode_named("pointwise").item_outcomes(doc, [])
+    assert out["ok"] == ItemOutcome("4 pass")
+    assert out["low"].flags == {"failed"} and out["ai"].flags == {"failed"}
+    assert out["ai"].reasons == ("check ai_phrases: I understand",)
+    assert out["far"].flags == {"wrong"} and out["spread"].flags == {"flip"}
+    assert out["none"] == ItemOutcome("unscored", frozenset({"unscored"}), ("no JSON object",))
