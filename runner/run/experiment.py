@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 # Only what composing the config needs is imported here: `judgesweep --help` and `--cfg job` never import
 # litellm, MLflow or the statistics stack. The modules that run a job (pipeline, client, and through them
 # litellm) are imported by prepare_run.
+from runner.core import locations
 from runner.core.config import RunConfig
 from runner.core.config_store import register_configs
 from runner.llm.limiter_pool import LimiterPool
@@ -32,9 +33,11 @@ from runner.run import job_context
 if TYPE_CHECKING:
     from runner.run.context import RunOutcome
 
-__all__ = ["CONFIG_DIR", "PROCESS_LIMITERS", "prepare_process", "prepare_run", "run_experiment", "run_job"]
+__all__ = ["CONFIG_DIR", "PROCESS_LIMITERS", "config_search", "prepare_process", "prepare_run", "run_experiment",
+           "run_job"]
 
-CONFIG_DIR = str(Path(__file__).resolve().parents[2] / "conf")
+# judgesweep's own conf/ (runner/core/locations.py: in the checkout, or inside the installed package)
+CONFIG_DIR = str(locations.PACKAGED_CONF)
 
 # Process-wide state: the rate limiters. Every job and repeat of a judge in this process shares one, whether
 # the jobs come from the CLI (a multirun) or from run_experiment calls.
@@ -85,11 +88,25 @@ def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LI
     return pipeline.run(job_context.context(dcfg, cfg, hc, limiters))
 
 
+def config_search(overrides: Sequence[str], config_dir: str | Path | None) -> tuple[Path, list[str]]:
+    """The primary config directory and the overrides to compose with: the user's config directory
+    (``config_dir``, else ``./conf``) with the packaged conf/ after it on the search path, or the packaged conf/.
+
+    Raises:
+        FileNotFoundError: ``config_dir`` is not a directory.
+    """
+    user = locations.user_conf_dir(Path.cwd(), config_dir)
+    if user is None:
+        return locations.PACKAGED_CONF, list(overrides)
+    return user, locations.with_packaged_searchpath(overrides, user)
+
+
 def run_experiment(overrides: Sequence[str] = (), config_dir: str | Path | None = None, *,
                    limiters: LimiterPool = PROCESS_LIMITERS) -> RunOutcome | None:
     """Run one experiment in this process, as ``judgesweep <overrides>`` would, and return its outcome.
 
-    The config is composed with Hydra's compose API from ``config_dir`` (judgesweep's conf/ by default) and
+    The config is composed with Hydra's compose API as the CLI composes it: from ``config_dir`` (else ``./conf``
+    when it exists) overlaid on judgesweep's packaged conf/, or from the packaged conf/ alone; and
     written to ``<run dir>/.hydra/`` as the CLI does; the run directory is ``hydra.run.dir`` (an override may set
     it). Sweeps (``-m``), Hydra's logging setup and its callbacks are the CLI's: here the caller's logging applies.
 
@@ -102,9 +119,9 @@ def run_experiment(overrides: Sequence[str] = (), config_dir: str | Path | None 
         RunAborted when too many calls fail.
     """
     prepare_process()
-    config_dir = Path(config_dir or CONFIG_DIR).resolve()
-    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3", job_name="judgesweep"):
-        full = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+    primary, overrides = config_search(overrides, config_dir)
+    with initialize_config_dir(config_dir=str(primary), version_base="1.3", job_name="judgesweep"):
+        full = compose(config_name="config", overrides=overrides, return_hydra_config=True)
     HydraConfig.instance().set_config(full)  # resolves ${hydra:...} (the default store's runtime.cwd)
     run_dir = Path(str(full.hydra.run.dir))
     with read_write(full.hydra), open_dict(full.hydra):

@@ -3,7 +3,7 @@ an ensemble's members' verdicts combined by ``judge.combine`` (runner.modes.pane
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +32,10 @@ class PairwiseMode(RunMode):
     items_take_gold = True
     ordered = True
 
-    def prepare(self, cfg: RunConfig, prompts_dir: Path) -> ModeSetup:
+    def prepare(self, cfg: RunConfig, prompts_dirs: Sequence[Path]) -> ModeSetup:
         """The rubric's labels and parsers, the aggregation's params, the templates and their variables."""
         setup.check_rubric(cfg)
-        template, synthesis = setup.load_templates(cfg, prompts_dir)
+        template, synthesis = setup.load_templates(cfg, prompts_dirs)
         return ModeSetup(template, synthesis, setup.response_schema_for(cfg))
 
     def read(self, document: Document, *, lenient: bool = False) -> PairwiseReport:
