@@ -8,7 +8,8 @@ the same code works from a checkout, an editable install and an installed wheel.
 
 A user's project is a directory with its own ``conf/`` (``./conf``, or the directory given by ``--config-dir``):
 Hydra composes from it as the primary config directory, with the packaged ``conf/`` after it on the search path
-(:func:`with_packaged_searchpath`), so the user's files win and the packaged options stay selectable. Templates and
+(as Hydra's ``--config-dir`` puts a directory there: runner/app/cli.py, runner/run/experiment.py), so the user's
+files win and the packaged options stay selectable. Templates and
 relative paths resolve against the user's project, then the working directory, then the package
 (:func:`input_roots`, :func:`candidates`).
 """
@@ -18,10 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import yaml
-
 __all__ = ["PACKAGED_CONF", "PACKAGED_PROMPTS", "PACKAGED_ROOT", "candidates", "directories", "input_roots",
-           "is_packaged_conf", "user_conf_dir", "with_packaged_searchpath"]
+           "is_packaged_conf", "user_conf_dir"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]  # runner/
 
@@ -34,9 +33,6 @@ def _packaged_root() -> Path:
 PACKAGED_ROOT = _packaged_root()
 PACKAGED_CONF = PACKAGED_ROOT / "conf"
 PACKAGED_PROMPTS = PACKAGED_ROOT / "prompts"
-
-SEARCHPATH_KEY = "hydra.searchpath"
-
 
 def is_packaged_conf(directory: Path) -> bool:
     """Whether ``directory`` is judgesweep's own ``conf/`` (a checkout's ``./conf`` is not a user's overlay)."""
@@ -59,32 +55,6 @@ def user_conf_dir(cwd: Path, config_dir: str | Path | None = None) -> Path | Non
         if not chosen.is_dir():
             return None
     return None if is_packaged_conf(chosen) else chosen
-
-
-def with_packaged_searchpath(overrides: Sequence[str], primary: Path) -> list[str]:
-    """``overrides`` with the packaged ``conf/`` put on Hydra's config search path, after the primary directory.
-
-    The search path Hydra would have read (a ``hydra.searchpath=[...]`` override, else the one in the primary
-    directory's config.yaml) is kept, the packaged directory added after its entries; Hydra reads one such
-    override, so a user's own is replaced by the combined one.
-    """
-    entries, kept = _config_searchpath(primary), []
-    for override in overrides:
-        key, _, value = override.partition("=")
-        if key.lstrip("+~") == SEARCHPATH_KEY:
-            entries = [e.strip().strip("'\"") for e in value.strip().strip("[]").split(",") if e.strip()]
-        else:
-            kept.append(override)
-    listed = ",".join(f"'{e}'" for e in [*entries, f"file://{PACKAGED_CONF}"])
-    return [*kept, f"{SEARCHPATH_KEY}=[{listed}]"]
-
-
-def _config_searchpath(primary: Path) -> list[str]:
-    config = primary / "config.yaml"
-    doc = yaml.safe_load(config.read_text(encoding="utf-8")) if config.is_file() else None
-    hydra_node = doc.get("hydra") if isinstance(doc, dict) else None
-    searchpath = hydra_node.get("searchpath") if isinstance(hydra_node, dict) else None
-    return [str(e) for e in searchpath] if isinstance(searchpath, list) else []
 
 
 def input_roots(cwd: Path, user_conf: Path | None) -> tuple[Path, ...]:

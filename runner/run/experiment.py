@@ -9,16 +9,21 @@ context) are the only ones besides the CLI that read a DictConfig or the environ
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import gc
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hydra import compose, initialize_config_dir
+from hydra import compose, version
+from hydra._internal.hydra import Hydra  # as initialize_config_dir builds it, with one more search path entry
+from hydra._internal.utils import create_config_search_path
+from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.hydra_config import HydraConfig
+from hydra.initialize import get_gh_backup, restore_gh_from_backup
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 # Only what composing the config needs is imported here: `judgesweep --help` and `--cfg job` never import
@@ -33,7 +38,7 @@ from runner.run import job_context
 if TYPE_CHECKING:
     from runner.run.context import RunOutcome
 
-__all__ = ["CONFIG_DIR", "PROCESS_LIMITERS", "config_search", "prepare_process", "prepare_run", "run_experiment",
+__all__ = ["CONFIG_DIR", "PROCESS_LIMITERS", "prepare_process", "prepare_run", "run_experiment",
            "run_job"]
 
 # judgesweep's own conf/ (runner/core/locations.py: in the checkout, or inside the installed package)
@@ -88,17 +93,27 @@ def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LI
     return pipeline.run(job_context.context(dcfg, cfg, hc, limiters))
 
 
-def config_search(overrides: Sequence[str], config_dir: str | Path | None) -> tuple[Path, list[str]]:
-    """The primary config directory and the overrides to compose with: the user's config directory
-    (``config_dir``, else ``./conf``) with the packaged conf/ after it on the search path, or the packaged conf/.
+@contextlib.contextmanager
+def _hydra_initialized(config_dir: str | Path | None) -> Iterator[None]:
+    """Hydra initialized for compose as the CLI composes: the user's config directory (``config_dir``, else
+    ``./conf``) as the primary one with the packaged conf/ after it on the search path (where the CLI's
+    ``--config-dir`` puts it), or the packaged conf/ alone. What ``initialize_config_dir`` does, plus that entry.
 
     Raises:
         FileNotFoundError: ``config_dir`` is not a directory.
     """
     user = locations.user_conf_dir(Path.cwd(), config_dir)
-    if user is None:
-        return locations.PACKAGED_CONF, list(overrides)
-    return user, locations.with_packaged_searchpath(overrides, user)
+    backup = get_gh_backup()
+    version.setbase("1.3")
+    search_path = create_config_search_path(str(user or locations.PACKAGED_CONF))
+    if user is not None:
+        search_path.prepend(provider="command-line", path=f"file://{locations.PACKAGED_CONF}",
+                            anchor=SearchPathQuery(provider="schema"))
+    Hydra.create_main_hydra2(task_name="judgesweep", config_search_path=search_path)
+    try:
+        yield
+    finally:
+        restore_gh_from_backup(backup)
 
 
 def run_experiment(overrides: Sequence[str] = (), config_dir: str | Path | None = None, *,
@@ -119,9 +134,8 @@ def run_experiment(overrides: Sequence[str] = (), config_dir: str | Path | None 
         RunAborted when too many calls fail.
     """
     prepare_process()
-    primary, overrides = config_search(overrides, config_dir)
-    with initialize_config_dir(config_dir=str(primary), version_base="1.3", job_name="judgesweep"):
-        full = compose(config_name="config", overrides=overrides, return_hydra_config=True)
+    with _hydra_initialized(config_dir):
+        full = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
     HydraConfig.instance().set_config(full)  # resolves ${hydra:...} (the default store's runtime.cwd)
     run_dir = Path(str(full.hydra.run.dir))
     with read_write(full.hydra), open_dict(full.hydra):
