@@ -10,17 +10,27 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 # module's asserts again (~3 CPU-s a pytest process).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test test-fast lint install clean bench bench-scale report-check
+.PHONY: run test test-fast lint install clean bench bench-scale report-check install-size
+
+# Two stamps: `make run` installs the runtime dependencies only; the test, lint and bench targets add the dev
+# extras (pytest, ruff, mypy, import-linter, ray). `benchmarks/install_size.sh` measures both.
+RUN_STAMP := $(VENV)/.installed-run
+
+$(RUN_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
 
 install: $(STAMP)
 
-run: $(STAMP)  ## the default experiment: LLMBar Natural, replayed GPT-4, no key, no network
+run: $(RUN_STAMP)  ## the default experiment: LLMBar Natural, replayed GPT-4, no key, no network
 	$(BIN)/judgesweep $(ARGS)
 
 # Two test processes (pytest-xdist), a module's tests kept in one of them so its module-scoped fixtures run once.
@@ -58,6 +68,10 @@ bench-scale: $(STAMP)
 SHOTS ?= outputs/report-shots
 report-check: $(STAMP)
 	REPORT_SHOTS=$(abspath $(SHOTS)) $(BIN)/python -m pytest -q -n 0 -rs tests/integration/test_report_browser.py
+
+# Install size (du of the venv) and time of `make run`'s and `make test`'s installs, each into a fresh venv.
+install-size:
+	PYTHON=$(PYTHON) bash benchmarks/install_size.sh
 
 clean:
 	rm -rf $(VENV) outputs/runs outputs/multirun

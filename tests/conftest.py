@@ -23,6 +23,7 @@ SLOW_MODULES = frozenset({
     "test_startup",  # what a fresh `python -m runner` imports (--help, --cfg): the process is the point
     "test_results_api",  # sweeps read back
     "test_tracking_start",  # the first request against MLflow run creation, in a process
+    "test_wheel_install",  # builds the wheel, installs it into a fresh venv, runs judgesweep there
 })
 
 

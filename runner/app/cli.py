@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any, cast
 
 import hydra
+from hydra._internal.utils import get_args_parser  # Hydra's own argv parser: reads --config-dir as Hydra will
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from runner.core import locations
 from runner.core.config_store import multirun_tracking
 from runner.core.errors import ConfigurationError, DatasetError
 from runner.core.registry import UnknownNameError
@@ -29,7 +31,7 @@ from runner.judging.scoring import RubricError
 # SweepSummary.
 from runner.outputs import sweep
 from runner.run import naming
-from runner.run.experiment import CONFIG_DIR, prepare_process, run_job
+from runner.run.experiment import prepare_process, run_job
 from runner.storage import store
 
 log = logging.getLogger("judgesweep")
@@ -127,11 +129,33 @@ class SweepSummary(Callback):
 
 
 def main() -> None:
-    """Console-script entry point: compose the config, run the job(s), exit non-zero on failure."""
+    """Console-script entry point: ``judgesweep init [DIR]`` writes a project; anything else composes the config
+    (the user's conf/ overlaid on the packaged one), runs the job(s) and exits non-zero on failure."""
+    if sys.argv[1:2] == ["init"]:  # before Hydra, which would read "init" as an override
+        from runner.app import init_project
+
+        sys.exit(init_project.main(sys.argv[2:]))
     prepare_process()
-    hydra.main(config_path=CONFIG_DIR, config_name="config", version_base="1.3")(_job)()
+    primary, sys.argv[1:] = _overlay(sys.argv[1:])
+    hydra.main(config_path=str(primary), config_name="config", version_base="1.3")(_job)()
     if _failed_jobs:
         sys.exit(1)
+
+
+def _overlay(argv: list[str]) -> tuple[Path, list[str]]:
+    """The primary config directory and Hydra's argv: a user's config directory (``--config-dir``, else ./conf)
+    becomes the primary one and the packaged conf/ goes after it on the search path, so the user's files win and
+    the packaged options stay selectable. Hydra's own ``--config-dir`` adds a directory after the primary one:
+    given last (argparse keeps the last value), ours names the packaged conf/.
+    """
+    args = get_args_parser().parse_args(argv)
+    try:
+        user = locations.user_conf_dir(Path.cwd(), args.config_dir)
+    except FileNotFoundError as exc:
+        sys.exit(f"judgesweep: {exc}")
+    if user is None:
+        return locations.PACKAGED_CONF, argv
+    return user, [*argv, "--config-dir", str(locations.PACKAGED_CONF)]
 
 
 if __name__ == "__main__":

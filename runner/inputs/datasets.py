@@ -8,11 +8,12 @@ judge call is made. A bad row either stops the load (``on_bad_row: error``) or i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from runner.core import locations
 from runner.core.choices import OnBadRow, PromptMode
 from runner.core.config import DatasetConfig
 from runner.core.errors import DatasetError
@@ -86,13 +87,14 @@ class LoadedDataset:
         return list(self.iter_items())
 
 
-def resolve_path(path: str, root: Path) -> Path:
-    """Resolve a dataset path: ``pkg://runner/...`` (shipped data) or relative to ``root``."""
+def resolve_path(path: str, roots: Path | Sequence[Path]) -> Path:
+    """Resolve a dataset path: ``pkg://runner/...`` (shipped data), absolute, or relative to the first of ``roots``
+    where it exists (the first root's when it exists nowhere, so an error names that place)."""
     if path.startswith(PKG_PREFIX):
         package, _, rest = path[len(PKG_PREFIX) :].partition("/")
         return Path(str(resources.files(package).joinpath(rest)))
-    candidate = Path(path)
-    return candidate if candidate.is_absolute() else root / candidate
+    found = locations.candidates(path, [roots] if isinstance(roots, Path) else roots)
+    return next((p for p in found if p.exists()), found[0])
 
 
 def check_systems(cfg: DatasetConfig, shape: Shape) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,28 +185,33 @@ def derive_delimiters(ast: nodes.Template) -> frozenset[str]:
     return frozenset(d for d in found if _is_delimiter(d))
 
 
-def _environment(directory: Path) -> jinja2.Environment:
+def _environment(directories: Sequence[Path]) -> jinja2.Environment:
     # autoescape off: prompts are plain text, and escaping would change what the judge reads.
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(directory)),
+        loader=jinja2.FileSystemLoader([str(d) for d in directories]),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
     )
 
 
-def load_template(directory: Path, name: str) -> Template:
-    """Load ``<directory>/<name>.j2``, check it has a ``user`` block and derive its delimiters.
+def load_template(directories: Path | Sequence[Path], name: str) -> Template:
+    """Load ``<name>.j2`` from the first of ``directories`` that holds it (a user's prompts/ before the packaged
+    one), check it has a ``user`` block and derive its delimiters. ``{% extends %}`` and ``{% include %}`` look in
+    every directory, in the same order.
 
     Raises:
-        TemplateError: If the file is missing, does not parse, or has no user block.
+        TemplateError: If no directory holds the file, or it does not parse, or has no user block.
     """
-    path = directory / f"{name}{TEMPLATE_SUFFIX}"
-    if not path.is_file():
-        known = sorted(p.stem for p in directory.glob(f"*{TEMPLATE_SUFFIX}"))
-        raise TemplateError(f"prompt template {path} not found; templates in {directory}: {known}")
+    dirs = [directories] if isinstance(directories, Path) else list(directories)
+    paths = [directory / f"{name}{TEMPLATE_SUFFIX}" for directory in dirs]
+    path = next((p for p in paths if p.is_file()), None)
+    if path is None:
+        known = sorted({p.stem for directory in dirs for p in directory.glob(f"*{TEMPLATE_SUFFIX}")})
+        where = ", ".join(str(d) for d in dirs)
+        raise TemplateError(f"prompt template {paths[0]} not found; templates in {where}: {known}")
     source = path.read_text(encoding="utf-8")
-    env = _environment(directory)
+    env = _environment(dirs)
     try:
         ast = env.parse(source)
         compiled = env.from_string(source)

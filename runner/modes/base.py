@@ -125,8 +125,9 @@ class RunMode(ABC):
     ordered: ClassVar[bool] = False  # the judge sees candidates in an order (order=fixed|both|random applies)
 
     @abstractmethod
-    def prepare(self, cfg: RunConfig, prompts_dir: Path) -> ModeSetup:
-        """Validate everything the mode needs that costs nothing and load its templates.
+    def prepare(self, cfg: RunConfig, prompts_dirs: Sequence[Path]) -> ModeSetup:
+        """Validate everything the mode needs that costs nothing and load its templates (each from the first of
+        ``prompts_dirs`` that holds it).
 
         Raises:
             ConfigurationError and its kin, naming the file or key.

@@ -28,7 +28,7 @@ class RunContext:
 
     cfg: RunConfig
     run_dir: Path
-    project_root: Path
+    project_root: Path  # the working directory: relative cache paths resolve here
     api_keys: Mapping[str, Secret]  # API-key variable name -> key, for every variable the config names
     run_name: str
     params: Mapping[str, Any] = field(default_factory=dict)  # flattened, secret-free, for MLflow
@@ -39,6 +39,8 @@ class RunContext:
     limiter: RateLimiter | None = None  # the judge's, shared across the jobs of this process
     generator_limiter: RateLimiter | None = None
     member_limiters: Mapping[str, RateLimiter | None] = field(default_factory=dict)  # ensemble: member -> limiter
+    # where relative template and dataset paths are looked up, in order (runner/core/locations.input_roots)
+    input_roots: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -9,21 +9,27 @@ context) are the only ones besides the CLI that read a DictConfig or the environ
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import gc
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hydra import compose, initialize_config_dir
+from hydra import compose, version
+from hydra._internal.hydra import Hydra  # as initialize_config_dir builds it, with one more search path entry
+from hydra._internal.utils import create_config_search_path
+from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.hydra_config import HydraConfig
+from hydra.initialize import get_gh_backup, restore_gh_from_backup
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 # Only what composing the config needs is imported here: `judgesweep --help` and `--cfg job` never import
 # litellm, MLflow or the statistics stack. The modules that run a job (pipeline, client, and through them
 # litellm) are imported by prepare_run.
+from runner.core import locations
 from runner.core.config import RunConfig
 from runner.core.config_store import register_configs
 from runner.llm.limiter_pool import LimiterPool
@@ -35,7 +41,8 @@ if TYPE_CHECKING:
 __all__ = ["CONFIG_DIR", "PROCESS_LIMITERS", "TELEMETRY_OFF", "prepare_process", "prepare_run", "run_experiment",
            "run_job"]
 
-CONFIG_DIR = str(Path(__file__).resolve().parents[2] / "conf")
+# judgesweep's own conf/ (runner/core/locations.py: in the checkout, or inside the installed package)
+CONFIG_DIR = str(locations.PACKAGED_CONF)
 
 # Process-wide state: the rate limiters. Every job and repeat of a judge in this process shares one, whether
 # the jobs come from the CLI (a multirun) or from run_experiment calls.
@@ -91,11 +98,35 @@ def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LI
     return pipeline.run(job_context.context(dcfg, cfg, hc, limiters))
 
 
+@contextlib.contextmanager
+def _hydra_initialized(config_dir: str | Path | None) -> Iterator[None]:
+    """Hydra initialized for compose as the CLI composes: the user's config directory (``config_dir``, else
+    ``./conf``) as the primary one with the packaged conf/ after it on the search path (where the CLI's
+    ``--config-dir`` puts it), or the packaged conf/ alone. What ``initialize_config_dir`` does, plus that entry.
+
+    Raises:
+        FileNotFoundError: ``config_dir`` is not a directory.
+    """
+    user = locations.user_conf_dir(Path.cwd(), config_dir)
+    backup = get_gh_backup()
+    version.setbase("1.3")
+    search_path = create_config_search_path(str(user or locations.PACKAGED_CONF))
+    if user is not None:
+        search_path.prepend(provider="command-line", path=f"file://{locations.PACKAGED_CONF}",
+                            anchor=SearchPathQuery(provider="schema"))
+    Hydra.create_main_hydra2(task_name="judgesweep", config_search_path=search_path)
+    try:
+        yield
+    finally:
+        restore_gh_from_backup(backup)
+
+
 def run_experiment(overrides: Sequence[str] = (), config_dir: str | Path | None = None, *,
                    limiters: LimiterPool = PROCESS_LIMITERS) -> RunOutcome | None:
     """Run one experiment in this process, as ``judgesweep <overrides>`` would, and return its outcome.
 
-    The config is composed with Hydra's compose API from ``config_dir`` (judgesweep's conf/ by default) and
+    The config is composed with Hydra's compose API as the CLI composes it: from ``config_dir`` (else ``./conf``
+    when it exists) overlaid on judgesweep's packaged conf/, or from the packaged conf/ alone; and
     written to ``<run dir>/.hydra/`` as the CLI does; the run directory is ``hydra.run.dir`` (an override may set
     it). Sweeps (``-m``), Hydra's logging setup and its callbacks are the CLI's: here the caller's logging applies.
 
@@ -108,8 +139,7 @@ def run_experiment(overrides: Sequence[str] = (), config_dir: str | Path | None 
         RunAborted when too many calls fail.
     """
     prepare_process()
-    config_dir = Path(config_dir or CONFIG_DIR).resolve()
-    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3", job_name="judgesweep"):
+    with _hydra_initialized(config_dir):
         full = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
     HydraConfig.instance().set_config(full)  # resolves ${hydra:...} (the default store's runtime.cwd)
     run_dir = Path(str(full.hydra.run.dir))

@@ -23,6 +23,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError
 
+from runner.core import locations
 from runner.core.config import JudgeConfig, RunConfig
 from runner.core.errors import ConfigurationError
 from runner.core.types import Secret
@@ -237,4 +238,15 @@ def context(dcfg: DictConfig, cfg: RunConfig, hc: DictConfig, pool: LimiterPool)
         identity_sha256=identity_sha,
         limiter=_limiter(pool, cfg.judge, workers),
         member_limiters={name: _limiter(pool, m, workers) for name, m in cfg.judge.members.items()},
+        input_roots=locations.input_roots(root, _user_conf(hc)),
     )
+
+
+def _user_conf(hc: DictConfig) -> Path | None:
+    """The user's config directory this job was composed from: Hydra's primary source when it is not the packaged
+    conf/ (None when it is, or when it is not a directory on disk)."""
+    for source in hc.runtime.config_sources:
+        if source.provider == "main" and source.schema == "file":
+            path = Path(str(source.path))
+            return None if locations.is_packaged_conf(path) else path
+    return None

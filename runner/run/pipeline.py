@@ -13,7 +13,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from runner.core import metric_names
+from runner.core import locations, metric_names
 from runner.core.choices import PromptMode, StructuredOutput
 from runner.core.config import JudgeConfig, RunConfig
 from runner.core.errors import ConfigurationError
@@ -69,7 +69,7 @@ def prepare(ctx: RunContext) -> Prepared:
         raise ConfigurationError("repeats and concurrency must be >= 1")
     _check_generator(cfg)
     mode = modes.mode_for(cfg)
-    mode_setup = mode.prepare(cfg, resolve_path(cfg.prompts_dir, ctx.project_root))
+    mode_setup = mode.prepare(cfg, locations.directories(cfg.prompts_dir, ctx.input_roots))
     response_format = _json_schema_format(cfg.judge, mode_setup.response_schema)
     member_formats = None
     if ensemble_check.is_ensemble(cfg):
@@ -78,7 +78,7 @@ def prepare(ctx: RunContext) -> Prepared:
                           for name, m in cfg.judge.members.items()}
         response_format = None
     shape = Shape(mode=cfg.prompt.mode, with_candidate=cfg.generator is None)
-    loaded = load_items(cfg.dataset, resolve_path(cfg.dataset.path, ctx.project_root), cfg.max_items,
+    loaded = load_items(cfg.dataset, resolve_path(cfg.dataset.path, ctx.input_roots), cfg.max_items,
                         on_bad_row=cfg.on_bad_row, shape=shape)
     for skipped in loaded.skipped:
         log.warning("skipped bad row %s: %s", skipped.where, skipped.reason)

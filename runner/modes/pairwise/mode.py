@@ -34,10 +34,10 @@ class PairwiseMode(RunMode):
     items_take_gold = True
     ordered = True
 
-    def prepare(self, cfg: RunConfig, prompts_dir: Path) -> ModeSetup:
+    def prepare(self, cfg: RunConfig, prompts_dirs: Sequence[Path]) -> ModeSetup:
         """The rubric's labels and parsers, the aggregation's params, the templates and their variables."""
         setup.check_rubric(cfg)
-        template, synthesis = setup.load_templates(cfg, prompts_dir)
+        template, synthesis = setup.load_templates(cfg, prompts_dirs)
         return ModeSetup(template, synthesis, setup.response_schema_for(cfg))
 
     def read(self, document: Document, *, lenient: bool = False) -> PairwiseReport:

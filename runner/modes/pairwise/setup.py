@@ -6,6 +6,7 @@ for; its verdicts are aggregated per item by a registered vote aggregation (majo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +35,11 @@ def check_rubric(cfg: RunConfig) -> None:
     aggregation.AGGREGATIONS.check_params(cfg.aggregation.name, dict(cfg.aggregation.params), fixed=2)
 
 
-def load_templates(cfg: RunConfig, prompts_dir: Path) -> tuple[Template, Template | None]:
+def load_templates(cfg: RunConfig, prompts_dirs: Sequence[Path]) -> tuple[Template, Template | None]:
     """Load the judge template (and the synthesis template of swap-and-synthesize) and check their variables."""
     provided = set(cfg.dataset.variables)
     where = f"dataset {cfg.dataset.name} (variables: {sorted(cfg.dataset.variables)}) plus the runner"
-    template = load_template(prompts_dir, cfg.prompt.template)
+    template = load_template(prompts_dirs, cfg.prompt.template)
     check_variables(template, provided | PAIRWISE_VARIABLES, where)
     synthesis = None
     if cfg.prompt.strategy is Strategy.swap_synthesize:
@@ -47,7 +48,7 @@ def load_templates(cfg: RunConfig, prompts_dir: Path) -> tuple[Template, Templat
         if cfg.order is not OrderPolicy.both:
             raise ConfigurationError(f"prompt {cfg.prompt.name}: swap_synthesize judges both orders; "
                                      f"set order=both (got order={cfg.order.value})")
-        synthesis = load_template(prompts_dir, cfg.prompt.synthesis_template)
+        synthesis = load_template(prompts_dirs, cfg.prompt.synthesis_template)
         check_variables(synthesis, provided | SYNTHESIS_VARIABLES, where)
     return template, synthesis
 

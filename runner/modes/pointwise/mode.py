@@ -33,9 +33,9 @@ class PointwiseMode(RunMode):
 
     name = report.MODE
 
-    def prepare(self, cfg: RunConfig, prompts_dir: Path) -> ModeSetup:
+    def prepare(self, cfg: RunConfig, prompts_dirs: Sequence[Path]) -> ModeSetup:
         """The scored rubric, parser, aggregation, checks, templates and the generator's template."""
-        template, point = setup.prepare(cfg, prompts_dir)
+        template, point = setup.prepare(cfg, prompts_dirs)
         return ModeSetup(template, None, setup.response_format_schema(point, cfg.rubric.parser.name), point,
                          point.generator_template)
 

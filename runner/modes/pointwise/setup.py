@@ -32,7 +32,7 @@ class PointwiseSetup:
     generator_template: Template | None
 
 
-def prepare(cfg: RunConfig, prompts_dir: Path) -> tuple[Template, PointwiseSetup]:
+def prepare(cfg: RunConfig, prompts_dirs: Sequence[Path]) -> tuple[Template, PointwiseSetup]:
     """Validate a pointwise configuration and load its templates; no network, no call.
 
     Raises:
@@ -56,11 +56,11 @@ def prepare(cfg: RunConfig, prompts_dir: Path) -> tuple[Template, PointwiseSetup
         raise ConfigurationError(f"rubric {cfg.rubric.name}: criteria depend on variable(s) {missing_when} that "
                                  f"dataset {cfg.dataset.name} does not map (variables or optional_variables)")
     where = f"dataset {cfg.dataset.name} (variables: {sorted(provided)}) plus the runner"
-    template = load_template(prompts_dir, cfg.prompt.template)
+    template = load_template(prompts_dirs, cfg.prompt.template)
     check_variables(template, provided | POINTWISE_VARIABLES, where)
     generator_template = None
     if cfg.generator is not None:
-        generator_template = load_template(prompts_dir, cfg.generator.template)
+        generator_template = load_template(prompts_dirs, cfg.generator.template)
         check_variables(generator_template, provided, f"dataset {cfg.dataset.name} (for generator "
                         f"{cfg.generator.name})")
     setup = PointwiseSetup(

@@ -1,0 +1,67 @@
+"""``judgesweep init [DIR]``: write a small project of one's own that runs offline at once.
+
+The project (``project_template/`` beside this module, plus two files copied from the package) has a conf/ with
+one judge, prompt, rubric, dataset and experiment preset, prompts/ with its template, a small data file and a
+README. Its judge replays GPT-4's recorded LLMBar answers, so its template is a copy of the packaged LLMBar
+Vanilla prompt (the replay answers only the exact messages it recorded) and its data the first pairs of LLMBar
+Natural. ``cd DIR && judgesweep`` then runs with no key and no network. Existing files are never overwritten.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from pathlib import Path
+
+from runner.core import locations
+from runner.outputs import console
+
+__all__ = ["DEMO_PAIRS", "main", "project_files", "write_project"]
+
+TEMPLATE_DIR = Path(__file__).resolve().parent / "project_template"
+DEMO_PAIRS = 8  # LLMBar Natural's first pairs: enough to show accuracy and a position flip, quick to replay
+_LLMBAR = Path(__file__).resolve().parents[1] / "data" / "llmbar"  # runner/data/llmbar, shipped as package data
+
+
+def project_files() -> dict[Path, bytes]:
+    """Every file of a new project, by its path relative to the project directory."""
+    files = {path.relative_to(TEMPLATE_DIR): path.read_bytes()
+             for path in sorted(TEMPLATE_DIR.rglob("*")) if path.is_file() and "__pycache__" not in path.parts}
+    files[Path("prompts/my_prompt.j2")] = (locations.PACKAGED_PROMPTS / "llmbar_vanilla.j2").read_bytes()
+    with (_LLMBAR / "natural.jsonl").open("rb") as pairs:
+        files[Path("data/my_pairs.jsonl")] = b"".join(itertools.islice(pairs, DEMO_PAIRS))
+    return files
+
+
+def write_project(directory: Path) -> list[Path]:
+    """Write a new project into ``directory`` (created when missing) and return the files written.
+
+    Raises:
+        FileExistsError: Some of the files exist already (all named in the message); nothing is written.
+    """
+    files = project_files()
+    existing = sorted(str(directory / rel) for rel in files if (directory / rel).exists())
+    if existing:
+        raise FileExistsError(f"not overwriting existing files: {', '.join(existing)}")
+    written = []
+    for rel, content in files.items():
+        path = directory / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+        written.append(path)
+    return written
+
+
+def main(argv: list[str]) -> int:
+    """``judgesweep init [DIR]``: write the project, say what to do next; 1 when files would be overwritten."""
+    parser = argparse.ArgumentParser(prog="judgesweep init", description="Write a small judgesweep project into "
+                                     "DIR (default: the current directory) that runs offline at once.")
+    parser.add_argument("directory", nargs="?", default=".", type=Path, help="where to write it")
+    directory = parser.parse_args(argv).directory
+    try:
+        written = write_project(directory)
+    except FileExistsError as exc:
+        parser.exit(1, f"judgesweep init: {exc}\n")
+    where = "" if directory == Path(".") else f"cd {directory} && "
+    console.print_line(f"wrote {len(written)} files into {directory.resolve()}; run it: {where}judgesweep")
+    return 0
