@@ -30,7 +30,6 @@ from runner.core.types import Secret
 from runner.llm.limiter_pool import LimiterPool
 from runner.llm.pacing import RateLimiter
 from runner.llm.replicas import pacing_limits
-from runner.outputs.tracking.records import CONFIG_TAG
 from runner.run import naming
 
 if TYPE_CHECKING:
@@ -215,8 +214,9 @@ def context(dcfg: DictConfig, cfg: RunConfig, hc: DictConfig, pool: LimiterPool)
         "mlflow.source.name": "judgesweep",
         "mlflow.source.type": "LOCAL",
         "mlflow.user": _user(),
-        # what identified a configuration before run names were made readable: a gate's baseline is found by it
-        CONFIG_TAG: naming.config_key(choices),
+        # tracking.CONFIG_TAG, spelled out (importing runner.outputs.tracking here would load it with the CLI):
+        # what identified a configuration before run names were made readable; a gate's baseline is found by it
+        "judgesweep.config": naming.config_key(choices),
         "hydra.run_dir": hc.runtime.output_dir,
         # the jobs of one multirun share this tag: `judgesweep-compare --sweep <it>` compares them
         "judgesweep.sweep": str(Path(hc.sweep.dir).resolve()) if hc.mode == RunMode.MULTIRUN else "",
