@@ -9,7 +9,9 @@ so a run with tracking=off does not pay ~120 MB of memory and a second of start-
 - :mod:`~runner.outputs.tracking.runs`: one judge run per Hydra job (start, finish, fail) and a gate's
   baseline;
 - :mod:`~runner.outputs.tracking.queries`: finding runs and sweeps, fetching artifacts and metrics;
-- :mod:`~runner.outputs.tracking.summaries`: the runs that are not jobs (a sweep's table, a comparison).
+- :mod:`~runner.outputs.tracking.summaries`: the runs that are not jobs (a sweep's table, a comparison);
+- :mod:`~runner.outputs.tracking.traces`: one trace per judgment (the run's Evaluations rows) and the human
+  feedback added to them; :mod:`~runner.outputs.tracking.prompts`: prompt registry and dataset input.
 
 Callers use the names re-exported here (``tracking.start_run(...)``, ``tracking.SWEEP_TAG``).
 """
@@ -32,10 +34,13 @@ from runner.outputs.tracking.records import (
 )
 from runner.outputs.tracking.runs import BASELINE_LATEST, fail_run, find_baseline, finish_run, start_run
 from runner.outputs.tracking.summaries import log_comparison, log_sweep
+from runner.outputs.tracking.traces import TraceRecord, human_feedback, log_traces
+from runner.outputs.tracking.prompts import log_dataset, register_prompt
 
 __all__ = [
     "ARTIFACTS", "BASELINE_LATEST", "BATCH", "COMPARISON_KIND", "KIND_TAG", "MAX_PARAM_CHARS", "SECRET_KEY",
     "SWEEP_KIND", "SWEEP_TAG", "RunRecord", "TrackedRun", "_client", "_experiment_id", "download_artifact",
     "fail_run", "find_baseline", "find_sweep_runs", "finish_run", "get_run_metrics", "get_runs", "log_comparison",
-    "log_sweep", "safe_params", "start_run",
+    "log_sweep", "safe_params", "start_run", "TraceRecord", "human_feedback", "log_traces", "log_dataset",
+    "register_prompt",
 ]

@@ -1,0 +1,76 @@
+"""MLflow GenAI views of a run, read back from a real sqlite store: one trace per judgment with a Feedback and
+an Expectation, the prompt in the registry (a version per template change), the dataset as a run input, the
+judge's input in results.load, human feedback read back, traces off, and no duplicate trace on resume."""
+
+from __future__ import annotations
+
+import json
+
+import mlflow
+import pytest
+from mlflow.entities import AssessmentSource, AssessmentSourceType, Expectation, Feedback
+from mlflow.tracking import MlflowClient
+
+from runner.outputs import results
+
+pytestmark = pytest.mark.integration
+
+ITEMS = 20  # LLMBar Natural with the replay judge: 20 items x 2 orders
+
+
+def _traces(uri: str, run_id: str) -> list:
+    mlflow.set_tracking_uri(uri)
+    experiment = MlflowClient(uri).get_run(run_id).info.experiment_id
+    return mlflow.search_traces(locations=[experiment], run_id=run_id, return_type="list")
+
+
+def test_run_is_an_evaluation_with_one_trace_per_judgment(run_cli):
+    run = run_cli("judge=replay_gpt4", f"max_items={ITEMS}")
+    assert run.proc.returncode == 0, run.proc.stdout + run.proc.stderr
+    loaded = results.load(run.run_dir, tracking_uri=run.mlflow_uri)
+    run_id = loaded.runs.loc[0, "run_id"]
+    traces = _traces(run.mlflow_uri, run_id)
+    assert len(traces) == len(loaded.judgments) == 2 * ITEMS
+    for trace in traces:
+        kinds = {type(a) for a in trace.info.assessments}
+        assert kinds == {Feedback, Expectation}, trace.info.assessments
+        feedback = next(a for a in trace.info.assessments if isinstance(a, Feedback))
+        assert feedback.source.source_type == AssessmentSourceType.LLM_JUDGE and feedback.rationale
+        assert {s.name for s in trace.data.spans} == {"judge", "render", "call", "parse"}
+        assert "messages" in trace.data.request
+    client = MlflowClient(run.mlflow_uri)
+    tracked = client.get_run(run_id)
+    assert tracked.data.tags["mlflow.runType"] == "genai_evaluate"
+    assert [d.dataset.name for d in tracked.inputs.dataset_inputs] == ["llmbar_natural"]
+    linked = json.loads(tracked.data.tags["mlflow.linkedPrompts"])
+    assert linked == [{"name": "llmbar_vanilla", "version": "1"}]
+    # the input text is in results.load, read by run id too
+    by_id = results.load(run_id, tracking_uri=run.mlflow_uri)
+    messages = by_id.judgments["messages"]
+    assert messages.notna().all() and all(m[-1]["role"] == "user" and m[-1]["content"] for m in messages)
+    # a person's feedback on a trace is read back
+    mlflow.log_feedback(trace_id=traces[0].info.trace_id, name="correct", value=False, rationale="A is wrong",
+                        source=AssessmentSource(source_type=AssessmentSourceType.HUMAN, source_id="ann@example.com"))
+    feedback = results.load(run_id, tracking_uri=run.mlflow_uri).feedback
+    assert feedback[["name", "value", "source_id"]].values.tolist() == [["correct", False, "ann@example.com"]]
+    assert feedback.loc[0, "item_id"] == traces[0].info.trace_metadata["judgesweep.item_id"]
+
+
+def test_prompt_versions_follow_the_template(run_cli):
+    first = run_cli("judge=replay_gpt4", "max_items=2")
+    second = run_cli("judge=replay_gpt4", "max_items=2")
+    assert first.proc.returncode == second.proc.returncode == 0, second.proc.stderr
+    client = MlflowClient(first.mlflow_uri)
+    assert [int(v.version) for v in client.search_prompt_versions("llmbar_vanilla")] == [1]
+
+
+def test_traces_off_and_resume(run_cli, tmp_path):
+    off = run_cli("judge=replay_gpt4", "max_items=2", "tracking.traces=false")
+    assert off.proc.returncode == 0, off.proc.stderr
+    run_id = results.load(off.run_dir, tracking_uri=off.mlflow_uri).runs.loc[0, "run_id"]
+    assert _traces(off.mlflow_uri, run_id) == []
+    on = run_cli("judge=replay_gpt4", "max_items=2")
+    run_id = results.load(on.run_dir, tracking_uri=on.mlflow_uri).runs.loc[0, "run_id"]
+    again = run_cli("judge=replay_gpt4", "max_items=2", f"resume={on.run_dir}", run_dir=on.run_dir)
+    assert again.proc.returncode == 0, again.proc.stderr
+    assert len(_traces(on.mlflow_uri, run_id)) == 4
