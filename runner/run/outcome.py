@@ -21,8 +21,8 @@ from runner.modes.base import Document, MemberReport, ModeInputs, RunMode
 from runner.modes.record import Record
 from runner.outputs import console, html_report, tracking
 from runner.run import gates
-from runner.run.genai import TraceLogging
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
+from runner.run.genai import TraceLogging
 from runner.storage import journal, store
 
 log = logging.getLogger(__name__)

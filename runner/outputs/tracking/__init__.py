@@ -18,6 +18,7 @@ Callers use the names re-exported here (``tracking.start_run(...)``, ``tracking.
 
 from runner.outputs.tracking.connection import client as _client
 from runner.outputs.tracking.connection import experiment_id as _experiment_id
+from runner.outputs.tracking.prompts import log_dataset, register_prompt
 from runner.outputs.tracking.queries import download_artifact, find_sweep_runs, get_run_metrics, get_runs
 from runner.outputs.tracking.records import (
     ARTIFACTS,
@@ -35,7 +36,6 @@ from runner.outputs.tracking.records import (
 from runner.outputs.tracking.runs import BASELINE_LATEST, fail_run, find_baseline, finish_run, start_run
 from runner.outputs.tracking.summaries import log_comparison, log_sweep
 from runner.outputs.tracking.traces import TraceRecord, human_feedback, log_traces
-from runner.outputs.tracking.prompts import log_dataset, register_prompt
 
 __all__ = [
     "ARTIFACTS", "BASELINE_LATEST", "BATCH", "COMPARISON_KIND", "KIND_TAG", "MAX_PARAM_CHARS", "SECRET_KEY",
