@@ -74,3 +74,20 @@ def test_traces_off_and_resume(run_cli, tmp_path):
     again = run_cli("judge=replay_gpt4", "max_items=2", f"resume={on.run_dir}", run_dir=on.run_dir)
     assert again.proc.returncode == 0, again.proc.stderr
     assert len(_traces(on.mlflow_uri, run_id)) == 4
+
+
+def test_a_changed_template_adds_a_version(tmp_path, empty_mlflow_store):
+    from runner.core.config import TrackingConfig
+    from runner.outputs import tracking
+
+    store = tmp_path / "mlflow.db"
+    store.write_bytes(empty_mlflow_store().read_bytes())
+    cfg = TrackingConfig(uri=f"sqlite:///{store}", experiment="prompts")
+    client = tracking._client(cfg)
+    runs = [client.create_run(tracking._experiment_id(client, cfg)).info.run_id for _ in range(3)]
+    versions = [tracking.register_prompt(cfg, runs[0], "my_prompt", "Judge {{ output }}", "a"),
+                tracking.register_prompt(cfg, runs[1], "my_prompt", "Judge {{ output }}", "a"),
+                tracking.register_prompt(cfg, runs[2], "my_prompt", "Judge {{ output }} strictly", "b")]
+    assert versions == [1, 1, 2]
+    linked = [json.loads(client.get_run(r).data.tags["mlflow.linkedPrompts"]) for r in runs]
+    assert [link[0]["version"] for link in linked] == ["1", "1", "2"]

@@ -139,7 +139,7 @@ def _span(tid: str, span_id: int, parent: int | None, name: str, span_type: str,
 
 def _spans(tid: str, record: TraceRecord, start: int) -> tuple[list[Any], int]:
     """(root, render, call, parse) spans laid out from ``start`` (the call lasts its latency); their end."""
-    base = int(tid[3:19], 16) & 0x7FFFFFFFFFFFFFF0 or 16  # span ids unique within the trace
+    base = root_span_id(tid)
     call_ns = max(int(record.latency_s * 1e9), 1000)
     render_end, call_end = start + 1000, start + 1000 + call_ns
     end = call_end + 1000
@@ -161,20 +161,29 @@ def _spans(tid: str, record: TraceRecord, start: int) -> tuple[list[Any], int]:
     ], end
 
 
+def root_span_id(tid: str) -> int:
+    """The root span's id (its children are the next three): fixed by the trace id, so the assessments can name
+    it before the spans exist, as evaluate's do."""
+    return int(tid[3:19], 16) & 0x7FFFFFFFFFFFFFF0 or 16
+
+
 def _trace_info(tid: str, experiment: str, run_id: str, record: TraceRecord, judge_model: str, start: int,
                 end: int) -> Any:
     from mlflow.entities import TraceInfo, TraceLocation, TraceState
 
-    metadata = {"mlflow.sourceRun": run_id, "mlflow.trace_schema.version": "3",
+    request, response = _json(_request(record))[:PREVIEW_CHARS], _json(record.raw_response)[:PREVIEW_CHARS]
+    # as mlflow.genai.evaluate's traces carry them: the run link, the row's inputs/outputs, the eval request id
+    metadata = {"mlflow.sourceRun": run_id, "mlflow.trace_schema.version": "3", "mlflow.traceInputs": request,
+                "mlflow.traceOutputs": response,
                 f"{KEY_PREFIX}item_id": record.item_id, f"{KEY_PREFIX}repeat": str(record.repeat),
                 f"{KEY_PREFIX}order": record.order or "", f"{KEY_PREFIX}stage": record.stage}
     return TraceInfo(
         trace_id=tid, trace_location=TraceLocation.from_experiment_id(experiment), request_time=start // 1_000_000,
         state=TraceState.OK if record.error is None else TraceState.ERROR,
-        request_preview=_json(_request(record))[:PREVIEW_CHARS],
-        response_preview=_json(record.raw_response)[:PREVIEW_CHARS],
+        request_preview=request, response_preview=response,
         execution_duration=max((end - start) // 1_000_000, 0), trace_metadata=metadata,
-        tags={"mlflow.traceName": "judge"}, assessments=_assessments(tid, run_id, record, judge_model))
+        tags={"mlflow.traceName": "judge", "mlflow.eval.requestId": tid.removeprefix("tr-")},
+        assessments=_assessments(tid, run_id, record, judge_model))
 
 
 def _assessments(tid: str, run_id: str, record: TraceRecord, judge_model: str) -> list[Any]:
@@ -182,21 +191,21 @@ def _assessments(tid: str, run_id: str, record: TraceRecord, judge_model: str) -
 
     judge = AssessmentSource(source_type=AssessmentSourceType.LLM_JUDGE, source_id=judge_model)
     meta = {"mlflow.assessment.sourceRunId": run_id}
-    rationale = record.raw_response
+    rationale, span = record.raw_response, f"{root_span_id(tid):016x}"
     out: list[Any] = []
     if record.scores:
-        out += [Feedback(name=name, value=value, source=judge, rationale=rationale, trace_id=tid, metadata=meta)
-                for name, value in record.scores.items()]
+        out += [Feedback(name=name, value=value, source=judge, rationale=rationale, trace_id=tid, metadata=meta,
+                         span_id=span) for name, value in record.scores.items()]
     elif record.label is not None:
         out.append(Feedback(name="verdict", value=record.winner or record.label, source=judge, rationale=rationale,
-                            trace_id=tid, metadata=meta))
+                            trace_id=tid, metadata=meta, span_id=span))
     else:  # unscored or failed: a Feedback that says why, never a made-up value
         why = record.parse_error or record.error or record.status
         out.append(Feedback(name="verdict", error=AssessmentError(error_code=record.status.upper(),
                                                                   error_message=why),
-                            source=judge, rationale=rationale, trace_id=tid, metadata=meta))
+                            source=judge, rationale=rationale, trace_id=tid, metadata=meta, span_id=span))
     dataset = AssessmentSource(source_type=AssessmentSourceType.HUMAN, source_id="dataset")
-    out += [Expectation(name=name, value=value, source=dataset, trace_id=tid, metadata=meta)
+    out += [Expectation(name=name, value=value, source=dataset, trace_id=tid, metadata=meta, span_id=span)
             for name, value in record.expectations.items() if value is not None]
     return out
 

@@ -1,0 +1,73 @@
+"""The cost of keeping what the judge saw and of one MLflow trace per judgment, at N judgments (default 10,000).
+
+Measures, on LLMBar-sized prompts (the Vanilla template around two shipped outputs, one distinct prompt per
+judgment): the message store's time and disk (runner.storage.messages), and the time of logging N traces into a
+fresh sqlite MLflow store (runner.outputs.tracking.traces.log_traces), the part a tracked run adds after its paid
+stages. Prints one JSON record with the date, commit and load average::
+
+    .venv/bin/python -m benchmarks.genai_traces --n 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from runner.core.config import TrackingConfig
+from runner.core.types import Message
+from runner.outputs.tracking import TraceRecord, connection, log_traces
+from runner.storage.messages import MessageStore
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _prompts(n: int) -> list[tuple[Message, ...]]:
+    rows = [json.loads(line) for line in (REPO / "runner/data/llmbar/natural.jsonl").read_text().splitlines()]
+    template = (REPO / "prompts/llmbar_vanilla.j2").read_text()
+    out = []
+    for k in range(n):
+        row = rows[k % len(rows)]
+        text = " ".join(str(v) for v in row.values())
+        out.append((Message("system", template[:600]), Message("user", f"[{k}] {template[600:]} {text}")))
+    return out
+
+
+def main() -> None:
+    """Run the measurement and print its record."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=10_000)
+    n = parser.parse_args().n
+    prompts = _prompts(n)
+    with tempfile.TemporaryDirectory(prefix="judgesweep-genai-") as tmp:
+        root = Path(tmp)
+        t0 = time.perf_counter()
+        with MessageStore(root / "messages.sqlite") as store:
+            keys = [store.put(m) for m in prompts]
+        store_s = time.perf_counter() - t0
+        raw = sum(len(m.content.encode()) for p in prompts for m in p)
+        disk = (root / "messages.sqlite").stat().st_size
+        cfg = TrackingConfig(uri=f"sqlite:///{root / 'mlflow.db'}", experiment="bench")
+        client = connection.client(cfg)
+        run_id = client.create_run(connection.experiment_id(client, cfg)).info.run_id
+        with MessageStore(root / "messages.sqlite", read_only=True) as store:
+            records = [TraceRecord(item_id=str(k), repeat=0, order="ab", stage="judge", messages=store.get(key),
+                                   raw_response="Output (a) is better.", status="scored", label="A", winner="ours",
+                                   scores=None, score=None, parse_error=None, latency_s=0.4,
+                                   expectations={"gold": "ours"}) for k, key in enumerate(keys)]
+        t0 = time.perf_counter()
+        written = log_traces(cfg, run_id, records, "openai/gpt-4", time.time_ns())
+        traces_s = time.perf_counter() - t0
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    print(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit.stdout.strip(),
+                      "loadavg": os.getloadavg(), "judgments": n, "message_store_s": round(store_s, 2),
+                      "message_store_bytes": disk, "messages_raw_bytes": raw, "traces_written": written,
+                      "traces_s": round(traces_s, 1), "traces_ms_each": round(1000 * traces_s / n, 2)}))
+
+
+if __name__ == "__main__":
+    main()
