@@ -3,9 +3,12 @@
 Measures, on LLMBar-sized prompts (the Vanilla template around two shipped outputs, one distinct prompt per
 judgment): the message store's time and disk (runner.storage.messages), and the time of logging N traces into a
 fresh sqlite MLflow store (runner.outputs.tracking.traces.log_traces), the part a tracked run adds after its paid
-stages. Prints one JSON record with the date, commit and load average::
+stages. With ``--end-to-end``, also whole runs of N judgments (N/2 items x 2 orders, the fake server at 0 ms,
+concurrency 32, cache off, through benchmarks.harness as ``make bench`` runs them): tracking=off, tracking on with
+``tracking.traces=false``, and tracking on with traces, their wall times and the run directory's message store.
+Prints one JSON record with the date, commit and load average::
 
-    .venv/bin/python -m benchmarks.genai_traces --n 10000
+    .venv/bin/python -m benchmarks.genai_traces --n 10000 [--end-to-end]
 """
 
 from __future__ import annotations
@@ -37,11 +40,39 @@ def _prompts(n: int) -> list[tuple[Message, ...]]:
     return out
 
 
+def end_to_end(n: int) -> dict[str, object]:
+    """Wall seconds of whole runs of ``n`` judgments: tracking off, tracking without traces, with traces."""
+    from benchmarks.data import write_dataset
+    from benchmarks.harness import FakeServer, judgesweep_cmd, run_measured
+
+    out: dict[str, object] = {}
+    with tempfile.TemporaryDirectory(prefix="judgesweep-genai-e2e-") as tmp, FakeServer(record=False) as srv:
+        work = Path(tmp)
+        data = write_dataset(work / "data.jsonl", n // 2)
+        for name, tracking, extra in (("warm_store", work, ()), ("tracking_off", None, ()),
+                                      ("traces_off", work, ("tracking.traces=false",)), ("traces_on", work, ())):
+            size = 32 if name == "warm_store" else n // 2  # the first run creates the store's tables, unmeasured
+            cmd = judgesweep_cmd(srv.base_url, data, size, work / name, work / "cache.sqlite", order="both",
+                                 tracking=tracking, extra=extra)
+            m = run_measured(cmd, work, name, timeout_s=3600)
+            if m.rc != 0:
+                raise RuntimeError(f"{name} failed ({m.rc}):\n{m.tail()}")
+            store = work / name / "messages.sqlite"
+            out[name] = {"wall_s": round(m.wall_s, 1), "cpu_s": m.cpu_s and round(m.cpu_s, 1),
+                         "messages_sqlite_bytes": store.stat().st_size if store.is_file() else None,
+                         "journal_bytes": (work / name / "journal.jsonl").stat().st_size}
+    off, on = out["tracking_off"]["wall_s"], out["traces_on"]["wall_s"]  # type: ignore[index]
+    out["traces_on_vs_tracking_off"] = round(on / off - 1, 3)
+    return out
+
+
 def main() -> None:
     """Run the measurement and print its record."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=10_000)
-    n = parser.parse_args().n
+    parser.add_argument("--end-to-end", action="store_true", help="also time whole runs (three of N judgments)")
+    args = parser.parse_args()
+    n = args.n
     prompts = _prompts(n)
     with tempfile.TemporaryDirectory(prefix="judgesweep-genai-") as tmp:
         root = Path(tmp)
@@ -56,17 +87,20 @@ def main() -> None:
         run_id = client.create_run(connection.experiment_id(client, cfg)).info.run_id
         with MessageStore(root / "messages.sqlite", read_only=True) as store:
             records = [TraceRecord(item_id=str(k), repeat=0, order="ab", stage="judge", messages=store.get(key),
+                                   messages_sha256=key,
                                    raw_response="Output (a) is better.", status="scored", label="A", winner="ours",
                                    scores=None, score=None, parse_error=None, latency_s=0.4,
                                    expectations={"gold": "ours"}) for k, key in enumerate(keys)]
         t0 = time.perf_counter()
         written = log_traces(cfg, run_id, records, "openai/gpt-4", time.time_ns())
         traces_s = time.perf_counter() - t0
+    runs = end_to_end(n) if args.end_to_end else None
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     print(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit.stdout.strip(),
                       "loadavg": os.getloadavg(), "judgments": n, "message_store_s": round(store_s, 2),
                       "message_store_bytes": disk, "messages_raw_bytes": raw, "traces_written": written,
-                      "traces_s": round(traces_s, 1), "traces_ms_each": round(1000 * traces_s / n, 2)}))
+                      "traces_s": round(traces_s, 1), "traces_ms_each": round(1000 * traces_s / n, 2),
+                      "runs": runs, "loadavg_after": os.getloadavg()}))
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ def records(judgments: Iterable[Judgment], messages: MessageStore, labels: Mappi
         yield tracking.TraceRecord(
             item_id=row["item_id"], repeat=row["repeat"], order=row["order"], stage=row["stage"],
             messages=messages.get(row["messages_sha256"]) if row["messages_sha256"] else None,
+            messages_sha256=row["messages_sha256"],
             raw_response=row["raw_response"], status=row["status"], label=row["verdict_label"],
             winner=row["winner"], scores=row["scores"], score=row["score"], parse_error=row["parse_error"],
             latency_s=row["latency_s"] or 0.0, attempts=row["attempts"] or 1,

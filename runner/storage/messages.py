@@ -24,7 +24,8 @@ from runner.core.types import Message, hash_messages
 MESSAGES_NAME = "messages.sqlite"
 LEVEL = 6  # zlib's default: the judge prompts of LLMBar shrink ~3x; 9 costs twice the CPU for ~1% less
 
-_CREATE = "CREATE TABLE IF NOT EXISTS messages (sha256 TEXT PRIMARY KEY, z BLOB NOT NULL) WITHOUT ROWID"
+# a rowid table: WITHOUT ROWID suits small rows, and these (~1 KB compressed) would spill into overflow pages
+_CREATE = "CREATE TABLE IF NOT EXISTS messages (sha256 TEXT PRIMARY KEY, z BLOB NOT NULL)"
 
 
 def _canonical(messages: Iterable[Message]) -> bytes:

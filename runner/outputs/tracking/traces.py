@@ -40,6 +40,7 @@ class TraceRecord:
     order: str | None
     stage: str
     messages: Sequence[Mapping[str, str]] | None  # None when the message store has no entry
+    messages_sha256: str | None
     raw_response: str | None
     status: str
     label: str | None  # the parsed verdict label (pairwise)
@@ -152,8 +153,9 @@ def _spans(tid: str, record: TraceRecord, start: int) -> tuple[list[Any], int]:
              "total_tokens": record.prompt_tokens + record.completion_tokens}
     return [
         _span(tid, base, None, "judge", "EVALUATOR", start, end, request, answer, ok=record.error is None),
+        # the messages are the root's input and the call's: the render span names them by hash, not a third copy
         _span(tid, base + 1, base, "render", "PARSER", start, render_end, {"item_id": record.item_id},
-              request["messages"]),
+              {"messages_sha256": record.messages_sha256, "messages": len(record.messages or ())}),
         _span(tid, base + 2, base, "call", "CHAT_MODEL", render_end, call_end, request["messages"], answer,
               ok=record.error is None, attributes={"attempts": record.attempts, "mlflow.chat.tokenUsage": usage,
                                                    "error": record.error}, events=attempts),
