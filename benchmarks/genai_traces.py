@@ -90,9 +90,10 @@ def main() -> None:
                                    messages_sha256=key,
                                    raw_response="Output (a) is better.", status="scored", label="A", winner="ours",
                                    scores=None, score=None, parse_error=None, latency_s=0.4,
-                                   expectations={"gold": "ours"}) for k, key in enumerate(keys)]
+                                   expectations={"gold": "ours"}, judge_model="openai/gpt-4")
+                       for k, key in enumerate(keys)]
         t0 = time.perf_counter()
-        written = log_traces(cfg, run_id, records, "openai/gpt-4", time.time_ns())
+        written = log_traces(cfg, run_id, records, time.time_ns())
         traces_s = time.perf_counter() - t0
     runs = end_to_end(n) if args.end_to_end else None
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)

@@ -58,7 +58,8 @@ class Results:
             ``status``, ``tags``, ``category``, ``overall``, ``passed``, ``scores.<criterion>``, ...
         feedback: Human feedback added to tracked runs' traces (in the MLflow UI, or with
             ``mlflow.log_feedback`` and a HUMAN source): ``item_id``, ``repeat``, ``order``, ``stage``,
-            ``name``, ``value``, ``rationale``, ``source_id``, ``trace_id``; empty for untracked runs.
+            ``judge`` (an ensemble's member), ``name``, ``value``, ``rationale``, ``source_id``, ``trace_id``; empty
+            for untracked runs.
     """
 
     runs: pd.DataFrame

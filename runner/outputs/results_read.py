@@ -139,8 +139,8 @@ def _read_tracked(cfg: TrackingConfig, run: tracking.TrackedRun, metrics: Mappin
             "git_commit": run.tags.get("git.commit") or None,
             "judgments_from": rows_path.name if rows_path is not None else None}
     feedback = pd.DataFrame(tracking.human_feedback(cfg, run.run_id),
-                            columns=["item_id", "repeat", "order", "stage", "name", "value", "rationale",
-                                     "source_id", "trace_id"])
+                            columns=["item_id", "repeat", "order", "stage", "judge", "name", "value",
+                                     "rationale", "source_id", "trace_id"])
     return LoadedRun(info=info, choices=_choices(run.params), params=dict(run.params), metrics=metrics,
                      summary=_read_json(summary_path), judgments=with_messages(judgments, local), feedback=feedback)
 

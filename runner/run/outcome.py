@@ -55,7 +55,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     judges = [name for name, js in judged.by_member.items() for _ in js] if judged.by_member is not None else None
     # Results first: they need no statistic, so a bug in one still leaves every answer in results.jsonl.
     store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged), _labels(prepared), judges)
-    traces = TraceLogging(ctx, prepared, mlflow_run_id, _with_texts(ctx, judged), _labels(prepared))
+    traces = TraceLogging(ctx, prepared, mlflow_run_id, _with_texts(ctx, judged), _labels(prepared), judges)
     typed, summary, gold, metrics = _summarize(ctx, prepared, judged)
     judge_stats = summaries.judge_metrics(judgments)
     metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})

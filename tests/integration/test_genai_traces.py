@@ -12,6 +12,8 @@ from mlflow.entities import AssessmentSource, AssessmentSourceType, Expectation,
 from mlflow.tracking import MlflowClient
 
 from runner.outputs import results
+from tests.integration.conftest import live_judge
+from tests.integration.test_presets import SCORES
 
 pytestmark = pytest.mark.integration
 
@@ -91,3 +93,35 @@ def test_a_changed_template_adds_a_version(tmp_path, empty_mlflow_store):
     assert versions == [1, 1, 2]
     linked = [json.loads(client.get_run(r).data.tags["mlflow.linkedPrompts"]) for r in runs]
     assert [link[0]["version"] for link in linked] == ["1", "1", "2"]
+
+
+def test_scores_and_unscored_answers_over_http(run_cli, fake_server):
+    """Pointwise: one Feedback per criterion; an answer that does not parse: a Feedback with an error, no value.
+    The call span carries the attempts and the token usage the server reported."""
+    replies = iter([json.dumps({"scores": SCORES, "reasoning": "Fine."}), "no idea"] * 10)
+    fake_server.reply = lambda body: next(replies)
+    run = run_cli("experiment=agent_rubric", "max_items=2", *live_judge(fake_server))
+    run_id = results.load(run.run_dir, tracking_uri=run.mlflow_uri).runs.loc[0, "run_id"]
+    by_item = {t.info.trace_metadata["judgesweep.item_id"]: t for t in _traces(run.mlflow_uri, run_id)}
+    assert len(by_item) == 2
+    scored, unscored = sorted(by_item.values(), key=lambda t: len(t.info.assessments), reverse=True)
+    feedback = {a.name: a.value for a in scored.info.assessments if isinstance(a, Feedback)}
+    assert feedback and set(feedback) <= set(SCORES) and all(v == SCORES[k] for k, v in feedback.items())
+    (failed,) = [a for a in unscored.info.assessments if isinstance(a, Feedback)]
+    assert failed.value is None and failed.error.error_code == "UNSCORED" and failed.rationale == "no idea"
+    call = next(s for s in scored.data.spans if s.name == "call")
+    assert call.attributes["attempts"] == 1 and [e.name for e in call.events] == ["attempt"]
+    assert call.attributes["mlflow.chat.tokenUsage"]["input_tokens"] > 0
+
+
+def test_an_ensemble_has_one_trace_per_member_judgment(run_cli):
+    run = run_cli("judge=ensemble", "max_items=3")
+    assert run.proc.returncode == 0, run.proc.stdout + run.proc.stderr
+    loaded = results.load(run.run_dir, tracking_uri=run.mlflow_uri)
+    traces = _traces(run.mlflow_uri, loaded.runs.loc[0, "run_id"])
+    assert len(traces) == len(loaded.judgments) == 2 * 3 * 2  # 2 members x 3 items x 2 orders
+    members = {t.info.trace_metadata["judgesweep.judge"] for t in traces}
+    assert members == {"replay_gpt4", "replay_chatgpt"}
+    sources = {next(a for a in t.info.assessments if isinstance(a, Feedback)).source.source_id for t in traces}
+    assert len(sources) == 2  # each member's own model
+    assert loaded.judgments["messages"].notna().all()  # one store for the members, beside the run's files

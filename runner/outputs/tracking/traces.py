@@ -26,7 +26,8 @@ from runner.outputs.tracking import connection
 log = logging.getLogger(__name__)
 
 RUN_TYPE_TAG, EVALUATE_RUN_TYPE = "mlflow.runType", "genai_evaluate"  # mlflow.utils.mlflow_tags
-SPAN_BATCH = 500  # traces whose spans go in one log_spans call (one database transaction)
+SPAN_BATCH = 500  # traces whose spans (4 each) go in one log_spans call (one database transaction)
+SPANS_LOGGED = "mlflow.trace.spansLocation"  # the trace tag log_spans sets
 PREVIEW_CHARS = 1000
 KEY_PREFIX = "judgesweep."
 
@@ -54,11 +55,13 @@ class TraceRecord:
     completion_tokens: int = 0
     error: str | None = None
     expectations: Mapping[str, Any] = field(default_factory=dict)  # gold, human_score
+    judge_model: str = ""  # the litellm model string: the Feedback's source
+    member: str | None = None  # an ensemble's member that answered
 
     @property
     def key(self) -> str:
-        """The judgment's identity within a run (as the journal keys it)."""
-        return f"{self.item_id}|{self.repeat}|{self.order or ''}|{self.stage}"
+        """The judgment's identity within a run (as the journal keys it, and the member of an ensemble)."""
+        return f"{self.member or ''}|{self.item_id}|{self.repeat}|{self.order or ''}|{self.stage}"
 
 
 def trace_id(run_id: str, record: TraceRecord) -> str:
@@ -66,19 +69,17 @@ def trace_id(run_id: str, record: TraceRecord) -> str:
     return "tr-" + hashlib.sha256(f"{run_id}|{record.key}".encode()).hexdigest()[:32]
 
 
-def log_traces(cfg: TrackingConfig, run_id: str, records: Iterable[TraceRecord], judge_model: str,
-               started_ns: int) -> int:
+def log_traces(cfg: TrackingConfig, run_id: str, records: Iterable[TraceRecord], started_ns: int) -> int:
     """Write one trace per judgment into the run's experiment, linked to the run; skip those already there.
 
     Args:
         cfg: Where MLflow records runs.
         run_id: The judge run.
         records: The judgments.
-        judge_model: The litellm model string (the Feedback's source).
-        started_ns: Where the first trace's spans start (the run's calls have no wall-clock stamps of their own).
+        started_ns: Where the first trace's spans start.
 
     Returns:
-        How many traces were written.
+        How many traces were written (a trace whose info an interrupted logging wrote gets its spans, uncounted).
     """
     from mlflow.tracing.client import TracingClient
 
@@ -87,16 +88,19 @@ def log_traces(cfg: TrackingConfig, run_id: str, records: Iterable[TraceRecord],
     tracing = TracingClient(cfg.uri) if cfg.uri else TracingClient()
     existing = _existing_trace_ids(tracing, experiment, run_id)
     client.set_tag(run_id, RUN_TYPE_TAG, EVALUATE_RUN_TYPE)
-    written, spans, clock = 0, [], started_ns
-    for record in records:
+    written, spans = 0, []
+    for n, record in enumerate(records):
         tid = trace_id(run_id, record)
-        if tid in existing:
+        if existing.get(tid):
             continue
-        trace_spans, end = _spans(tid, record, clock)
-        tracing.start_trace(_trace_info(tid, experiment, run_id, record, judge_model, clock, end))
+        # 1 ms apart in the run's order (the calls have no wall-clock stamps of their own), each lasting its latency
+        start = started_ns + n * 1_000_000
+        trace_spans, end = _spans(tid, record, start)
+        if tid not in existing:  # else an interrupted logging wrote its info but not its spans yet
+            tracing.start_trace(_trace_info(tid, experiment, run_id, record, start, end))
+            written += 1
         spans += trace_spans
-        clock, written = end, written + 1
-        if written % SPAN_BATCH == 0:
+        if len(spans) >= 4 * SPAN_BATCH:
             tracing.log_spans(experiment, spans)
             spans = []
     if spans:
@@ -104,12 +108,13 @@ def log_traces(cfg: TrackingConfig, run_id: str, records: Iterable[TraceRecord],
     return written
 
 
-def _existing_trace_ids(tracing: Any, experiment: str, run_id: str) -> set[str]:
-    found, token = set(), None
+def _existing_trace_ids(tracing: Any, experiment: str, run_id: str) -> dict[str, bool]:
+    """The run's traces already in the store -> whether their spans are too (see log_traces)."""
+    found, token = {}, None
     while True:
         page = tracing.search_traces(locations=[experiment], run_id=run_id, max_results=500, page_token=token,
                                      include_spans=False)
-        found |= {t.info.trace_id for t in page}
+        found.update({t.info.trace_id: SPANS_LOGGED in t.info.tags for t in page})
         token = page.token
         if not token:
             return found
@@ -169,8 +174,7 @@ def root_span_id(tid: str) -> int:
     return int(tid[3:19], 16) & 0x7FFFFFFFFFFFFFF0 or 16
 
 
-def _trace_info(tid: str, experiment: str, run_id: str, record: TraceRecord, judge_model: str, start: int,
-                end: int) -> Any:
+def _trace_info(tid: str, experiment: str, run_id: str, record: TraceRecord, start: int, end: int) -> Any:
     from mlflow.entities import TraceInfo, TraceLocation, TraceState
 
     request, response = _json(_request(record))[:PREVIEW_CHARS], _json(record.raw_response)[:PREVIEW_CHARS]
@@ -178,20 +182,21 @@ def _trace_info(tid: str, experiment: str, run_id: str, record: TraceRecord, jud
     metadata = {"mlflow.sourceRun": run_id, "mlflow.trace_schema.version": "3", "mlflow.traceInputs": request,
                 "mlflow.traceOutputs": response,
                 f"{KEY_PREFIX}item_id": record.item_id, f"{KEY_PREFIX}repeat": str(record.repeat),
-                f"{KEY_PREFIX}order": record.order or "", f"{KEY_PREFIX}stage": record.stage}
+                f"{KEY_PREFIX}order": record.order or "", f"{KEY_PREFIX}stage": record.stage,
+                **({f"{KEY_PREFIX}judge": record.member} if record.member else {})}
     return TraceInfo(
         trace_id=tid, trace_location=TraceLocation.from_experiment_id(experiment), request_time=start // 1_000_000,
         state=TraceState.OK if record.error is None else TraceState.ERROR,
         request_preview=request, response_preview=response,
         execution_duration=max((end - start) // 1_000_000, 0), trace_metadata=metadata,
         tags={"mlflow.traceName": "judge", "mlflow.eval.requestId": tid.removeprefix("tr-")},
-        assessments=_assessments(tid, run_id, record, judge_model))
+        assessments=_assessments(tid, run_id, record))
 
 
-def _assessments(tid: str, run_id: str, record: TraceRecord, judge_model: str) -> list[Any]:
+def _assessments(tid: str, run_id: str, record: TraceRecord) -> list[Any]:
     from mlflow.entities import AssessmentError, AssessmentSource, AssessmentSourceType, Expectation, Feedback
 
-    judge = AssessmentSource(source_type=AssessmentSourceType.LLM_JUDGE, source_id=judge_model)
+    judge = AssessmentSource(source_type=AssessmentSourceType.LLM_JUDGE, source_id=record.judge_model)
     meta = {"mlflow.assessment.sourceRunId": run_id}
     rationale, span = record.raw_response, f"{root_span_id(tid):016x}"
     out: list[Any] = []
@@ -216,7 +221,8 @@ def human_feedback(cfg: TrackingConfig, run_id: str) -> list[dict[str, Any]]:
     """Feedback a person added to the run's traces (an assessment whose source is HUMAN, not an expectation).
 
     Returns:
-        One row per assessment: the judgment's ``item_id``, ``repeat``, ``order``, ``stage``, then ``name``,
+        One row per assessment: the judgment's ``item_id``, ``repeat``, ``order``, ``stage``, ``judge`` (an
+        ensemble's member, else None), then ``name``,
         ``value``, ``rationale``, ``source_id``, ``trace_id``.
     """
     from mlflow.entities import AssessmentSourceType, Feedback
@@ -236,7 +242,8 @@ def human_feedback(cfg: TrackingConfig, run_id: str) -> list[dict[str, Any]]:
                     rows.append({"item_id": meta.get(f"{KEY_PREFIX}item_id"),
                                  "repeat": int(meta.get(f"{KEY_PREFIX}repeat", 0)),
                                  "order": meta.get(f"{KEY_PREFIX}order") or None,
-                                 "stage": meta.get(f"{KEY_PREFIX}stage"), "name": a.name, "value": a.value,
+                                 "stage": meta.get(f"{KEY_PREFIX}stage"), "judge": meta.get(f"{KEY_PREFIX}judge"),
+                                 "name": a.name, "value": a.value,
                                  "rationale": a.rationale, "source_id": a.source.source_id,
                                  "trace_id": trace.info.trace_id})
         token = page.token
