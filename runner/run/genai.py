@@ -52,6 +52,9 @@ def _log(ctx: RunContext, prepared: Prepared, run_id: str, judgments: Iterable[J
                                       records(judgments, messages, labels, cfg.judge, members), started)
     log.info("MLflow: %d traces logged to run %s in %.1f s", written, run_id, (time.time_ns() - started) / 1e9)
     tracking.register_prompt(cfg.tracking, run_id, cfg.prompt.name, plan.template.source, plan.template.sha256)
+    if plan.synthesis_template is not None:  # the second round's template belongs to the same prompt option
+        tracking.register_prompt(cfg.tracking, run_id, f"{cfg.prompt.name}.synthesis", plan.synthesis_template.source,
+                                 plan.synthesis_template.sha256)
     tracking.log_dataset(cfg.tracking, run_id, cfg.dataset.name, str(resolve_path(cfg.dataset.path, ctx.project_root)),
                          [{"item_id": r.id, "gold": r.gold, "human_score": r.human_score} for r in prepared.refs])
 

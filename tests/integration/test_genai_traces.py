@@ -64,6 +64,11 @@ def test_prompt_versions_follow_the_template(run_cli):
     assert first.proc.returncode == second.proc.returncode == 0, second.proc.stderr
     client = MlflowClient(first.mlflow_uri)
     assert [int(v.version) for v in client.search_prompt_versions("llmbar_vanilla")] == [1]
+    swap = run_cli("judge=replay_gpt4", "prompt=llmbar_swap", "max_items=2")  # its synthesis template too
+    assert swap.proc.returncode == 0, swap.proc.stderr
+    run_id = results.load(swap.run_dir, tracking_uri=swap.mlflow_uri).runs.loc[0, "run_id"]
+    linked = json.loads(client.get_run(run_id).data.tags["mlflow.linkedPrompts"])
+    assert sorted(p["name"] for p in linked) == ["llmbar_swap", "llmbar_swap.synthesis"]
 
 
 def test_traces_off_and_resume(run_cli, tmp_path):
