@@ -9,6 +9,7 @@ show it. mlflow is imported inside the functions, as everywhere in this package.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -75,5 +76,7 @@ def log_dataset(cfg: TrackingConfig, run_id: str, name: str, source: str, rows: 
     from mlflow.entities import DatasetInput
 
     frame = pd.DataFrame(list(rows))
-    dataset = mlflow.data.from_pandas(frame, source=source, name=name)
+    with warnings.catch_warnings():  # MLflow registers its local-file source twice ("local" and "file") and says so
+        warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted in multiple ways")
+        dataset = mlflow.data.from_pandas(frame, source=source, name=name)
     connection.client(cfg).log_inputs(run_id, datasets=[DatasetInput(dataset=dataset._to_mlflow_entity())])
