@@ -8,7 +8,7 @@ concurrency 32, cache off, through benchmarks.harness as ``make bench`` runs the
 ``tracking.traces=false``, and tracking on with traces, their wall times and the run directory's message store.
 Prints one JSON record with the date, commit and load average::
 
-    .venv/bin/python -m benchmarks.genai_traces --n 10000 [--end-to-end]
+    .venv/bin/python -m benchmarks.genai_traces --n 10000 [--end-to-end] [--without 5f40af7]
 """
 
 from __future__ import annotations
@@ -66,11 +66,38 @@ def end_to_end(n: int) -> dict[str, object]:
     return out
 
 
+def without(n: int, commit: str, reps: int = 2) -> dict[str, list[float]]:
+    """Wall seconds of whole runs of ``n`` judgments, tracking off, of this checkout and of ``commit`` (one without
+    the message store: the time it costs), alternated ``reps`` times; ``commit`` runs from a ``git archive``
+    of it with this checkout's Python environment."""
+    from benchmarks.data import write_dataset
+    from benchmarks.harness import FakeServer, judgesweep_cmd
+
+    out: dict[str, list[float]] = {"this": [], commit: []}
+    with tempfile.TemporaryDirectory(prefix="judgesweep-genai-without-") as tmp, FakeServer(record=False) as srv:
+        work, old = Path(tmp), Path(tmp) / "old"
+        old.mkdir()
+        archive = subprocess.run(["git", "archive", commit], cwd=REPO, capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+        data = write_dataset(work / "data.jsonl", n // 2)
+        for rep in range(reps):
+            for name, root in (("this", REPO), (commit, old)):
+                cmd = judgesweep_cmd(srv.base_url, data, n // 2, work / f"{rep}_{name}", work / "c.sqlite",
+                                     order="both")
+                env = {**os.environ, "PYTHONPATH": str(root), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+                started = time.perf_counter()
+                subprocess.run(cmd, cwd=root, env=env, capture_output=True, check=True)
+                out[name].append(round(time.perf_counter() - started, 1))
+    return out
+
+
 def main() -> None:
     """Run the measurement and print its record."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--end-to-end", action="store_true", help="also time whole runs (three of N judgments)")
+    parser.add_argument("--without", metavar="COMMIT", help="also time whole runs of this checkout and of COMMIT "
+                        "(without the message store), tracking off, alternated twice")
     args = parser.parse_args()
     n = args.n
     prompts = _prompts(n)
@@ -96,12 +123,13 @@ def main() -> None:
         written = log_traces(cfg, run_id, records, time.time_ns())
         traces_s = time.perf_counter() - t0
     runs = end_to_end(n) if args.end_to_end else None
+    baseline = without(n, args.without) if args.without else None
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     print(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit.stdout.strip(),
                       "loadavg": os.getloadavg(), "judgments": n, "message_store_s": round(store_s, 2),
                       "message_store_bytes": disk, "messages_raw_bytes": raw, "traces_written": written,
                       "traces_s": round(traces_s, 1), "traces_ms_each": round(1000 * traces_s / n, 2),
-                      "runs": runs, "loadavg_after": os.getloadavg()}))
+                      "runs": runs, "without": baseline, "loadavg_after": os.getloadavg()}))
 
 
 if __name__ == "__main__":
