@@ -232,6 +232,7 @@ class TrackingConfig:
     uri: str | None = None
     experiment: str = "judgesweep"
     artifact_location: str | None = None  # for a new experiment; None lets the store decide
+    traces: bool = True  # one MLflow trace per judgment, prompts in the registry, the dataset as a run input
 
 
 @dataclass

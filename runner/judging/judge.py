@@ -53,6 +53,13 @@ SYNTHESIS_VARIABLES = PAIRWISE_VARIABLES | {"explanation_a", "explanation_b"}
 TRUNCATED = "truncated"
 
 
+class MessageSink(Protocol):
+    """Where each judgment's rendered messages go just before its journal line (runner.storage.messages)."""
+
+    def put(self, messages: tuple[Message, ...], sha256: str | None = None) -> str:  # noqa: D102
+        ...
+
+
 class JudgmentSink(Protocol):
     """Where each judgment goes the moment it exists (runner.storage.store.Journal provides it)."""
 
@@ -154,8 +161,9 @@ class Executor:
     """Runs a plan over items with bounded concurrency, journaling every call as it completes."""
 
     def __init__(self, plan: JudgePlan, client: CallClient, sink: JudgmentSink,
-                 sources: AnswerSource | None = None) -> None:
+                 sources: AnswerSource | None = None, messages: MessageSink | None = None) -> None:
         self.plan = plan
+        self.messages = messages
         self.client = client
         self.sink = sink
         self.sources = sources
@@ -195,6 +203,8 @@ class Executor:
 
         def journal(response: JudgeResponse) -> Judgment:
             judgment = self._judgment(item, request, response)
+            if self.messages is not None:  # the input first, so a journaled answer always has it on disk
+                self.messages.put(messages, request.messages_hash)
             at = self.sink.append(judgment)
             return judgment if at is None else replace(judgment, response=replace(response, journal_at=at))
 

@@ -30,6 +30,7 @@ from runner.llm.pacing import RateLimiter
 from runner.storage import store
 from runner.storage.cache import ResponseCache
 from runner.storage.journal import Journal, JournalAnswers
+from runner.storage.messages import MESSAGES_NAME, MessageStore
 from runner.storage.sources import AnswerSources
 
 
@@ -79,8 +80,9 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: 
     client = JudgeClient(judge_cfg, api_keys, limiter, response_format, seed)
     with _cache(cache_cfg, root) as cache:
         sources = AnswerSources(prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params)
-        with Journal(run_dir / store.JOURNAL_NAME) as journal, ProgressBar(total, progress) as bar:
-            executor = Executor(plan, client, _sinks(journal, bar, answered), sources)
+        with Journal(run_dir / store.JOURNAL_NAME) as journal, MessageStore(run_dir / MESSAGES_NAME) as messages, \
+                ProgressBar(total, progress) as bar:
+            executor = Executor(plan, client, _sinks(journal, bar, answered), sources, messages)
             judgments = asyncio.run(executor.run(items))
     return _in_dataset_order(judgments, refs)
 
@@ -98,7 +100,8 @@ def _in_dataset_order(judgments: Judgments, refs: tuple[ItemRef, ...]) -> Judgme
 
 
 def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Callable[[], Iterable[Item]],
-                refs: tuple[ItemRef, ...], *, member_dirs: Mapping[str, Path], root: Path, cache_cfg: CacheConfig,
+                refs: tuple[ItemRef, ...], *, run_dir: Path, member_dirs: Mapping[str, Path], root: Path,
+                cache_cfg: CacheConfig,
                 api_keys: Mapping[str, Secret], limiters: Mapping[str, RateLimiter | None],
                 response_formats: Mapping[str, dict[str, Any] | None], seed: int, total: int,
                 priors: Mapping[str, Mapping[tuple, JudgeResponse]], progress: ProgressOptions,
@@ -111,6 +114,8 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
     """
     with _cache(cache_cfg, root) as cache, ExitStack() as stack:
         bar = stack.enter_context(ProgressBar(total * len(members), progress))
+        # one store for every member: they are shown the same messages, stored once
+        messages = stack.enter_context(MessageStore(run_dir / MESSAGES_NAME))
         executors = {}
         for name, member in members.items():
             client = JudgeClient(member, api_keys, limiters.get(name), response_formats.get(name), seed)
@@ -118,7 +123,7 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
                                     client.decoding_params)
             member_dirs[name].mkdir(parents=True, exist_ok=True)
             journal = stack.enter_context(Journal(member_dirs[name] / store.JOURNAL_NAME))
-            executors[name] = Executor(plan, client, _sinks(journal, bar, answered), sources)
+            executors[name] = Executor(plan, client, _sinks(journal, bar, answered), sources, messages)
 
         async def run_all() -> list[Judgments]:
             return list(await asyncio.gather(*(executor.run(items()) for executor in executors.values())))

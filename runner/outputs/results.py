@@ -17,7 +17,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -51,16 +51,22 @@ class Results:
             :func:`runner.outputs.results_read.summary_metrics`).
         judgments: One row per judge call, as in results.jsonl (or the journal of an unfinished run):
             ``item_id``, ``repeat``, ``order``, ``stage``, ``status``, ``winner``, ``score``, ``scores``,
-            ``raw_response``, ``gold``, ...
+            ``raw_response``, ``gold``, ..., and ``messages``: what the judge was shown (``[{"role",
+            "content"}, ...]`` from the run directory's message store; None where that is missing).
         items: One row per item. Pairwise: ``item_id``, ``verdicts``, ``final_verdict``, ``confidence``,
             ``verdict_counts.<label>``, ``gold``. Pointwise (summary.json's detailed_results): ``item_id``,
             ``status``, ``tags``, ``category``, ``overall``, ``passed``, ``scores.<criterion>``, ...
+        feedback: Human feedback added to tracked runs' traces (in the MLflow UI, or with
+            ``mlflow.log_feedback`` and a HUMAN source): ``item_id``, ``repeat``, ``order``, ``stage``,
+            ``judge`` (an ensemble's member), ``name``, ``value``, ``rationale``, ``source_id``, ``trace_id``; empty
+            for untracked runs.
     """
 
     runs: pd.DataFrame
     metrics: pd.DataFrame
     judgments: pd.DataFrame
     items: pd.DataFrame
+    feedback: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def __repr__(self) -> str:
         return (f"Results(runs={len(self.runs)}, metrics={self.metrics.shape[1]} columns, "
@@ -125,7 +131,8 @@ def _assemble(runs: list[LoadedRun]) -> Results:
     metrics = pd.DataFrame([{"run_id": r.info["run_id"], **r.choices, **dict(sorted(r.metrics.items()))}
                             for r in runs])
     return Results(runs=frame, metrics=metrics, judgments=_concat([_tag(r.judgments, r) for r in runs]),
-                   items=_concat([_tag(_items(r), r) for r in runs]))
+                   items=_concat([_tag(_items(r), r) for r in runs]),
+                   feedback=_concat([_tag(r.feedback, r) for r in runs if r.feedback is not None]))
 
 
 def _typed(values: pd.Series) -> pd.Series:

@@ -24,6 +24,7 @@ from runner.modes import panel
 from runner.modes.base import RunMode
 from runner.outputs import tracking
 from runner.storage import journal, store
+from runner.storage.messages import MESSAGES_NAME, MessageStore
 
 log = logging.getLogger("runner.outputs.results")
 
@@ -43,6 +44,7 @@ class LoadedRun:
     metrics: Mapping[str, float]
     summary: dict[str, Any] | None
     judgments: pd.DataFrame
+    feedback: pd.DataFrame | None = None  # human feedback added to the run's MLflow traces
 
 
 def read_runs(ref: str | Path, tracking_uri: str | None) -> list[LoadedRun]:
@@ -136,8 +138,11 @@ def _read_tracked(cfg: TrackingConfig, run: tracking.TrackedRun, metrics: Mappin
             "run_dir": run.tags.get("hydra.run_dir") or None, "sweep": run.tags.get(tracking.SWEEP_TAG) or None,
             "git_commit": run.tags.get("git.commit") or None,
             "judgments_from": rows_path.name if rows_path is not None else None}
+    feedback = pd.DataFrame(tracking.human_feedback(cfg, run.run_id),
+                            columns=["item_id", "repeat", "order", "stage", "judge", "name", "value",
+                                     "rationale", "source_id", "trace_id"])
     return LoadedRun(info=info, choices=_choices(run.params), params=dict(run.params), metrics=metrics,
-                     summary=_read_json(summary_path), judgments=judgments)
+                     summary=_read_json(summary_path), judgments=with_messages(judgments, local), feedback=feedback)
 
 
 def read_run_dir(path: Path) -> LoadedRun:
@@ -162,7 +167,7 @@ def read_run_dir(path: Path) -> LoadedRun:
     mode = run_mode(params)
     return LoadedRun(info=info, choices=choices, params=params,
                      metrics=summary_metrics(summary, mode) if summary and mode else {}, summary=summary,
-                     judgments=judgments)
+                     judgments=with_messages(judgments, path))
 
 
 def _unfinished_rows(run_dir: Path) -> tuple[pd.DataFrame, Path | None]:
@@ -175,6 +180,19 @@ def _unfinished_rows(run_dir: Path) -> tuple[pd.DataFrame, Path | None]:
     if not frames:
         return pd.DataFrame(), None
     return pd.concat(frames, ignore_index=True), journals[0]
+
+
+def with_messages(judgments: pd.DataFrame, run_dir: Path | None) -> pd.DataFrame:
+    """The judgments with a ``messages`` column: what each judge was shown (``[{"role", "content"}, ...]``, from
+    the run's message store; None where the store is gone or predates it)."""
+    if judgments.empty or "messages_sha256" not in judgments.columns:
+        return judgments
+    path = run_dir / MESSAGES_NAME if run_dir is not None else None
+    found: dict[str, Any] = {}
+    if path is not None and path.is_file():
+        with MessageStore(path, read_only=True) as messages:
+            found = messages.get_many(judgments["messages_sha256"].dropna())
+    return judgments.assign(messages=judgments["messages_sha256"].map(found))
 
 
 def run_mode(params: Mapping[str, str]) -> RunMode | None:

@@ -23,6 +23,7 @@ from runner.modes.record import Record
 from runner.outputs import console, html_report, tracking
 from runner.run import gates
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
+from runner.run.genai import TraceLogging
 from runner.storage import journal, store
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     judges = [name for name, js in judged.by_member.items() for _ in js] if judged.by_member is not None else None
     # Results first: they need no statistic, so a bug in one still leaves every answer in results.jsonl.
     store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged), _labels(prepared), judges)
+    traces = TraceLogging(ctx, prepared, mlflow_run_id, _with_texts(ctx, judged), _labels(prepared), judges)
     typed, summary, gold, metrics = _summarize(ctx, prepared, judged)
     judge_stats = summaries.judge_metrics(judgments)
     metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
@@ -77,6 +79,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     crossed = [g.message for g in gate_results if not g.passed]
     if crossed and not failed:
         failed, reason = True, "; ".join(crossed)
+    traces.join()
     if mlflow_run_id is not None:
         tracking.finish_run(cfg.tracking, mlflow_run_id, tracking.RunRecord(
             metrics=metrics, run_dir=ctx.run_dir, resolved_config_yaml=ctx.resolved_config_yaml,

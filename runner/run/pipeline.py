@@ -175,7 +175,7 @@ def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
     cfg = ctx.cfg
     return stages.judge_panel(
         cfg.judge.members, prepared.plan, lambda: candidates(ctx, prepared, generations), prepared.refs,
-        member_dirs=member_dirs(ctx),
+        run_dir=ctx.run_dir, member_dirs=member_dirs(ctx),
         root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiters=ctx.member_limiters,
         response_formats=prepared.member_formats or {}, seed=cfg.seed, total=total, priors=prior,
         progress=_progress(cfg), answered=answered)

@@ -1,5 +1,6 @@
 """Exact resume: a run killed with SIGKILL mid-way and resumed pays for nothing twice and ends with the
-same results file as an uninterrupted run; its MLflow run is continued, not duplicated."""
+same results file as an uninterrupted run; its MLflow run is continued, not duplicated. What each journaled call
+was shown is in messages.sqlite after the kill."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import time
 
 from mlflow.tracking import MlflowClient
 
+from runner.storage.messages import MESSAGES_NAME, MessageStore
 from tests.fakes.openai_server import Reply
 from tests.integration.conftest import REPO, cli_args, live_judge, mlflow_uri, offline_env
 
@@ -63,6 +65,9 @@ def test_resume_after_kill_pays_nothing_twice_and_matches_an_uninterrupted_run(r
     journal = run_dir / "journal.jsonl"
     kill_after_journal_lines(cli_args(tmp_path, run_dir, tuple(overrides(fake_server, dataset, "resumed"))),
                              journal, lines=7)
+    killed = [json.loads(line) for line in journal.read_text().splitlines() if line.endswith("}")]
+    with MessageStore(run_dir / MESSAGES_NAME, read_only=True) as messages:  # what each journaled call was shown
+        assert all(messages.get(row["messages_sha256"]) for row in killed)
     with journal.open("a") as fh:
         fh.write('{"item_id": "q7", "repeat": 2, "ord')  # a line torn by the crash
     journaled = sum(1 for line in journal.read_text().splitlines() if line.endswith("}"))
@@ -80,6 +85,8 @@ def test_resume_after_kill_pays_nothing_twice_and_matches_an_uninterrupted_run(r
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
     assert runs[0].data.metrics["calls/resumed"] == journaled
     assert runs[0].data.metrics["items/successful"] == N_ITEMS
+    traces = client.search_traces(locations=[runs[0].info.experiment_id], run_id=runs[0].info.run_id)
+    assert len(traces) == TOTAL  # one per judgment, written once the resumed run finished
 
 
 def test_resume_refuses_a_changed_config_and_a_fresh_run_refuses_a_used_dir(run_cli, fake_server, tmp_path):

@@ -9,13 +9,16 @@ so a run with tracking=off does not pay ~120 MB of memory and a second of start-
 - :mod:`~runner.outputs.tracking.runs`: one judge run per Hydra job (start, finish, fail) and a gate's
   baseline;
 - :mod:`~runner.outputs.tracking.queries`: finding runs and sweeps, fetching artifacts and metrics;
-- :mod:`~runner.outputs.tracking.summaries`: the runs that are not jobs (a sweep's table, a comparison).
+- :mod:`~runner.outputs.tracking.summaries`: the runs that are not jobs (a sweep's table, a comparison);
+- :mod:`~runner.outputs.tracking.traces`: one trace per judgment (the run's Evaluations rows) and the human
+  feedback added to them; :mod:`~runner.outputs.tracking.prompts`: prompt registry and dataset input.
 
 Callers use the names re-exported here (``tracking.start_run(...)``, ``tracking.SWEEP_TAG``).
 """
 
 from runner.outputs.tracking.connection import client as _client
 from runner.outputs.tracking.connection import experiment_id as _experiment_id
+from runner.outputs.tracking.prompts import log_dataset, register_prompt
 from runner.outputs.tracking.queries import download_artifact, find_sweep_runs, get_run_metrics, get_runs
 from runner.outputs.tracking.records import (
     ARTIFACTS,
@@ -33,11 +36,12 @@ from runner.outputs.tracking.records import (
 )
 from runner.outputs.tracking.runs import BASELINE_LATEST, fail_run, find_baseline, finish_run, start_run
 from runner.outputs.tracking.summaries import log_comparison, log_sweep
+from runner.outputs.tracking.traces import TraceRecord, human_feedback, log_traces
 
 __all__ = [
     "ARTIFACTS", "BASELINE_LATEST", "BATCH", "COMPARISON_KIND", "CONFIG_TAG", "KIND_TAG", "MAX_PARAM_CHARS",
-    "SECRET_KEY", "SWEEP_KIND", "SWEEP_TAG", "RunRecord", "TrackedRun", "_client", "_experiment_id",
+    "SECRET_KEY", "SWEEP_KIND", "SWEEP_TAG", "RunRecord", "TraceRecord", "TrackedRun", "_client", "_experiment_id",
     "download_artifact", "fail_run", "find_baseline", "find_sweep_runs", "finish_run", "get_run_metrics", "get_runs",
-    "log_comparison",
-    "log_sweep", "safe_params", "start_run",
+    "human_feedback", "log_comparison", "log_dataset", "log_sweep", "log_traces", "register_prompt", "safe_params",
+    "start_run",
 ]

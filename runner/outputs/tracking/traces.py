@@ -1,0 +1,251 @@
+"""Each judgment of a run as an MLflow trace, the way ``mlflow.genai.evaluate`` leaves its rows.
+
+A trace holds the judge's messages (request) and raw answer (response), spans for render, call (its attempts
+as events) and parse, the verdict or scores as ``Feedback`` from the judge model (an ``LLM_JUDGE`` source) and
+the gold label / human score as ``Expectation``. Its ``mlflow.sourceRun`` metadata links it to the run (what
+``search_traces(run_id=...)`` and the run's Evaluations tab read); the run gets ``mlflow.runType=genai_evaluate``.
+
+Traces are written after the paid stages, from the journal and the message store, never in the call path.
+Their ids are derived from the run and the judgment, and the ones the run already has are skipped, so a resumed
+run adds no duplicate. Each trace's info and assessments go in one ``start_trace`` call (MLflow has no batch
+form of it); the spans of many traces go in one ``log_spans`` call. mlflow is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.core.config import TrackingConfig
+from runner.outputs.tracking import connection
+
+log = logging.getLogger(__name__)
+
+RUN_TYPE_TAG, EVALUATE_RUN_TYPE = "mlflow.runType", "genai_evaluate"  # mlflow.utils.mlflow_tags
+SPAN_BATCH = 500  # traces whose spans (4 each) go in one log_spans call (one database transaction)
+SPANS_LOGGED = "mlflow.trace.spansLocation"  # the trace tag log_spans sets
+PREVIEW_CHARS = 1000
+KEY_PREFIX = "judgesweep."
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    """One judgment as a trace shows it (built by the run from its results rows and message store)."""
+
+    item_id: str
+    repeat: int
+    order: str | None
+    stage: str
+    messages: Sequence[Mapping[str, str]] | None  # None when the message store has no entry
+    messages_sha256: str | None
+    raw_response: str | None
+    status: str
+    label: str | None  # the parsed verdict label (pairwise)
+    winner: str | None
+    scores: Mapping[str, float] | None  # pointwise criteria
+    score: float | None  # pointwise overall
+    parse_error: str | None
+    latency_s: float = 0.0
+    attempts: int = 1
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+    expectations: Mapping[str, Any] = field(default_factory=dict)  # gold, human_score
+    judge_model: str = ""  # the litellm model string: the Feedback's source
+    member: str | None = None  # an ensemble's member that answered
+
+    @property
+    def key(self) -> str:
+        """The judgment's identity within a run (as the journal keys it, and the member of an ensemble)."""
+        return f"{self.member or ''}|{self.item_id}|{self.repeat}|{self.order or ''}|{self.stage}"
+
+
+def trace_id(run_id: str, record: TraceRecord) -> str:
+    """A trace id fixed by the run and the judgment, so logging the same judgment twice is recognised."""
+    return "tr-" + hashlib.sha256(f"{run_id}|{record.key}".encode()).hexdigest()[:32]
+
+
+def log_traces(cfg: TrackingConfig, run_id: str, records: Iterable[TraceRecord], started_ns: int) -> int:
+    """Write one trace per judgment into the run's experiment, linked to the run; skip those already there.
+
+    Args:
+        cfg: Where MLflow records runs.
+        run_id: The judge run.
+        records: The judgments.
+        started_ns: Where the first trace's spans start.
+
+    Returns:
+        How many traces were written (a trace whose info an interrupted logging wrote gets its spans, uncounted).
+    """
+    from mlflow.tracing.client import TracingClient
+
+    client = connection.client(cfg)
+    experiment = client.get_run(run_id).info.experiment_id
+    tracing = TracingClient(cfg.uri) if cfg.uri else TracingClient()
+    existing = _existing_trace_ids(tracing, experiment, run_id)
+    client.set_tag(run_id, RUN_TYPE_TAG, EVALUATE_RUN_TYPE)
+    written, spans = 0, []
+    for n, record in enumerate(records):
+        tid = trace_id(run_id, record)
+        if existing.get(tid):
+            continue
+        # 1 ms apart in the run's order (the calls have no wall-clock stamps of their own), each lasting its latency
+        start = started_ns + n * 1_000_000
+        trace_spans, end = _spans(tid, record, start)
+        if tid not in existing:  # else an interrupted logging wrote its info but not its spans yet
+            tracing.start_trace(_trace_info(tid, experiment, run_id, record, start, end))
+            written += 1
+        spans += trace_spans
+        if len(spans) >= 4 * SPAN_BATCH:
+            tracing.log_spans(experiment, spans)
+            spans = []
+    if spans:
+        tracing.log_spans(experiment, spans)
+    return written
+
+
+def _existing_trace_ids(tracing: Any, experiment: str, run_id: str) -> dict[str, bool]:
+    """The run's traces already in the store -> whether their spans are too (see log_traces)."""
+    found, token = {}, None
+    while True:
+        page = tracing.search_traces(locations=[experiment], run_id=run_id, max_results=500, page_token=token,
+                                     include_spans=False)
+        found.update({t.info.trace_id: SPANS_LOGGED in t.info.tags for t in page})
+        token = page.token
+        if not token:
+            return found
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _request(record: TraceRecord) -> dict[str, Any]:
+    return {"messages": list(map(dict, record.messages)) if record.messages is not None else None,
+            "item_id": record.item_id}
+
+
+def _span(tid: str, span_id: int, parent: int | None, name: str, span_type: str, start: int, end: int,
+          inputs: Any, outputs: Any, ok: bool = True, attributes: Mapping[str, Any] | None = None,
+          events: Sequence[dict[str, Any]] = ()) -> Any:
+    from mlflow.entities import Span
+
+    attrs = {"mlflow.traceRequestId": _json(tid), "mlflow.spanType": _json(span_type),
+             "mlflow.spanInputs": _json(inputs), "mlflow.spanOutputs": _json(outputs),
+             **{k: _json(v) for k, v in (attributes or {}).items()}}
+    return Span.from_dict({
+        "trace_id": tid, "span_id": f"{span_id:016x}", "parent_span_id": f"{parent:016x}" if parent else None,
+        "name": name, "start_time_unix_nano": start, "end_time_unix_nano": end, "attributes": attrs,
+        "status": {"code": "STATUS_CODE_OK" if ok else "STATUS_CODE_ERROR", "message": ""}, "events": list(events)})
+
+
+def _spans(tid: str, record: TraceRecord, start: int) -> tuple[list[Any], int]:
+    """(root, render, call, parse) spans laid out from ``start`` (the call lasts its latency); their end."""
+    base = root_span_id(tid)
+    call_ns = max(int(record.latency_s * 1e9), 1000)
+    render_end, call_end = start + 1000, start + 1000 + call_ns
+    end = call_end + 1000
+    request, answer = _request(record), record.raw_response
+    verdict = {"label": record.label, "winner": record.winner, "scores": record.scores, "score": record.score,
+               "status": record.status, "parse_error": record.parse_error}
+    attempts = [{"name": "attempt", "time_unix_nano": start + 1000, "attributes": {"attempt": n}}
+                for n in range(1, max(record.attempts, 1) + 1)]
+    usage = {"input_tokens": record.prompt_tokens, "output_tokens": record.completion_tokens,
+             "total_tokens": record.prompt_tokens + record.completion_tokens}
+    return [
+        _span(tid, base, None, "judge", "EVALUATOR", start, end, request, answer, ok=record.error is None),
+        # the messages are the root's input and the call's: the render span names them by hash, not a third copy
+        _span(tid, base + 1, base, "render", "PARSER", start, render_end, {"item_id": record.item_id},
+              {"messages_sha256": record.messages_sha256, "messages": len(record.messages or ())}),
+        _span(tid, base + 2, base, "call", "CHAT_MODEL", render_end, call_end, request["messages"], answer,
+              ok=record.error is None, attributes={"attempts": record.attempts, "mlflow.chat.tokenUsage": usage,
+                                                   "error": record.error}, events=attempts),
+        _span(tid, base + 3, base, "parse", "PARSER", call_end, end, answer, verdict),
+    ], end
+
+
+def root_span_id(tid: str) -> int:
+    """The root span's id (its children are the next three): fixed by the trace id, so the assessments can name
+    it before the spans exist, as evaluate's do."""
+    return int(tid[3:19], 16) & 0x7FFFFFFFFFFFFFF0 or 16
+
+
+def _trace_info(tid: str, experiment: str, run_id: str, record: TraceRecord, start: int, end: int) -> Any:
+    from mlflow.entities import TraceInfo, TraceLocation, TraceState
+
+    request, response = _json(_request(record))[:PREVIEW_CHARS], _json(record.raw_response)[:PREVIEW_CHARS]
+    # as mlflow.genai.evaluate's traces carry them: the run link, the row's inputs/outputs, the eval request id
+    metadata = {"mlflow.sourceRun": run_id, "mlflow.trace_schema.version": "3", "mlflow.traceInputs": request,
+                "mlflow.traceOutputs": response,
+                f"{KEY_PREFIX}item_id": record.item_id, f"{KEY_PREFIX}repeat": str(record.repeat),
+                f"{KEY_PREFIX}order": record.order or "", f"{KEY_PREFIX}stage": record.stage,
+                **({f"{KEY_PREFIX}judge": record.member} if record.member else {})}
+    return TraceInfo(
+        trace_id=tid, trace_location=TraceLocation.from_experiment_id(experiment), request_time=start // 1_000_000,
+        state=TraceState.OK if record.error is None else TraceState.ERROR,
+        request_preview=request, response_preview=response,
+        execution_duration=max((end - start) // 1_000_000, 0), trace_metadata=metadata,
+        tags={"mlflow.traceName": "judge", "mlflow.eval.requestId": tid.removeprefix("tr-")},
+        assessments=_assessments(tid, run_id, record))
+
+
+def _assessments(tid: str, run_id: str, record: TraceRecord) -> list[Any]:
+    from mlflow.entities import AssessmentError, AssessmentSource, AssessmentSourceType, Expectation, Feedback
+
+    judge = AssessmentSource(source_type=AssessmentSourceType.LLM_JUDGE, source_id=record.judge_model)
+    meta = {"mlflow.assessment.sourceRunId": run_id}
+    rationale, span = record.raw_response, f"{root_span_id(tid):016x}"
+    out: list[Any] = []
+    if record.scores:
+        out += [Feedback(name=name, value=value, source=judge, rationale=rationale, trace_id=tid, metadata=meta,
+                         span_id=span) for name, value in record.scores.items()]
+    elif record.label is not None:
+        out.append(Feedback(name="verdict", value=record.winner or record.label, source=judge, rationale=rationale,
+                            trace_id=tid, metadata=meta, span_id=span))
+    else:  # unscored or failed: a Feedback that says why, never a made-up value
+        why = record.parse_error or record.error or record.status
+        out.append(Feedback(name="verdict", error=AssessmentError(error_code=record.status.upper(),
+                                                                  error_message=why),
+                            source=judge, rationale=rationale, trace_id=tid, metadata=meta, span_id=span))
+    dataset = AssessmentSource(source_type=AssessmentSourceType.HUMAN, source_id="dataset")
+    out += [Expectation(name=name, value=value, source=dataset, trace_id=tid, metadata=meta, span_id=span)
+            for name, value in record.expectations.items() if value is not None]
+    return out
+
+
+def human_feedback(cfg: TrackingConfig, run_id: str) -> list[dict[str, Any]]:
+    """Feedback a person added to the run's traces (an assessment whose source is HUMAN, not an expectation).
+
+    Returns:
+        One row per assessment: the judgment's ``item_id``, ``repeat``, ``order``, ``stage``, ``judge`` (an
+        ensemble's member, else None), then ``name``,
+        ``value``, ``rationale``, ``source_id``, ``trace_id``.
+    """
+    from mlflow.entities import AssessmentSourceType, Feedback
+    from mlflow.tracing.client import TracingClient
+
+    client = connection.client(cfg)
+    experiment = client.get_run(run_id).info.experiment_id
+    tracing = TracingClient(cfg.uri) if cfg.uri else TracingClient()
+    rows, token = [], None
+    while True:
+        page = tracing.search_traces(locations=[experiment], run_id=run_id, max_results=500, page_token=token,
+                                     include_spans=False)
+        for trace in page:
+            meta = trace.info.trace_metadata
+            for a in trace.info.assessments:
+                if isinstance(a, Feedback) and a.source.source_type == AssessmentSourceType.HUMAN:
+                    rows.append({"item_id": meta.get(f"{KEY_PREFIX}item_id"),
+                                 "repeat": int(meta.get(f"{KEY_PREFIX}repeat", 0)),
+                                 "order": meta.get(f"{KEY_PREFIX}order") or None,
+                                 "stage": meta.get(f"{KEY_PREFIX}stage"), "judge": meta.get(f"{KEY_PREFIX}judge"),
+                                 "name": a.name, "value": a.value,
+                                 "rationale": a.rationale, "source_id": a.source.source_id,
+                                 "trace_id": trace.info.trace_id})
+        token = page.token
+        if not token:
+            return rows
