@@ -163,7 +163,10 @@ def _share(limit: int | None, workers: int) -> int | None:
 def _limiter(pool: LimiterPool, model: JudgeConfig, workers: int) -> RateLimiter:
     """The model's limiter from ``pool`` (replicas: their rpm/tpm summed), paced at 1/workers of its limits when
     parallel workers share them."""
-    return pool.get(f"{model.name}|{model.model}", *(_share(limit, workers) for limit in pacing_limits(model)))
+    # one quota per deployment: the same judge name and model served at two addresses (two local servers, two
+    # fake servers of one test process) neither share limits nor learn each other's 429s
+    return pool.get(f"{model.name}|{model.model}|{model.api_base or ''}",
+                    *(_share(limit, workers) for limit in pacing_limits(model)))
 
 
 def _group_options(hc: DictConfig, group: str) -> list[str]:

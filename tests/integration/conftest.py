@@ -155,7 +155,8 @@ def run_in_process(tmp_path: Path, run_dir: Path, overrides: tuple[str, ...],
     return subprocess.CompletedProcess(["runner.run_experiment", *args], code, out.getvalue(), err.getvalue())
 
 
-def _runner(tmp_path: Path, in_process: bool, empty_store: Callable[[], Path] | None = None):
+def _runner(tmp_path: Path, in_process: bool, empty_store: Callable[[], Path] | None = None,
+            traces: bool = True):
     runs = []
 
     def run(*overrides: str, env: dict[str, str] | None = None, multirun: bool = False,
@@ -167,6 +168,8 @@ def _runner(tmp_path: Path, in_process: bool, empty_store: Callable[[], Path] | 
             store = tmp_path / "mlflow.db"
             if empty_store is not None and "tracking=off" not in overrides and not store.exists():
                 shutil.copyfile(empty_store(), store)
+            if not traces and not any(o.startswith("tracking.traces=") for o in overrides):
+                overrides = (*overrides, "tracking.traces=false")
             proc = run_in_process(tmp_path, run_dir, overrides, env)
         else:
             proc = subprocess.run(cli_args(tmp_path, run_dir, overrides, multirun), cwd=REPO, env=offline_env(env),
@@ -192,7 +195,7 @@ def empty_mlflow_store(tmp_path_factory) -> Callable[[], Path]:
 
 
 @pytest.fixture
-def run_cli(tmp_path, empty_mlflow_store):
+def run_cli(request, tmp_path, empty_mlflow_store):
     """Run one experiment with run dirs, cache and MLflow store under tmp_path: in this process through
     ``runner.run_experiment`` (a multirun: ``python -m runner -m`` in a subprocess), with the CLI's exit code
     and output.
@@ -200,8 +203,15 @@ def run_cli(tmp_path, empty_mlflow_store):
     Each invocation gets its own run directory unless ``run_dir`` is given; the cache and the MLflow
     store are shared by the invocations of one test. A run in this process (unless ``tracking=off``) finds the
     store as a copy of an empty one (empty_mlflow_store) rather than creating it.
+
+    Its runs log no MLflow traces (``tracking.traces=false`` is added unless the test sets ``tracking.traces``)
+    unless the test is marked ``traces``: a trace per judgment is ~10 ms of MLflow's own database work, ~0.3 s
+    of CPU for a small run and ~20 s for the published-figure runs, and a failed trace is only a warning, which
+    no other test would see. tests/integration/test_genai_traces.py (marked ``traces``) checks them, and the
+    tests that run judgesweep as a process (``run_process``, `make run`'s command line) keep the default.
     """
-    return _runner(tmp_path, in_process=True, empty_store=empty_mlflow_store)
+    traced = request.node.get_closest_marker("traces") is not None
+    return _runner(tmp_path, in_process=True, empty_store=empty_mlflow_store, traces=traced)
 
 
 @pytest.fixture

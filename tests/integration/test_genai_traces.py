@@ -15,7 +15,7 @@ from runner.outputs import results
 from tests.integration.conftest import live_judge
 from tests.integration.test_presets import SCORES
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.traces]  # run_cli keeps MLflow traces on
 
 ITEMS = 20  # LLMBar Natural with the replay judge: 20 items x 2 orders
 

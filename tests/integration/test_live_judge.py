@@ -123,7 +123,11 @@ def test_transient_errors_are_retried_and_auth_errors_are_not(run_cli, fake_serv
                         Reply(status=429, headers={"Retry-After": "1"}, error_message="slow down"),
                         Reply(status=503, error_message="overloaded"))
     fake_server.reply = scripted_judge()
-    result = run_cli(*robust_overrides(fake_server, dataset), "judge.retry_base_s=0.01", "tracking=off")
+    # a configured rpm: the 429 pauses the starts for its Retry-After and teaches no rate (without one, AIMD would
+    # learn ~1 call/s from this cold start and pace the other calls for ~12 s; tests/integration/test_rate_limits.py
+    # covers a limit nobody configured)
+    result = run_cli(*robust_overrides(fake_server, dataset), "judge.retry_base_s=0.01", "judge.rpm=6000",
+                     "tracking=off")
     assert result.proc.returncode == 0, result.output
     journal = result.journal()
     assert all(row["status"] != "error" for row in journal)  # nothing lost

@@ -232,3 +232,16 @@ def test_errors_are_scrubbed_of_every_replica_key() -> None:
     finally:
         replicated.close()
     assert response.error == "bad keys *** and ***"
+
+
+def test_one_judge_at_two_addresses_gets_two_limiters() -> None:
+    # a quota is a deployment's: the same name and model at another api_base neither shares it nor learns its 429s
+    from runner.core.config import JudgeConfig
+    from runner.llm.limiter_pool import LimiterPool
+    from runner.run.job_context import _limiter
+
+    pool = LimiterPool()
+    first, second = (JudgeConfig(name="local", model="openai/judge", api_base=f"http://127.0.0.1:{port}/v1", rpm=60)
+                     for port in (8001, 8002))
+    assert _limiter(pool, first, 1) is _limiter(pool, first, 1)
+    assert _limiter(pool, first, 1) is not _limiter(pool, second, 1)
