@@ -11,6 +11,7 @@ import signal
 import subprocess
 import time
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from runner.storage.messages import MESSAGES_NAME, MessageStore
@@ -53,6 +54,7 @@ def kill_after_journal_lines(args: list[str], journal, lines: int) -> None:
     assert proc.returncode == -signal.SIGKILL
 
 
+@pytest.mark.traces  # the resumed run (in this process) logs its traces: one per judgment, none twice
 def test_resume_after_kill_pays_nothing_twice_and_matches_an_uninterrupted_run(run_cli, fake_server, tmp_path):
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
