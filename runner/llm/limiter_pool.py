@@ -13,7 +13,7 @@ logger = logging.getLogger(__name__)
 
 
 class LimiterPool:
-    """The process's limiters, one per key (a judge's name and model), created on first use.
+    """The process's limiters, one per key (a judge's name, model and api_base), created on first use.
 
     Keep one pool for the whole process so every job and repeat of a judge paces against the same
     quota. If a key is asked for with different limits (its config changed between jobs), the old
@@ -31,7 +31,7 @@ class LimiterPool:
         """Return the limiter for ``key``, creating or replacing it as needed.
 
         Args:
-            key: Identifies a quota, e.g. ``f"{judge.name}/{judge.model}"``.
+            key: Identifies a quota, e.g. ``f"{judge.name}|{judge.model}|{judge.api_base}"``.
             rpm: Requests per minute, or None.
             tpm: Tokens per minute, or None.
 
