@@ -40,13 +40,15 @@ def _prompts(n: int) -> list[tuple[Message, ...]]:
     return out
 
 
-def end_to_end(n: int) -> dict[str, object]:
-    """Wall seconds of whole runs of ``n`` judgments: tracking off, tracking without traces, with traces."""
+def end_to_end(n: int, latency_ms: float = 0.0) -> dict[str, object]:
+    """Wall seconds of whole runs of ``n`` judgments against a server answering after ``latency_ms``: tracking
+    off, tracking without traces, with traces."""
     from benchmarks.data import write_dataset
     from benchmarks.harness import FakeServer, judgesweep_cmd, run_measured
 
-    out: dict[str, object] = {}
-    with tempfile.TemporaryDirectory(prefix="judgesweep-genai-e2e-") as tmp, FakeServer(record=False) as srv:
+    out: dict[str, object] = {"latency_ms": latency_ms}
+    with tempfile.TemporaryDirectory(prefix="judgesweep-genai-e2e-") as tmp, \
+            FakeServer(latency_ms=latency_ms, record=False) as srv:
         work = Path(tmp)
         data = write_dataset(work / "data.jsonl", n // 2)
         for name, tracking, extra in (("warm_store", work, ()), ("tracking_off", None, ()),
@@ -96,6 +98,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--end-to-end", action="store_true", help="also time whole runs (three of N judgments)")
+    parser.add_argument("--latency-ms", type=float, nargs="+", default=[0.0],
+                        help="the server's latency in the whole runs (one set of runs per value)")
     parser.add_argument("--without", metavar="COMMIT", help="also time whole runs of this checkout and of COMMIT "
                         "(without the message store), tracking off, alternated twice")
     args = parser.parse_args()
@@ -122,7 +126,7 @@ def main() -> None:
         t0 = time.perf_counter()
         written = log_traces(cfg, run_id, records, time.time_ns())
         traces_s = time.perf_counter() - t0
-    runs = end_to_end(n) if args.end_to_end else None
+    runs = [end_to_end(n, ms) for ms in args.latency_ms] if args.end_to_end else None
     baseline = without(n, args.without) if args.without else None
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     print(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit.stdout.strip(),

@@ -41,7 +41,7 @@ class Judged:
 
 
 def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: str | None,
-           started: float) -> RunOutcome:
+           started: float, traces: TraceLogging | None = None) -> RunOutcome:
     """Summarize the judgments, check the gates, write the run directory and its report, finish the MLflow
     run and print the summary.
 
@@ -51,12 +51,12 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
         judged: What the judges answered.
         mlflow_run_id: The run's MLflow run, or None with tracking off.
         started: ``time.monotonic()`` when the run started (for ``run/wall_s``).
+        traces: The run's trace writer, joined before the MLflow run is finished.
     """
     cfg, judgments = ctx.cfg, judged.judgments
     judges = [name for name, js in judged.by_member.items() for _ in js] if judged.by_member is not None else None
     # Results first: they need no statistic, so a bug in one still leaves every answer in results.jsonl.
     store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged), _labels(prepared), judges)
-    traces = TraceLogging(ctx, prepared, mlflow_run_id, _with_texts(ctx, judged), _labels(prepared), judges)
     typed, summary, gold, metrics = _summarize(ctx, prepared, judged)
     judge_stats = summaries.judge_metrics(judgments)
     metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
@@ -79,7 +79,8 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     crossed = [g.message for g in gate_results if not g.passed]
     if crossed and not failed:
         failed, reason = True, "; ".join(crossed)
-    traces.join()
+    if traces is not None:
+        traces.join()
     if mlflow_run_id is not None:
         tracking.finish_run(cfg.tracking, mlflow_run_id, tracking.RunRecord(
             metrics=metrics, run_dir=ctx.run_dir, resolved_config_yaml=ctx.resolved_config_yaml,

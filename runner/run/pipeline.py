@@ -32,6 +32,7 @@ from runner.modes import ensemble_check
 from runner.outputs import console, tracking
 from runner.run import gates, outcome
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
+from runner.run.genai import TraceLogging
 from runner.storage import store
 
 __all__ = ["execute", "prepare", "run"]
@@ -181,7 +182,8 @@ def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
         progress=_progress(cfg), answered=answered)
 
 
-def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run: Future[str | None],
+def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict,
+                 mlflow_run: Future[tuple[str | None, TraceLogging]],
                  answered: threading.Event) -> outcome.Judged:
     """Generation (optional) and judging; an ensemble's judgments also come back per member.
 
@@ -202,7 +204,8 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, mlflow_run: F
             answered=answered)
     except RunAborted as exc:
         answered.set()  # the MLflow run is created now if it was still waiting
-        mlflow_run_id = mlflow_run.result()  # an error creating the run surfaces here, the abort as its context
+        mlflow_run_id, traces = mlflow_run.result()  # an error creating the run surfaces here, the abort as context
+        traces.cancel()
         if mlflow_run_id is not None:
             tracking.fail_run(cfg.tracking, mlflow_run_id, str(exc))
         raise RunAborted(f"{exc}. The journal keeps every answer so far: fix the cause and continue with "
@@ -224,15 +227,21 @@ def _start_tracking(ctx: RunContext, prepared: Prepared, mlflow_run_id: str | No
 
 
 def _tracking_run(answered: threading.Event, ctx: RunContext, prepared: Prepared,
-                  mlflow_run_id: str | None) -> str | None:
-    """Once the calls are under way, create the MLflow run (or reopen the resumed one): importing mlflow and
-    opening its store take seconds of the interpreter, which would otherwise delay the first request."""
+                  mlflow_run_id: str | None) -> tuple[str | None, TraceLogging]:
+    """Once the calls are under way, create the MLflow run (or reopen the resumed one) and start writing its
+    traces: importing mlflow and opening its store take seconds of the interpreter, which would otherwise delay
+    the first request."""
     answered.wait()
-    return _start_tracking(ctx, prepared, mlflow_run_id) if ctx.cfg.tracking.enabled else mlflow_run_id
+    if ctx.cfg.tracking.enabled:
+        mlflow_run_id = _start_tracking(ctx, prepared, mlflow_run_id)
+        return mlflow_run_id, TraceLogging(ctx, prepared, mlflow_run_id)
+    return mlflow_run_id, TraceLogging(ctx, prepared, None)
 
 
-def _created(ctx: RunContext, mlflow_run: Future[str | None]) -> str | None:
-    """The MLflow run id once the run exists; an error creating it is raised, after saying how to keep the answers."""
+def _created(ctx: RunContext, mlflow_run: Future[tuple[str | None, TraceLogging]]
+             ) -> tuple[str | None, TraceLogging]:
+    """The MLflow run id once the run exists, and its trace writer; an error creating it is raised, after saying how
+    to keep the answers."""
     try:
         return mlflow_run.result()
     except Exception:
@@ -260,12 +269,18 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
         mlflow_run = pool.submit(_tracking_run, answered, ctx, prepared, mlflow_run_id)
         try:
             judged = _paid_stages(ctx, prepared, prior, mlflow_run, answered)
+        except BaseException:
+            answered.set()
+            pool.shutdown(wait=True)  # the MLflow run and its trace writer, if they were being started
+            if mlflow_run.exception() is None:
+                mlflow_run.result()[1].cancel()
+            raise
         finally:
             answered.set()  # no answer at all (nothing to judge, or an error): the background work starts now
-        mlflow_run_id = _created(ctx, mlflow_run)
+        mlflow_run_id, traces = _created(ctx, mlflow_run)
     del prior  # a resumed run's journal answers (~600 bytes each): the judgments hold what the summary needs
     try:
-        return outcome.finish(ctx, prepared, judged, mlflow_run_id, started)
+        return outcome.finish(ctx, prepared, judged, mlflow_run_id, started, traces)
     except Exception as exc:  # a bug after the paid stages: every answer is kept, and the run says it failed
         log.error("the run's answers are all in %s; summarizing them failed. Once the cause is fixed, "
                   "resume=%s rebuilds the summary without calling the judge", ctx.run_dir / store.JOURNAL_NAME,
@@ -273,6 +288,8 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
         if mlflow_run_id is not None:
             tracking.fail_run(cfg.tracking, mlflow_run_id, f"summary failed: {type(exc).__name__}: {exc}")
         raise
+    finally:
+        traces.cancel()  # joined by finish; stopped if finishing failed
 
 
 def run(ctx: RunContext) -> RunOutcome | None:

@@ -195,6 +195,33 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+class JournalTail:
+    """Follows a journal another thread or process is writing: each :meth:`read` returns the complete lines
+    added since the previous one (a line still being written waits for its newline; a missing file reads as
+    empty), parsed, in file order. A complete line that does not parse is skipped with a warning."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._at = 0  # the offset of the first byte not yet returned
+
+    def read(self) -> list[dict[str, Any]]:
+        """The rows completed since the last call."""
+        if not self.path.is_file():
+            return []
+        with self.path.open("rb") as fh:
+            fh.seek(self._at)
+            data = fh.read()
+        end = data.rfind(b"\n") + 1
+        rows = []
+        for line in data[:end].splitlines():
+            try:
+                rows.append(json.loads(line))
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                log.warning("journal %s: unreadable line skipped", self.path)
+        self._at += end
+        return rows
+
+
 class JournalAnswers(Mapping[tuple, JudgeResponse]):
     """Answers an interrupted run already has in its journal, keyed like JudgeRequest.key; failed calls are
     left out so a resume tries them again.

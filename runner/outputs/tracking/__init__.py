@@ -36,11 +36,12 @@ from runner.outputs.tracking.records import (
 )
 from runner.outputs.tracking.runs import BASELINE_LATEST, fail_run, find_baseline, finish_run, start_run
 from runner.outputs.tracking.summaries import log_comparison, log_sweep
-from runner.outputs.tracking.traces import TraceRecord, human_feedback, log_traces
+from runner.outputs.tracking.traces import TraceRecord, TraceWriter, human_feedback, log_traces
 
 __all__ = [
     "ARTIFACTS", "BASELINE_LATEST", "BATCH", "COMPARISON_KIND", "CONFIG_TAG", "KIND_TAG", "MAX_PARAM_CHARS",
-    "SECRET_KEY", "SWEEP_KIND", "SWEEP_TAG", "RunRecord", "TraceRecord", "TrackedRun", "_client", "_experiment_id",
+    "SECRET_KEY", "SWEEP_KIND", "SWEEP_TAG", "RunRecord", "TraceRecord", "TraceWriter", "TrackedRun", "_client",
+    "_experiment_id",
     "download_artifact", "fail_run", "find_baseline", "find_sweep_runs", "finish_run", "get_run_metrics", "get_runs",
     "human_feedback", "log_comparison", "log_dataset", "log_sweep", "log_traces", "register_prompt", "safe_params",
     "start_run",

@@ -5,7 +5,8 @@ as events) and parse, the verdict or scores as ``Feedback`` from the judge model
 the gold label / human score as ``Expectation``. Its ``mlflow.sourceRun`` metadata links it to the run (what
 ``search_traces(run_id=...)`` and the run's Evaluations tab read); the run gets ``mlflow.runType=genai_evaluate``.
 
-Traces are written after the paid stages, from the journal and the message store, never in the call path.
+Traces are written from the journal and the message store, never in the call path (the run writes them
+in a process of its own while its calls go on: runner.run.genai).
 Their ids are derived from the run and the judgment, and the ones the run already has are skipped, so a resumed
 run adds no duplicate. Each trace's info and assessments go in one ``start_trace`` call (MLflow has no batch
 form of it); the spans of many traces go in one ``log_spans`` call. mlflow is imported inside the functions.
@@ -69,43 +70,63 @@ def trace_id(run_id: str, record: TraceRecord) -> str:
     return "tr-" + hashlib.sha256(f"{run_id}|{record.key}".encode()).hexdigest()[:32]
 
 
-def log_traces(cfg: TrackingConfig, run_id: str, records: Iterable[TraceRecord], started_ns: int) -> int:
-    """Write one trace per judgment into the run's experiment, linked to the run; skip those already there.
+class TraceWriter:
+    """Writes a run's judgments as traces into its experiment, linked to the run, one :meth:`write` at a time;
+    the ones already there are skipped (see the module docstring).
 
     Args:
         cfg: Where MLflow records runs.
         run_id: The judge run.
-        records: The judgments.
         started_ns: Where the first trace's spans start.
+    """
+
+    def __init__(self, cfg: TrackingConfig, run_id: str, started_ns: int) -> None:
+        from mlflow.tracing.client import TracingClient
+
+        client = connection.client(cfg)
+        self.run_id, self._started = run_id, started_ns
+        self._experiment = client.get_run(run_id).info.experiment_id
+        self._tracing = TracingClient(cfg.uri) if cfg.uri else TracingClient()
+        self._existing = _existing_trace_ids(self._tracing, self._experiment, run_id)
+        client.set_tag(run_id, RUN_TYPE_TAG, EVALUATE_RUN_TYPE)
+        self._spans: list[Any] = []
+        self._seen = 0  # records offered so far: the n-th starts n ms after started_ns
+        self.written = 0  # traces written (a trace whose info an interrupted logging wrote gets its spans, uncounted)
+
+    def write(self, record: TraceRecord) -> None:
+        """Write one judgment's trace info and assessments now; its spans go with the next batch (:meth:`flush`)."""
+        n, self._seen = self._seen, self._seen + 1
+        tid = trace_id(self.run_id, record)
+        if self._existing.get(tid):
+            return
+        # 1 ms apart in the run's order (the calls have no wall-clock stamps of their own), each lasting its latency
+        start = self._started + n * 1_000_000
+        trace_spans, end = _spans(tid, record, start)
+        if tid not in self._existing:  # else an interrupted logging wrote its info but not its spans yet
+            self._tracing.start_trace(_trace_info(tid, self._experiment, self.run_id, record, start, end))
+            self.written += 1
+        self._spans += trace_spans
+        if len(self._spans) >= 4 * SPAN_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the spans of the traces written so far (one ``log_spans`` call)."""
+        if self._spans:
+            self._tracing.log_spans(self._experiment, self._spans)
+            self._spans = []
+
+
+def log_traces(cfg: TrackingConfig, run_id: str, records: Iterable[TraceRecord], started_ns: int) -> int:
+    """Write one trace per judgment into the run's experiment (a :class:`TraceWriter` over ``records``).
 
     Returns:
-        How many traces were written (a trace whose info an interrupted logging wrote gets its spans, uncounted).
+        How many traces were written.
     """
-    from mlflow.tracing.client import TracingClient
-
-    client = connection.client(cfg)
-    experiment = client.get_run(run_id).info.experiment_id
-    tracing = TracingClient(cfg.uri) if cfg.uri else TracingClient()
-    existing = _existing_trace_ids(tracing, experiment, run_id)
-    client.set_tag(run_id, RUN_TYPE_TAG, EVALUATE_RUN_TYPE)
-    written, spans = 0, []
-    for n, record in enumerate(records):
-        tid = trace_id(run_id, record)
-        if existing.get(tid):
-            continue
-        # 1 ms apart in the run's order (the calls have no wall-clock stamps of their own), each lasting its latency
-        start = started_ns + n * 1_000_000
-        trace_spans, end = _spans(tid, record, start)
-        if tid not in existing:  # else an interrupted logging wrote its info but not its spans yet
-            tracing.start_trace(_trace_info(tid, experiment, run_id, record, start, end))
-            written += 1
-        spans += trace_spans
-        if len(spans) >= 4 * SPAN_BATCH:
-            tracing.log_spans(experiment, spans)
-            spans = []
-    if spans:
-        tracing.log_spans(experiment, spans)
-    return written
+    writer = TraceWriter(cfg, run_id, started_ns)
+    for record in records:
+        writer.write(record)
+    writer.flush()
+    return writer.written
 
 
 def _existing_trace_ids(tracing: Any, experiment: str, run_id: str) -> dict[str, bool]:
