@@ -41,9 +41,10 @@ POLL_S = 0.2  # how often the writer looks for new journal lines when it has cau
 
 @dataclass(frozen=True)
 class Source:
-    """One journal the writer follows: its directory (journal and message store) and the judge that answered."""
+    """One journal the writer follows, the message store its lines' hashes point into, and the judge that answered."""
 
-    run_dir: Path
+    journal: Path
+    messages: Path
     judge_model: str
     member: str | None = None  # an ensemble's member
 
@@ -86,8 +87,8 @@ def write_traces(job: TraceJob, finished: Callable[[], bool], poll_s: float = PO
         tracking.register_prompt(job.tracking, job.run_id, name, source, sha)
     tracking.log_dataset(job.tracking, job.run_id, *job.dataset)
     writer = tracking.TraceWriter(job.tracking, job.run_id, time.time_ns())
-    stores = [MessageStore(s.run_dir / MESSAGES_NAME, read_only=True) for s in job.sources]
-    tails = [JournalTail(s.run_dir / store.JOURNAL_NAME) for s in job.sources]
+    stores = [MessageStore(s.messages, read_only=True) for s in job.sources]
+    tails = [JournalTail(s.journal) for s in job.sources]
     held: dict[tuple, tuple[int, dict[str, Any]]] = {}  # failed calls, by judgment
     try:
         while True:
@@ -130,11 +131,12 @@ def _job(ctx: RunContext, prepared: Prepared, run_id: str) -> TraceJob:
     from runner.run.context import member_dirs
 
     cfg, plan = ctx.cfg, prepared.plan
-    members = member_dirs(ctx)
+    members, messages = member_dirs(ctx), ctx.run_dir / MESSAGES_NAME  # one store for an ensemble's members
     if members:
-        sources = tuple(Source(d, cfg.judge.members[name].model, name) for name, d in members.items())
+        sources = tuple(Source(d / store.JOURNAL_NAME, messages, cfg.judge.members[name].model, name)
+                        for name, d in members.items())
     else:
-        sources = (Source(ctx.run_dir, cfg.judge.model),)
+        sources = (Source(ctx.run_dir / store.JOURNAL_NAME, messages, cfg.judge.model),)
     prompts = [(cfg.prompt.name, plan.template.source, plan.template.sha256)]
     if plan.synthesis_template is not None:  # the second round's template belongs to the same prompt option
         prompts.append((f"{cfg.prompt.name}.synthesis", plan.synthesis_template.source,

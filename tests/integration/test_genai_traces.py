@@ -130,3 +130,4 @@ def test_an_ensemble_has_one_trace_per_member_judgment(run_cli):
     sources = {next(a for a in t.info.assessments if isinstance(a, Feedback)).source.source_id for t in traces}
     assert len(sources) == 2  # each member's own model
     assert loaded.judgments["messages"].notna().all()  # one store for the members, beside the run's files
+    assert all(json.loads(t.data.request)["messages"] for t in traces)  # and their traces read it
