@@ -101,8 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         dcfg, full = compose_config(overrides, args.config_dir)
         cfg: RunConfig = OmegaConf.to_object(dcfg)  # type: ignore[assignment]
-        assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
-        evaluation = read_evaluation_set(files, Systems(cfg.dataset.ours.name, cfg.dataset.baseline.name))
+        ours, baseline = cfg.dataset.ours, cfg.dataset.baseline  # a pointwise dataset has neither
+        systems = Systems(ours.name if ours else "ours", baseline.name if baseline else "baseline")
+        evaluation = read_evaluation_set(files, systems)
         outcome = reaggregate(cfg, evaluation, _job(dcfg, full, own, len(files), args.config_dir))
     except ERRORS as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")
