@@ -56,12 +56,27 @@ def test_one_users_file_is_one_vote_per_item(tmp_path):
     assert s["final_verdict_distribution"] == {"chat": 1, "simple-chat": 3, "tie": 0}
 
 
-def _test_any_registered_aggregation_applies(tmp_path):
-    assert aggregate(tmp_path / "agg", *EVALS, ROBUST, OFF, "aggregation=weighted",
-                     "aggregation.params.weights={chat: 1.0, simple-chat: 3.0, tie: 1.0}") == 0
-    items = summary(tmp_path / "agg")["aggregated_results"]
-    assert items["q2"]["final_verdict"] == "simple-chat"  # 2 x 1.0 for ours against 3.0 for the baseline
-    assert aggregate(tmp_path / "bad", *EVALS, ROBUST, OFF, "aggregation=nonesuch") == 1
+def test_ensemble_combines_are_refused_with_the_reason(tmp_path, capsys):
+    assert aggregate(tmp_path / "agg", *EVALS, ROBUST, OFF, "aggregation=weighted") == 1
+    assert "weighted combines the members of an ensemble" in capsys.readouterr().err
+
+
+def test_ours_and_baseline_name_the_systems_the_role_words_stand_for(tmp_path):
+    assert aggregate(tmp_path / "agg", *EVALS, ROBUST, OFF, "ours=new-bot", "baseline=old-bot") == 0
+    s = summary(tmp_path / "agg")["summary"]
+    assert s["final_verdict_distribution"] == {"new-bot": 2, "old-bot": 1, "tie": 1}
+
+
+def test_the_cli_dispatches_aggregate_and_writes_under_outputs_aggregate(tmp_path, monkeypatch):
+    from runner.app import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.argv", ["judgesweep", "aggregate", *EVALS, ROBUST, OFF])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    assert exited.value.code == 0
+    [written] = (tmp_path / "outputs" / "aggregate").iterdir()
+    assert summary(written)["summary"]["num_evaluation_runs"] == 3
 
 
 @pytest.mark.parametrize(("content", "expected"), [
@@ -114,6 +129,12 @@ def test_generic_scores_give_the_pointwise_report(tmp_path):
     assert by_id["r1"]["overall"] == pytest.approx((6.8 + 6.0) / 2)  # 0.4/0.3/0.3 weights, mean over 2 repeats
     assert by_id["r2"]["overall"] == 4.0
     assert doc["summary"]["scored"] == 2
+    assert aggregate(tmp_path / "median", str(votes), "experiment=reply_quality", "aggregation=median",
+                     "gate.min_mean_score=null", OFF) == 0
+    assert {d["id"]: d["overall"] for d in summary(tmp_path / "median")["detailed_results"]}["r2"] == 4.0
+    unknown = tmp_path / "unknown.jsonl"
+    unknown.write_text('{"id": "r1", "scores": {"warmth": 5}}\n')
+    assert aggregate(tmp_path / "unknown", str(unknown), "experiment=reply_quality", OFF) == 1
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "r1", "scores": {"naturalness": 11, "appropriateness": 6, "intent_match": 6}}\n')
     assert aggregate(tmp_path / "bad", str(bad), "experiment=reply_quality", OFF) == 1
@@ -131,6 +152,8 @@ def test_the_mlflow_run_is_tagged_and_holds_the_files_sha256(tmp_path, empty_mlf
     import hashlib
 
     assert run.data.params["aggregate.file.2.sha256"] == hashlib.sha256(Path(EVALS[2]).read_bytes()).hexdigest()
+    assert run.data.params["aggregate.file.0"] == EVALS[0]
+    assert run.data.params["aggregate.file.0.format"] == "users_json"
     assert run.data.params["aggregation.name"] == "majority_vote" and run.data.params["aggregate.repeats"] == "3"
     assert run.data.metrics["verdict/ours_win_rate"] == 0.5
     assert run.data.metrics["confidence/no_consensus_count"] == 1
