@@ -129,12 +129,17 @@ class SweepSummary(Callback):
 
 
 def main() -> None:
-    """Console-script entry point: ``judgesweep init [DIR]`` writes a project; anything else composes the config
+    """Console-script entry point: ``judgesweep init [DIR]`` writes a project, ``judgesweep aggregate FILE ...``
+    re-aggregates evaluation files (runner.app.aggregate_cli); anything else composes the config
     (the user's conf/ overlaid on the packaged one), runs the job(s) and exits non-zero on failure."""
     if sys.argv[1:2] == ["init"]:  # before Hydra, which would read "init" as an override
         from runner.app import init_project
 
         sys.exit(init_project.main(sys.argv[2:]))
+    if sys.argv[1:2] == ["aggregate"]:  # re-aggregate existing evaluation files: no judge call
+        from runner.app import aggregate_cli
+
+        sys.exit(aggregate_cli.main(sys.argv[2:]))
     prepare_process()
     primary, sys.argv[1:] = _overlay(sys.argv[1:])
     hydra.main(config_path=str(primary), config_name="config", version_base="1.3")(_job)()

@@ -1,0 +1,135 @@
+"""``judgesweep aggregate FILE [FILE ...] [overrides]`` (also ``judgesweep-aggregate``): re-aggregate existing
+evaluation files without any judge call.
+
+The files are the users' per-run evaluation JSON files, judgesweep's own results.jsonl or generic JSONL votes
+(runner.inputs.evaluation_files). The overrides are Hydra's, composed with the compose API over the same config
+a run uses (``aggregation=weighted``, ``aggregation.params.weights=...``, ``experiment=robust_pairwise``,
+``tracking=off``), plus three of this command's own: ``output_dir=DIR``, ``ours=NAME`` and ``baseline=NAME`` (the
+compared systems' names; the role words ``ours`` / ``baseline`` in a file always mean them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import logging
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from hydra import compose
+from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+from omegaconf.errors import OmegaConfBaseException
+
+from runner.core import locations
+from runner.core.config import RunConfig
+from runner.core.errors import ConfigurationError, DatasetError
+from runner.core.registry import UnknownNameError
+from runner.inputs.evaluation_files import Systems
+from runner.inputs.evaluation_sets import read_evaluation_set
+from runner.inputs.prompts import TemplateError
+from runner.judging.scoring import RubricError
+from runner.run import job_context
+from runner.run.experiment import _hydra_initialized, prepare_process
+from runner.run.reaggregation import AggregateJob, reaggregate
+
+__all__ = ["OWN_KEYS", "build_parser", "main", "script"]
+
+OWN_KEYS = ("output_dir", "ours", "baseline")  # this command's keys; every other override is Hydra's
+ERRORS = (ConfigurationError, DatasetError, TemplateError, UnknownNameError, RubricError, HydraException,
+          OmegaConfBaseException)
+PROG = "judgesweep aggregate"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: files and overrides in any order (an argument with ``=`` that is no file is an override)."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Re-aggregate existing evaluation files without any judge call: the users' per-run "
+        "evaluation JSON files (k files = k votes per item), judgesweep's results.jsonl from several runs, or "
+        "generic JSONL votes. Writes summary.json, results.jsonl, metrics.json, report.html and an MLflow run.",
+        epilog="overrides: aggregation=majority_vote|weighted|dawid_skene|mean|median, aggregation.params.<p>=..., "
+               "experiment=..., tracking=off, output_dir=DIR, ours=NAME, baseline=NAME")
+    parser.add_argument("args", nargs="+", metavar="FILE|OVERRIDE", help="evaluation files and key=value overrides")
+    parser.add_argument("--config-dir", metavar="DIR", help="your conf/ (default: ./conf when it exists)")
+    return parser
+
+
+def split(args: Sequence[str]) -> tuple[list[Path], list[str], dict[str, str]]:
+    """(files, Hydra overrides, this command's own keys) from the positional arguments."""
+    files: list[Path] = []
+    overrides: list[str] = []
+    own: dict[str, str] = {}
+    for arg in args:
+        key, eq, value = arg.partition("=")
+        if not eq or Path(arg).exists():
+            files.append(Path(arg))
+        elif key in OWN_KEYS:
+            own[key] = value
+        else:
+            overrides.append(arg)
+    if "ours" in own:
+        overrides.append(f"dataset.ours.name={own['ours']}")
+    if "baseline" in own:
+        overrides.append(f"dataset.baseline.name={own['baseline']}")
+    return files, overrides, own
+
+
+def compose_config(overrides: Sequence[str], config_dir: str | None) -> tuple[DictConfig, DictConfig]:
+    """(the job's config, the full config with its hydra node), composed as a run composes it."""
+    prepare_process()
+    with _hydra_initialized(config_dir):
+        full = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+    HydraConfig.instance().set_config(full)  # resolves ${hydra:runtime.cwd} in the tracking store's address
+    dcfg = copy.deepcopy(full)
+    with read_write(dcfg), open_dict(dcfg):
+        del dcfg["hydra"]
+    job_context.check_keys(dcfg)
+    return dcfg, full
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; 0 when done, 1 on input that cannot be aggregated or a failed gate."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    files, overrides, own = split(args.args)
+    if not files:
+        parser.error("give one or more evaluation files")
+    try:
+        dcfg, full = compose_config(overrides, args.config_dir)
+        cfg: RunConfig = OmegaConf.to_object(dcfg)  # type: ignore[assignment]
+        ours, baseline = cfg.dataset.ours, cfg.dataset.baseline  # a pointwise dataset has neither
+        systems = Systems(ours.name if ours else "ours", baseline.name if baseline else "baseline")
+        evaluation = read_evaluation_set(files, systems)
+        outcome = reaggregate(cfg, evaluation, _job(dcfg, full, own, len(files), args.config_dir))
+    except ERRORS as exc:
+        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        return 1
+    if outcome.failed:
+        sys.stderr.write(f"{PROG}: gate failed: {outcome.reason}\n")
+        return 1
+    return 0
+
+
+def _job(dcfg: DictConfig, full: DictConfig, own: dict[str, str], n_files: int, config_dir: str | None
+         ) -> AggregateJob:
+    cwd = Path.cwd()
+    run_dir = Path(own.get("output_dir") or cwd / "outputs" / "aggregate" / datetime.now().strftime(
+        "%Y-%m-%d_%H-%M-%S-%f"))
+    roots = locations.input_roots(cwd, locations.user_conf_dir(cwd, config_dir))
+    choices = {k: str(v) for k, v in full.hydra.runtime.choices.items() if not k.startswith("hydra") and v is not None}
+    name = f"aggregate {n_files} file{'s' if n_files > 1 else ''} ({dcfg.aggregation.name})"
+    return AggregateJob(run_dir=run_dir, run_name=name, resolved_config_yaml=OmegaConf.to_yaml(dcfg, resolve=True),
+                        prompts_dirs=tuple(locations.directories(str(dcfg.prompts_dir), roots)), choices=choices)
+
+
+def script() -> None:
+    """Console-script entry point ``judgesweep-aggregate``."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    script()

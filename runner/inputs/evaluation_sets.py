@@ -1,0 +1,99 @@
+"""Several evaluation files put together for ``judgesweep aggregate``: the same items in every file, one kind of
+vote, each file's repeats numbered after the previous file's (k files of one run each give k votes per item)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from runner.inputs.evaluation_files import EvaluationFile, EvaluationFileError, Systems, Vote, read_evaluation_file
+
+__all__ = ["EvaluationSet", "read_evaluation_set"]
+
+SHOWN = 5  # ids named in a mismatch message
+
+
+@dataclass(frozen=True)
+class EvaluationSet:
+    """The votes of every file, with repeats renumbered across files.
+
+    Attributes:
+        files: The files, in the order given.
+        votes: Every vote, file by file; ``repeat`` is unique across files.
+        item_ids: The items, in the first file's order.
+        kind: ``verdict`` (pairwise) or ``score`` (pointwise).
+        repeats: Votes per item and order (the distinct repeats over all files).
+        orders_known: Whether the votes say which order the candidates were shown in.
+    """
+
+    files: tuple[EvaluationFile, ...]
+    votes: tuple[Vote, ...]
+    item_ids: tuple[str, ...]
+    kind: str
+    repeats: int
+    orders_known: bool
+
+
+def read_evaluation_set(paths: Sequence[Path], systems: Systems) -> EvaluationSet:
+    """Read every file and check they fit together.
+
+    Raises:
+        EvaluationFileError: A file does not read (see read_evaluation_file), holds another kind of vote than the
+            first, other item ids than the first, or two votes for the same item, repeat and order: naming it.
+    """
+    if not paths:
+        raise EvaluationFileError("no evaluation file given")
+    files = tuple(read_evaluation_file(path, systems) for path in paths)
+    first = files[0]
+    ids = tuple(dict.fromkeys(v.item_id for v in first.votes))
+    votes: list[Vote] = []
+    base = 0
+    for f in files:
+        if f.kind != first.kind:
+            raise EvaluationFileError(f"{f.path}: holds {f.kind} votes, {first.path} {first.kind} votes: "
+                                      f"aggregate files of one kind at a time")
+        _check_ids(f, first, ids)
+        renumbered, base = _renumber(f, base)
+        votes += renumbered
+    _check_gold(votes)
+    return EvaluationSet(files, tuple(votes), ids, first.kind, base, any(v.order is not None for v in votes))
+
+
+def _check_ids(f: EvaluationFile, first: EvaluationFile, ids: tuple[str, ...]) -> None:
+    own = set(v.item_id for v in f.votes)
+    missing, extra = [i for i in ids if i not in own], sorted(own - set(ids))
+    if missing or extra:
+        parts = [f"{len(missing)} missing ({', '.join(missing[:SHOWN])})" if missing else "",
+                 f"{len(extra)} not in {first.path} ({', '.join(extra[:SHOWN])})" if extra else ""]
+        raise EvaluationFileError(f"{f.path}: its item ids do not match {first.path}'s: "
+                                  f"{'; '.join(p for p in parts if p)}")
+
+
+def _renumber(f: EvaluationFile, base: int) -> tuple[list[Vote], int]:
+    """The file's votes with each (judge, repeat) of the file given the next repeat number after ``base``."""
+    numbers: dict[tuple[str | None, int], int] = {}
+    for v in f.votes:
+        numbers.setdefault((v.judge, v.repeat), base + len(numbers))
+    seen: dict[tuple[str, int, str | None, str], str] = {}
+    out = []
+    for v in f.votes:
+        repeat = numbers[(v.judge, v.repeat)]
+        key = (v.item_id, repeat, v.order, v.stage)
+        if key in seen:
+            raise EvaluationFileError(f"{v.where}: a second vote for item {v.item_id!r} in the same run "
+                                      f"(repeat {v.repeat}, order {v.order}; the first is at {seen[key]})")
+        seen[key] = v.where
+        out.append(replace(v, repeat=repeat))
+    return out, base + len(numbers)
+
+
+def _check_gold(votes: Sequence[Vote]) -> None:
+    gold: dict[str, Vote] = {}
+    for v in votes:
+        if v.gold is None:
+            continue
+        other = gold.setdefault(v.item_id, v)
+        if other.gold != v.gold:
+            raise EvaluationFileError(f"{v.where}: item {v.item_id!r} has gold {v.gold!r}, {other.where} "
+                                      f"{other.gold!r}")

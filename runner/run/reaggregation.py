@@ -1,0 +1,204 @@
+"""``judgesweep aggregate``: existing evaluation files re-aggregated without any judge call.
+
+The files' votes (runner.inputs.evaluation_sets) become the run's judgments, and the run's own mode builds the
+report from them as it does at the end of a run (``RunMode.build``: the registered aggregation, the users'
+summary, trust, bias, statistics): there is no second aggregation path. What a run writes follows: summary.json,
+results.jsonl, metrics.json, report.html, the gates and an MLflow run tagged ``judgesweep.kind=aggregation``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from runner.core.choices import PromptMode
+from runner.core.config import RunConfig
+from runner.core.types import TIE, JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+from runner.inputs.datasets import ItemRef
+from runner.inputs.evaluation_files import SCORE, EvaluationFileError, Vote
+from runner.inputs.evaluation_sets import EvaluationSet
+from runner.judging.scoring import Scoring
+from runner.modes import base as modes
+from runner.modes import summary as summaries
+from runner.modes.base import ModeInputs
+from runner.outputs import console, html_report, tracking
+from runner.run import gates
+from runner.storage import store
+
+__all__ = ["AGGREGATION_KIND", "AggregateJob", "AggregateOutcome", "judgments_of", "reaggregate", "refs_of"]
+
+AGGREGATION_KIND = "aggregation"  # the MLflow run's judgesweep.kind tag
+FILE_SOURCE = "file"  # JudgeResponse.source of a vote read from a file: no call was made
+_POSITIONAL = {Order.AB: ("A", "B"), Order.BA: ("B", "A")}  # (label of ours, label of baseline)
+
+
+@dataclass(frozen=True)
+class AggregateJob:
+    """Where and under what name one aggregation writes."""
+
+    run_dir: Path
+    run_name: str
+    resolved_config_yaml: str
+    prompts_dirs: tuple[Path, ...]  # where the mode's templates are looked up (its start-up checks)
+    choices: Mapping[str, str]  # the composed config's group choices (MLflow params choice.<group>)
+
+
+@dataclass(frozen=True)
+class AggregateOutcome:
+    """What an aggregation wrote and whether a gate failed."""
+
+    run_dir: Path
+    failed: bool
+    reason: str
+    mlflow_run_id: str | None
+
+
+def reaggregate(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) -> AggregateOutcome:
+    """Build the report of ``evaluation`` with the mode and aggregation of ``cfg``; write, log and print it.
+
+    Raises:
+        ConfigurationError and its kin (an unknown aggregation, bad params), EvaluationFileError (votes that do not
+        fit the mode or the rubric, naming file and line).
+    """
+    mode = _mode(cfg, evaluation)
+    cfg = replace(cfg, repeats=evaluation.repeats)
+    setup = mode.prepare(cfg, job.prompts_dirs)
+    scoring = None
+    if setup.point is not None:  # no candidate texts here: the deterministic checks cannot run
+        setup = replace(setup, point=replace(setup.point, checks=(), check_calls=(), enforced=frozenset()))
+        scoring = setup.point.scoring
+    refs = refs_of(evaluation)
+    judgments = judgments_of(evaluation, cfg, scoring)
+    report = mode.build(ModeInputs(cfg=cfg, setup=setup, refs=refs, judgments=judgments))
+    summary = report.to_json()
+    metrics = dict(report.metrics)
+    judge_stats = summaries.judge_metrics(judgments)
+    metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
+    results = gates.evaluate(cfg.gate, summary.get("summary", {}) if scoring else {}, metrics,
+                             has_threshold=scoring is not None and scoring.pass_threshold is not None, baseline=None)
+    if results:
+        summary["gates"] = [g.to_dict() for g in results]
+        metrics["gate/passed"] = float(all(g.passed for g in results))
+    crossed = [g.message for g in results if not g.passed]
+    run_dir = job.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    store.write_results(run_dir / store.RESULTS_NAME, judgments, _labels(refs))
+    store.write_json(run_dir / store.SUMMARY_NAME, summary)
+    store.write_json(run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
+    report_path = html_report.write_run_report(run_dir, {"gates": summary["gates"]} if results else {}, metrics,
+                                               job.run_name, mode.name, report.typed)
+    mlflow_run_id = None
+    if cfg.tracking.enabled:
+        mlflow_run_id = tracking.start_run(cfg.tracking, job.run_name, _params(cfg, evaluation, job),
+                                           {tracking.KIND_TAG: AGGREGATION_KIND})
+        tracking.finish_run(cfg.tracking, mlflow_run_id, tracking.RunRecord(
+            metrics=metrics, run_dir=run_dir, resolved_config_yaml=job.resolved_config_yaml, failed=bool(crossed)))
+    lines = [*mode.console_lines(report.typed, summary.get("gold"), judge_stats),
+             *[("PASS " if g.passed else "FAIL ") + g.message for g in results],
+             *([f"report: {report_path}"] if report_path is not None else []), f"written to {run_dir}"]
+    console.print_title(job.run_name)
+    for line in lines:
+        console.print_line(line)
+    return AggregateOutcome(run_dir, bool(crossed), "; ".join(crossed), mlflow_run_id)
+
+
+def _mode(cfg: RunConfig, evaluation: EvaluationSet) -> modes.RunMode:
+    """The config's mode, which must be the files' kind (verdicts: pairwise; scores: pointwise)."""
+    wanted = PromptMode.pointwise if evaluation.kind == SCORE else PromptMode.pairwise
+    if cfg.prompt.mode is not wanted:
+        hint = ("a pointwise preset (experiment=agent_rubric | experiment=reply_quality) or prompt= and rubric= "
+                "of a pointwise rubric" if wanted is PromptMode.pointwise else "a pairwise prompt and rubric")
+        raise EvaluationFileError(f"{evaluation.files[0].path} holds {evaluation.kind} votes, a {wanted.value} "
+                                  f"evaluation, but prompt {cfg.prompt.name} is {cfg.prompt.mode.value}: choose {hint}")
+    return modes.mode_for(cfg)
+
+
+def refs_of(evaluation: EvaluationSet) -> list[ItemRef]:
+    """One ItemRef per item (first file's order): where it was first read, its gold, human score, tags, category."""
+    first: dict[str, Vote] = {}
+    gold: dict[str, str] = {}
+    for v in evaluation.votes:
+        first.setdefault(v.item_id, v)
+        if v.gold is not None:
+            gold.setdefault(v.item_id, v.gold)
+    return [ItemRef(id=i, gold=gold.get(i), source=first[i].where, tags=first[i].tags, category=first[i].category,
+                    human_score=first[i].human_score) for i in evaluation.item_ids]
+
+
+def judgments_of(evaluation: EvaluationSet, cfg: RunConfig, scoring: Scoring | None) -> list[Judgment]:
+    """Each vote as the judgment a run would have made of it (no call: ``source`` is ``file``).
+
+    Raises:
+        EvaluationFileError: A score outside the rubric's scale or criteria it does not know, naming file and line.
+    """
+    ours = cfg.dataset.ours.name if cfg.dataset.ours is not None else "ours"
+    return [_judgment(v, ours, scoring) for v in evaluation.votes]
+
+
+def _judgment(v: Vote, ours: str, scoring: Scoring | None) -> Judgment:
+    status = Status(v.status) if v.status in {s.value for s in Status} else Status.ERROR
+    order = None if v.kind == SCORE else Order(v.order or Order.AB.value)
+    request = JudgeRequest(v.item_id, v.repeat, order, v.stage, "")
+    response = JudgeResponse(text=v.text, source=FILE_SOURCE, attempts=0,
+                             error=v.reason if status is Status.ERROR else None)
+    extras = {"reasoning": v.text} if v.text and v.kind == SCORE else {}
+    if status is not Status.SCORED:
+        return Judgment(request, response, Verdict(None, reason=v.reason or status.value), None, status)
+    if v.kind == SCORE:
+        assert scoring is not None
+        return Judgment(request, response, Verdict(None, scores=v.scores, extras=extras), None, status,
+                        score=_overall(v, scoring))
+    label = v.label
+    if label is None and v.order is not None and order is not None:  # positional label only when the order is known
+        label = TIE if v.verdict == TIE else _POSITIONAL[order][0 if v.verdict == ours else 1]
+    return Judgment(request, response, Verdict(label), v.verdict, status)
+
+
+def _overall(v: Vote, scoring: Scoring) -> float:
+    """The vote's overall score: its own ``score``, else the rubric's weighted mean of its criteria."""
+    names = {c.name for c in scoring.criteria}
+    unknown = sorted(set(v.scores) - names)
+    if unknown:
+        raise EvaluationFileError(f"{v.where}: item {v.item_id!r}: criteria {unknown} are not in the rubric "
+                                  f"(its criteria: {sorted(names)})")
+    for c in scoring.criteria:
+        value = v.scores.get(c.name)
+        if value is not None and not (c.min <= value <= c.max and math.isfinite(value)):
+            raise EvaluationFileError(f"{v.where}: item {v.item_id!r}: {c.name} {value} is outside [{c.min}, {c.max}]")
+    if v.score is not None:
+        if not scoring.low <= v.score <= scoring.high:
+            raise EvaluationFileError(f"{v.where}: item {v.item_id!r}: score {v.score} is outside the rubric's scale "
+                                      f"[{scoring.low}, {scoring.high}]")
+        return v.score
+    weights = scoring.category_weights.get(v.category or "", {})
+    criteria = [replace(c, weight=weights.get(c.name, c.weight)) for c in scoring.criteria
+                if c.when is None or c.name in v.scores]
+    missing = [c.name for c in criteria if c.name not in v.scores]
+    if missing:
+        raise EvaluationFileError(f"{v.where}: item {v.item_id!r}: no score for {missing} (give every criterion "
+                                  f"of the rubric, or an overall \"score\")")
+    return scoring.overall(v.scores, criteria)
+
+
+def _labels(refs: Sequence[ItemRef]) -> dict[str, dict[str, Any]]:
+    return {r.id: {"gold": r.gold, "human_score": r.human_score} for r in refs
+            if r.gold is not None or r.human_score is not None}
+
+
+def _params(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) -> dict[str, Any]:
+    """The aggregation, the files (name, format, sha256) and the config's choices, as MLflow params."""
+    params: dict[str, Any] = {f"choice.{k}": v for k, v in job.choices.items()}
+    params.update({"aggregation.name": cfg.aggregation.name, "aggregation.params": dict(cfg.aggregation.params),
+                   "aggregate.files": len(evaluation.files), "aggregate.repeats": evaluation.repeats,
+                   "aggregate.kind": evaluation.kind, "aggregate.orders_known": evaluation.orders_known,
+                   "n_items": len(evaluation.item_ids)})
+    for n, f in enumerate(evaluation.files):
+        params[f"aggregate.file.{n}"] = str(f.path)
+        params[f"aggregate.file.{n}.sha256"] = f.sha256
+        params[f"aggregate.file.{n}.format"] = f.format
+    if cfg.dataset.ours is not None and cfg.dataset.baseline is not None and evaluation.kind != SCORE:
+        params.update({"dataset.ours.name": cfg.dataset.ours.name, "dataset.baseline.name": cfg.dataset.baseline.name})
+    return params

@@ -1,0 +1,161 @@
+"""``judgesweep aggregate``: existing evaluation files re-aggregated in this process (runner.app.aggregate_cli.main),
+no judge call: the users' per-run JSON files (tests/fixtures/users/aggregate/), judgesweep's own results.jsonl from
+three runs, generic JSONL scores; the errors naming file and line; the MLflow run read back from its sqlite store."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from runner.app import aggregate_cli
+
+USERS = Path(__file__).resolve().parents[1] / "fixtures" / "users" / "aggregate"
+EVALS = [str(USERS / f"eval{n}.json") for n in (1, 2, 3)]
+OFF = "tracking=off"
+ROBUST = "experiment=robust_pairwise"  # ours = chat, baseline = simple-chat
+
+
+def aggregate(out: Path, *args: str) -> int:
+    return aggregate_cli.main([*args, f"output_dir={out}"])
+
+
+def summary(out: Path) -> dict:
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_three_users_files_follow_the_vote_rules(tmp_path, capsys):
+    assert aggregate(tmp_path / "agg", *EVALS, ROBUST, OFF) == 0
+    doc = summary(tmp_path / "agg")
+    s, items = doc["summary"], doc["aggregated_results"]
+    assert (s["num_evaluation_runs"], s["total_subsets"], s["successful_evaluations"]) == (3, 4, 4)
+    # q1: 3 x ours; q2: 2 of 3 ours wins; q3: three different verdicts -> tie; q4: 3 x baseline
+    assert {k: (v["final_verdict"], v["confidence"]) for k, v in items.items()} == {
+        "q1": ("chat", "unanimous"), "q2": ("chat", "majority"), "q3": ("tie", "no_consensus"),
+        "q4": ("simple-chat", "unanimous")}
+    assert items["q3"]["verdicts"] == ["chat", "simple-chat", "tie"]
+    assert s["final_verdict_distribution"] == {"chat": 2, "simple-chat": 1, "tie": 1}
+    assert s["confidence_distribution"] == {"unanimous": 2, "majority": 1, "no_consensus": 1}
+    assert (s["ours_win_rate"], s["baseline_win_rate"], s["tie_rate"]) == (0.5, 0.25, 0.25)
+    assert "trust" in doc and doc["bias"]["position"]["pairs_both_orders"] == 0  # orders unknown: no position data
+    rows = [json.loads(line) for line in (tmp_path / "agg" / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 12 and (rows[0]["item_id"], rows[0]["winner"], rows[0]["raw_response"]) == (
+        "q1", "chat", "more specific")
+    assert (tmp_path / "agg" / "metrics.json").is_file() and (tmp_path / "agg" / "report.html").is_file()
+    assert "confidence: unanimous 2, majority 1, no_consensus 1" in capsys.readouterr().out
+
+
+def test_one_users_file_is_one_vote_per_item(tmp_path):
+    assert aggregate(tmp_path / "agg", EVALS[1], ROBUST, OFF) == 0
+    s = summary(tmp_path / "agg")["summary"]
+    assert s["num_evaluation_runs"] == 1
+    assert s["confidence_distribution"]["unanimous"] == 4
+    assert s["final_verdict_distribution"] == {"chat": 1, "simple-chat": 3, "tie": 0}
+
+
+def test_ensemble_combines_are_refused_with_the_reason(tmp_path, capsys):
+    assert aggregate(tmp_path / "agg", *EVALS, ROBUST, OFF, "aggregation=weighted") == 1
+    assert "weighted combines the members of an ensemble" in capsys.readouterr().err
+
+
+def test_ours_and_baseline_name_the_systems_the_role_words_stand_for(tmp_path):
+    assert aggregate(tmp_path / "agg", *EVALS, ROBUST, OFF, "ours=new-bot", "baseline=old-bot") == 0
+    s = summary(tmp_path / "agg")["summary"]
+    assert s["final_verdict_distribution"] == {"new-bot": 2, "old-bot": 1, "tie": 1}
+
+
+def test_the_cli_dispatches_aggregate_and_writes_under_outputs_aggregate(tmp_path, monkeypatch):
+    from runner.app import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.argv", ["judgesweep", "aggregate", *EVALS, ROBUST, OFF])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    assert exited.value.code == 0
+    [written] = (tmp_path / "outputs" / "aggregate").iterdir()
+    assert summary(written)["summary"]["num_evaluation_runs"] == 3
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    ('{"evaluations": [\n{"subset_id": "q1", "winner": "ours"},\n{"subset_id": "q2",, }\n]}',
+     r"bad\.json:3: not valid JSON"),
+    ('{"evaluations": [\n{"subset_id": "q1", "winner": "ours"},\n{"subset_id": "q2", "winner": "better"},\n'
+     '{"subset_id": "q3", "winner": "tie"},\n{"subset_id": "q4", "winner": "tie"}\n]}',
+     r"bad\.json:3: item 'q2': verdict 'better' is not one of \['ours', 'baseline', 'tie', 'chat', 'simple-chat'\]"),
+    ('{"evaluations": [{"subset_id": "q1", "winner": "ours"}]}',
+     r"bad\.json: its item ids do not match .*eval1\.json's: 3 missing \(q2, q3, q4\)"),
+])
+def test_bad_files_fail_naming_file_and_line(tmp_path, capsys, content, expected):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content, encoding="utf-8")
+    assert aggregate(tmp_path / "agg", EVALS[0], str(bad), ROBUST, OFF) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("judgesweep aggregate: error: ")
+    assert pytest.importorskip("re").search(expected, err), err
+    assert not (tmp_path / "agg").exists()
+
+
+def test_results_of_three_runs_give_the_summary_of_one_run_with_three_repeats(tmp_path, run_cli):
+    runs = [run_cli("max_items=6", "tracking=off") for _ in range(3)]
+    assert all(r.proc.returncode == 0 for r in runs), runs[0].output
+    repeated = run_cli("max_items=6", "repeats=3", "tracking=off")
+    assert repeated.proc.returncode == 0, repeated.output
+    assert aggregate(tmp_path / "agg", *(str(r.run_dir / "results.jsonl") for r in runs), OFF) == 0
+    doc, want = summary(tmp_path / "agg"), repeated.summary()
+    assert doc["aggregated_results"] == want["aggregated_results"]
+    run_only = {"evaluation_completed", "skipped_rows"}  # when the run ended; the dataset rows it skipped
+    assert {k: v for k, v in doc["summary"].items() if k not in run_only} == {
+        k: v for k, v in want["summary"].items() if k not in run_only}
+    assert doc["gold"] == want["gold"]  # the results' gold column: agreement with gold, per order
+    assert doc["bias"]["position"] == want["bias"]["position"]  # orders known: position bias as the run's
+
+
+def test_generic_scores_give_the_pointwise_report(tmp_path):
+    votes = tmp_path / "scores.jsonl"
+    lines = [{"id": "r1", "scores": {"naturalness": 8, "appropriateness": 6, "intent_match": 6}, "repeat": 0},
+             {"id": "r1", "scores": {"naturalness": 6, "appropriateness": 6, "intent_match": 6}, "repeat": 1},
+             {"id": "r2", "score": 3, "repeat": 0, "tags": ["short"]},
+             {"id": "r2", "score": 5, "repeat": 1, "tags": ["short"]}]
+    votes.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    # the preset's gate applies: a mean of 5.2 is below its 6.0, and the command exits 1 after writing the summary
+    assert aggregate(tmp_path / "agg", str(votes), "experiment=reply_quality", OFF) == 1
+    assert summary(tmp_path / "agg")["gates"][0]["passed"] is False
+    assert aggregate(tmp_path / "agg", str(votes), "experiment=reply_quality", "gate.min_mean_score=null", OFF) == 0
+    doc = summary(tmp_path / "agg")
+    by_id = {d["id"]: d for d in doc["detailed_results"]}
+    assert by_id["r1"]["overall"] == pytest.approx((6.8 + 6.0) / 2)  # 0.4/0.3/0.3 weights, mean over 2 repeats
+    assert by_id["r2"]["overall"] == 4.0
+    assert doc["summary"]["scored"] == 2
+    assert aggregate(tmp_path / "median", str(votes), "experiment=reply_quality", "aggregation=median",
+                     "gate.min_mean_score=null", OFF) == 0
+    assert {d["id"]: d["overall"] for d in summary(tmp_path / "median")["detailed_results"]}["r2"] == 4.0
+    unknown = tmp_path / "unknown.jsonl"
+    unknown.write_text('{"id": "r1", "scores": {"warmth": 5}}\n')
+    assert aggregate(tmp_path / "unknown", str(unknown), "experiment=reply_quality", OFF) == 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "r1", "scores": {"naturalness": 11, "appropriateness": 6, "intent_match": 6}}\n')
+    assert aggregate(tmp_path / "bad", str(bad), "experiment=reply_quality", OFF) == 1
+    assert aggregate(tmp_path / "pair", str(votes), OFF) == 1  # scores under a pairwise prompt: refused
+
+
+def test_the_mlflow_run_is_tagged_and_holds_the_files_sha256(tmp_path, empty_mlflow_store):
+    shutil.copyfile(empty_mlflow_store(), tmp_path / "mlflow.db")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert aggregate(tmp_path / "agg", *EVALS, ROBUST, f"tracking.uri={uri}",
+                     f"tracking.artifact_location={tmp_path / 'art'}") == 0
+    client = MlflowClient(tracking_uri=uri)
+    [run] = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id],
+                               "tags.`judgesweep.kind` = 'aggregation'")
+    import hashlib
+
+    assert run.data.params["aggregate.file.2.sha256"] == hashlib.sha256(Path(EVALS[2]).read_bytes()).hexdigest()
+    assert run.data.params["aggregate.file.0"] == EVALS[0]
+    assert run.data.params["aggregate.file.0.format"] == "users_json"
+    assert run.data.params["aggregation.name"] == "majority_vote" and run.data.params["aggregate.repeats"] == "3"
+    assert run.data.metrics["verdict/ours_win_rate"] == 0.5
+    assert run.data.metrics["confidence/no_consensus_count"] == 1
+    assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"summary.json", "results.jsonl"}
+    assert run.info.status == "FINISHED"
