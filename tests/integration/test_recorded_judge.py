@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from runner.llm.recordings_export import export_run
+from runner.llm import recordings_export
 from tests.integration.conftest import REPO
 
 USERS = REPO / "tests" / "fixtures" / "users" / "recorded"
@@ -27,7 +27,8 @@ def test_recorded_judge_reproduces_the_default_llmbar_run(run_cli, tmp_path):
     replayed = run_cli()  # `make run`: replay_gpt4 on LLMBar Natural, both orders
     assert replayed.proc.returncode == 0, replayed.output
     recordings = tmp_path / "gpt4_natural.jsonl"
-    assert export_run(replayed.run_dir, recordings) == 200
+    assert recordings_export.main([str(replayed.run_dir), str(recordings)]) == 0  # python -m runner.llm.recordings_export
+    assert len(recordings.read_text().splitlines()) == 200
     first = json.loads(recordings.read_text().splitlines()[0])
     assert set(first) == {"id", "order", "repeat", "output", "finish_reason"}
 
@@ -60,7 +61,9 @@ def test_a_missing_recording_is_an_error_naming_the_item_before_any_call(run_cli
 
 
 def test_a_pairwise_run_in_both_orders_from_a_hand_made_recordings_file(run_cli):
-    run = run_cli(*users_pairs(f"judge.path={USERS / 'pairwise_recordings.jsonl'}", "order=both"))
+    # a relative path is found like a dataset's: in the user's project (the working directory) first
+    run = run_cli(*users_pairs(f"judge.path={(USERS / 'pairwise_recordings.jsonl').relative_to(REPO)}",
+                               "order=both"))
     assert run.proc.returncode == 0, run.output
     rows = [json.loads(line) for line in (run.run_dir / "results.jsonl").read_text().splitlines()]
     winners = {(r["item_id"], r["order"]): r["winner"] for r in rows}
