@@ -27,7 +27,8 @@ def test_recorded_judge_reproduces_the_default_llmbar_run(run_cli, tmp_path):
     replayed = run_cli()  # `make run`: replay_gpt4 on LLMBar Natural, both orders
     assert replayed.proc.returncode == 0, replayed.output
     recordings = tmp_path / "gpt4_natural.jsonl"
-    assert recordings_export.main([str(replayed.run_dir), str(recordings)]) == 0  # python -m runner.llm.recordings_export
+    # python -m runner.llm.recordings_export <run dir> <out.jsonl>
+    assert recordings_export.main([str(replayed.run_dir), str(recordings)]) == 0
     assert len(recordings.read_text().splitlines()) == 200
     first = json.loads(recordings.read_text().splitlines()[0])
     assert set(first) == {"id", "order", "repeat", "output", "finish_reason"}
