@@ -60,6 +60,8 @@ class JudgeConfig:
     # litellm model whose list price values this judge's calls when litellm prices them not itself (a replay of a
     # recorded model, a self-hosted copy of a listed one): the cost-quality frontier's cost/usd_list, never a spend
     price_as: str | None = None
+    # model recorded/<name>: the JSONL file of recorded judge outputs (runner/llm/recorded.py), found like a dataset
+    path: str | None = None
     replicas: list[ReplicaConfig] = field(default_factory=list)  # several servers of this judge (litellm Router)
     members: dict[str, JudgeConfig] = field(default_factory=dict)  # model: ensemble: name -> member judge
     # ensemble: a registered aggregation (runner.judging.aggregations) as a bare name (majority_vote | weighted | mean

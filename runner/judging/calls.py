@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol, TypeVar
 
 from runner.core.types import JudgeRequest, JudgeResponse, Message
+from runner.llm import recorded
 
 ABORT_MIN_CALLS = 20  # judge this many calls before an error rate can abort the run
 
@@ -115,7 +116,11 @@ class PaidCalls:
         if known is not None:
             return known
         async with self._slots:
-            response = await self.client.complete(messages)
+            token = recorded.CURRENT_CALL.set(_recorded_key(request))
+            try:
+                response = await self.client.complete(messages)
+            finally:
+                recorded.CURRENT_CALL.reset(token)
         if self.sources is not None and response.error_type is None:
             self.sources.put(request, messages, response)
         return response
@@ -124,6 +129,14 @@ class PaidCalls:
                   keep: Callable[[int, R], None]) -> None:
         """Run ``work`` on every unit with at most :attr:`window` units in flight, as :func:`run_windowed` does."""
         await run_windowed(units, work, self.window, keep)
+
+
+def _recorded_key(request: JudgeRequest) -> recorded.Key | None:
+    """Which recorded answer a recorded judge serves to this call: first-round judge calls only (a synthesis round
+    or a generation has no (item, order, repeat) of its own in a recordings file)."""
+    if request.stage != "judge":
+        return None
+    return request.item_id, request.order.value if request.order else None, request.repeat
 
 
 async def run_windowed(units: Iterable[U], work: Callable[[U], Awaitable[R]], window: int,

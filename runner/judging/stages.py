@@ -11,6 +11,7 @@ import threading
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from runner.inputs.prompts import Template
 from runner.judging.generation import GENERATIONS_NAME, Generation, Generator
 from runner.judging.judge import Executor, JudgePlan
 from runner.judging.progress import FirstAnswer, ProgressBar, ProgressOptions, Sinks
+from runner.llm import recorded
 from runner.llm.client import JudgeClient
 from runner.llm.pacing import RateLimiter
 from runner.storage import store
@@ -78,6 +80,10 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: 
     """Run the judge stage over ``items``; judgments come back in dataset order (item, repeat, order, stage).
     ``answered`` is set at the first answer."""
     client = JudgeClient(judge_cfg, api_keys, limiter, response_format, seed)
+    if recorded.is_recorded(judge_cfg.model):
+        # a recorded answer is keyed by its call, not by the messages the cache keys on (and costs nothing): cached,
+        # another recordings file's answer to the same messages would be served
+        cache_cfg = replace(cache_cfg, mode=CacheMode.off)
     with _cache(cache_cfg, root) as cache:
         sources = AnswerSources(prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params)
         with Journal(run_dir / store.JOURNAL_NAME) as journal, MessageStore(run_dir / MESSAGES_NAME) as messages, \

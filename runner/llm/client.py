@@ -26,6 +26,7 @@ import weakref
 from collections import Counter
 from collections.abc import Mapping
 from importlib import metadata
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import litellm
@@ -35,7 +36,7 @@ from litellm.types.utils import ModelResponse
 
 from runner.core.config import JudgeConfig
 from runner.core.types import JudgeResponse, Message, Secret
-from runner.llm import replay, replicas
+from runner.llm import recorded, replay, replicas
 from runner.llm.pacing import RateLimiter, estimate_tokens
 from runner.llm.responses import answer, failure, served_by
 from runner.llm.retry import RetryPolicy, retry_after_of
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REPLAY_PROVIDER = "replay"
+RECORDED_METADATA = "judgesweep_recorded"  # the metadata entry a recorded judge's call carries to its provider
 # litellm providers for an OpenAI-compatible server at api_base. hosted_vllm/ is litellm's path to one without the
 # OpenAI SDK in between; `make bench`'s throughput scenario measures both (judge=local_openai vs local_vllm).
 LOCAL_PREFIXES = ("openai/", "hosted_vllm/")
@@ -78,12 +80,41 @@ class ReplayProvider(CustomLLM):
         )
 
 
+class RecordedProvider(CustomLLM):
+    """litellm custom provider serving a user's recorded judge outputs (model string ``recorded/<name>``).
+
+    The file and the call's (item id, order, repeat) come in litellm's ``metadata`` (:meth:`JudgeClient._kwargs`),
+    never in the messages. No usage is returned: the recording does not say how many tokens the judge used.
+    """
+
+    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # noqa: D102
+        return self.completion(*args, **kwargs)
+
+    def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # noqa: D102
+        model = kwargs["model"]
+        call = ((kwargs.get("litellm_params") or {}).get("metadata") or {}).get(RECORDED_METADATA) or {}
+        try:
+            if not call.get("key"):
+                raise recorded.RecordingMiss(f"{model}: recorded judges answer first-round judge calls only "
+                                             "(no synthesis round, no generation)")
+            found = recorded.lookup(Path(call["path"]), tuple(call["key"]))  # type: ignore[arg-type]
+        except (recorded.RecordingMiss, recorded.RecordingsError) as exc:
+            raise litellm.BadRequestError(message=str(exc), model=model, llm_provider=recorded.RECORDED_PROVIDER
+                                          ) from None
+        return ModelResponse(
+            model=f"{recorded.RECORDED_PROVIDER}/{model}",
+            choices=[{"index": 0, "finish_reason": found.finish_reason,
+                      "message": {"role": "assistant", "content": found.output}}],
+        )
+
+
 def configure() -> None:
     """Set litellm's process-wide settings once (called from the CLI entry point only)."""
     litellm.telemetry = False
     litellm.suppress_debug_info = True
     litellm.drop_params = True  # providers that lack e.g. `seed` get the call without it, not a 400
-    litellm.custom_provider_map = [{"provider": REPLAY_PROVIDER, "custom_handler": ReplayProvider()}]
+    litellm.custom_provider_map = [{"provider": REPLAY_PROVIDER, "custom_handler": ReplayProvider()},
+                                   {"provider": recorded.RECORDED_PROVIDER, "custom_handler": RecordedProvider()}]
 
 
 def litellm_version() -> str:
@@ -235,6 +266,9 @@ class JudgeClient:
                                   **self.decoding_params}
         if j.api_base:
             kwargs["api_base"] = j.api_base
+        if recorded.is_recorded(j.model):
+            # the recordings file and which call this is, for RecordedProvider; litellm hands metadata to the provider
+            kwargs["metadata"] = {RECORDED_METADATA: {"path": j.path, "key": recorded.CURRENT_CALL.get()}}
         if self._api_key is not None:
             kwargs["api_key"] = self._api_key.reveal()
         elif j.model.startswith(LOCAL_PREFIXES) and j.api_base:

@@ -26,6 +26,8 @@ from runner.judging.estimate import estimate_run
 from runner.judging.generation import GENERATIONS_NAME, Generation
 from runner.judging.judge import JudgePlan, planned_calls
 from runner.judging.progress import ProgressOptions
+from runner.judging.recorded_plan import check as check_recorded
+from runner.judging.recorded_plan import resolved as resolved_judge
 from runner.llm.client import litellm_version, supports_json_schema
 from runner.modes import base as modes
 from runner.modes import ensemble_check
@@ -91,6 +93,7 @@ def prepare(ctx: RunContext) -> Prepared:
         neutralize=cfg.prompt.neutralize_delimiters, max_error_rate=cfg.max_error_rate,
         scoring=mode_setup.point.scoring if mode_setup.point else None, score_truncated=cfg.rubric.score_truncated,
     )
+    check_recorded(cfg.judge, plan, (ref.id for ref in loaded.refs), ctx.input_roots)
     return Prepared(dataset=loaded, plan=plan, response_format=response_format, mode=mode, setup=mode_setup,
                     baseline=_baseline(ctx), member_formats=member_formats)
 
@@ -198,7 +201,8 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict,
             by_member = _judge_panel(ctx, prepared, prior, total, generations, answered)
             return outcome.Judged(generations, Judgments(j for js in by_member.values() for j in js), by_member)
         judgments = stages.judge(
-            cfg.judge, prepared.plan, candidates(ctx, prepared, generations), prepared.refs, run_dir=ctx.run_dir,
+            resolved_judge(cfg.judge, ctx.input_roots), prepared.plan, candidates(ctx, prepared, generations),
+            prepared.refs, run_dir=ctx.run_dir,
             root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.limiter,
             response_format=prepared.response_format, seed=cfg.seed, total=total, prior=prior, progress=_progress(cfg),
             answered=answered)

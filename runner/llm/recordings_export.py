@@ -1,0 +1,53 @@
+"""Write a recordings file (:mod:`runner.llm.recorded`) from a finished run's results.jsonl.
+
+``python -m runner.llm.recordings_export <run dir> <out.jsonl>`` turns every first-round answer of a run (a
+replay run such as ``make run``, or any live one) into the recordings format, so ``judge=recorded
+judge.path=<out.jsonl>`` scores the same answers again: with another rubric, parser or aggregation, or to see
+the format a recordings file takes. Failed calls have no answer and are left out.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from runner.storage.store import RESULTS_NAME
+
+
+def export_run(run_dir: Path, out: Path) -> int:
+    """Write the first-round answers of the run in ``run_dir`` to ``out``; returns how many lines were written.
+
+    Raises:
+        FileNotFoundError: ``run_dir`` holds no results.jsonl (the run did not finish).
+    """
+    written = 0
+    with (run_dir / RESULTS_NAME).open(encoding="utf-8") as rows, out.open("w", encoding="utf-8") as fh:
+        for line in rows:
+            row = json.loads(line)
+            if row["stage"] != "judge" or row["raw_response"] is None:
+                continue
+            record = {"id": row["item_id"], "order": row["order"], "repeat": row["repeat"],
+                      "output": row["raw_response"], "finish_reason": row["finish_reason"]}
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            written += 1
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: ``<run dir> <out.jsonl>``; exit 0 after writing, 2 on bad usage or a run without results."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        sys.stderr.write("usage: python -m runner.llm.recordings_export <run dir> <out.jsonl>\n")
+        return 2
+    try:
+        written = export_run(Path(args[0]), Path(args[1]))
+    except FileNotFoundError as exc:
+        sys.stderr.write(f"recordings_export: {exc.filename}: no such file (has the run finished?)\n")
+        return 2
+    sys.stdout.write(f"wrote {written} recordings to {args[1]}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
