@@ -137,3 +137,13 @@ def test_a_malformed_table_fails_at_start_up_naming_the_key(params: dict[str, An
     with pytest.raises(ParamsError, match=message) as caught:
         PARSERS.dry_run("verdict_tokens", params, "", ABT, key="rubric r: rubric.parser.params")
     assert str(caught.value).startswith("rubric r: rubric.parser.params")
+
+
+def test_the_strength_reaches_the_results_row_as_judge_extras() -> None:
+    from runner.core.types import JudgeRequest, JudgeResponse, Judgment, Order, Status
+    from runner.storage.journal import judgment_record
+
+    verdict = read_with("arena_hard", "My final verdict is: [[B>>A]]")
+    row = judgment_record(Judgment(JudgeRequest("i0", 0, Order.AB, "judge", ""), JudgeResponse(text="..."), verdict,
+                                   "base", Status.SCORED), operational=False)
+    assert row["verdict_label"] == "B" and row["judge_extras"] == {"strength": 2}
