@@ -59,3 +59,10 @@ class UnscoredAs(str, Enum):
 
     wrong = "wrong"  # a miss: the honest default
     tie = "tie"  # as a tie: PandaLM's compute_metrics convention, for reproducing its figures
+
+
+class PairError(str, Enum):
+    """What a pairwise (item, repeat) judged in both orders counts for when one order has no verdict."""
+
+    keep = "keep"  # the other order's verdict counts; the failed one counts as a failure (judgesweep's default)
+    drop = "drop"  # FastChat's MT-Bench agreement: the pair is left out of every statistic, counted as dropped

@@ -13,7 +13,16 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from runner.core.choices import CacheMode, OnBadRow, OrderPolicy, PromptMode, Strategy, StructuredOutput, UnscoredAs
+from runner.core.choices import (
+    CacheMode,
+    OnBadRow,
+    OrderPolicy,
+    PairError,
+    PromptMode,
+    Strategy,
+    StructuredOutput,
+    UnscoredAs,
+)
 
 
 @dataclass
@@ -143,6 +152,9 @@ class RubricConfig:
     pass_threshold: float | None = None  # pointwise: an item passes when its overall score >= this
     checks: list[CheckConfig] = field(default_factory=list)
     consistency_threshold: float = 0.5  # pointwise, repeats > 1: an item whose score std dev exceeds this is flagged
+    # pairwise, order=both: a pair with no verdict in one order is kept (the other order counts) or dropped from
+    # every statistic, as FastChat's MT-Bench agreement does (runner.judging.pair_policy)
+    pair_error: PairError = PairError.keep
 
 
 @dataclass

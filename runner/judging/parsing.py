@@ -210,3 +210,7 @@ def response_schema(parser_name: str, labels: Sequence[str], params: Mapping[str
         "required": ["reason", key],
         "additionalProperties": False,
     }
+
+
+# The token-table parser lives in its own module; importing it here registers it wherever PARSERS is used.
+from runner.judging import token_parsing  # noqa: E402,F401  (after PARSERS exists: it registers into it)

@@ -9,7 +9,7 @@ from typing import Any
 from runner.core.config import RunConfig
 from runner.core.types import Judgment
 from runner.inputs.datasets import ItemRef
-from runner.judging import aggregation
+from runner.judging import aggregation, pair_policy
 from runner.modes import bias, statistics, trust
 from runner.modes import summary as summaries
 from runner.modes.sections import PairwiseReport
@@ -24,6 +24,7 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: Sequence[Judgment]
     statistics; the same summary typed (runner.modes.sections.PairwiseReport); and its MLflow metrics."""
     assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
     ours, baseline = cfg.dataset.ours, cfg.dataset.baseline
+    judgments, dropped = pair_policy.apply_pair_error(cfg.rubric.pair_error, judgments)
     # Bias first, before any per-item result exists: it imports scipy.stats (~50 MB), and the run's peak memory
     # is that import on top of whatever is alive at the time.
     bias_section = bias.bias_report(refs, judgments, ours.name, baseline.name, judge_family=cfg.judge.family,
@@ -40,6 +41,8 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: Sequence[Judgment]
     stats = statistics.compute(MODE, statistics.StatInputs(cfg, refs, judgments, item_results))
     if stats:
         summary["statistics"] = stats
+    if dropped is not None:
+        summary["pair_errors"] = dropped.to_json()
     del item_results  # the typed report below is a second copy of every item's result: not three at once
     typed = PairwiseReport.from_json(summary, "pairwise summary")
     return summary, typed, summary_metrics(typed)
@@ -49,4 +52,5 @@ def summary_metrics(summary: PairwiseReport) -> dict[str, float]:
     """The MLflow metrics a pairwise summary determines (its ensemble section's are the ensemble's own)."""
     return {**summaries.flat_metrics(summary.summary, summary.gold, {}), **trust.trust_metrics(summary.trust),
             **(bias.bias_metrics(summary.bias) if summary.bias is not None else {}),
-            **statistics.metrics(summary.statistics or {})}
+            **statistics.metrics(summary.statistics or {}),
+            **({"pair_errors/dropped_pairs": float(summary.pair_errors.dropped_pairs)} if summary.pair_errors else {})}

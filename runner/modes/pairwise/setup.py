@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from runner.core.choices import OrderPolicy, Strategy
+from runner.core.choices import OrderPolicy, PairError, Strategy
 from runner.core.config import RunConfig
 from runner.core.errors import ConfigurationError
 from runner.core.types import TIE
@@ -33,6 +33,19 @@ def check_rubric(cfg: RunConfig) -> None:
             PARSERS.dry_run(parser.name, dict(parser.params), "", tuple(cfg.rubric.labels),
                             key=f"rubric {cfg.rubric.name}: rubric.{key}.params")
     aggregation.AGGREGATIONS.check_params(cfg.aggregation.name, dict(cfg.aggregation.params), fixed=2)
+    check_pair_error(cfg)
+
+
+def check_pair_error(cfg: RunConfig) -> None:
+    """``pair_error: drop`` needs pairs (order=both) and one judge: an ensemble's members are not dropped from."""
+    if cfg.rubric.pair_error is not PairError.drop:
+        return
+    if cfg.order is not OrderPolicy.both:
+        raise ConfigurationError(f"rubric {cfg.rubric.name}: rubric.pair_error=drop leaves out pairs judged in both "
+                                 f"orders; set order=both (got order={cfg.order.value})")
+    if cfg.judge.members:
+        raise ConfigurationError(f"rubric {cfg.rubric.name}: rubric.pair_error=drop applies to a single judge, not "
+                                 f"to the ensemble {cfg.judge.name}")
 
 
 def load_templates(cfg: RunConfig, prompts_dirs: Sequence[Path]) -> tuple[Template, Template | None]:

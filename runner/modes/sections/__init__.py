@@ -42,13 +42,14 @@ from runner.modes.sections.scores import (
     Spearman,
     UnscoredItem,
 )
-from runner.modes.sections.verdicts import AggregatedResult, GoldAccuracy, VerdictSummary
+from runner.modes.sections.verdicts import AggregatedResult, GoldAccuracy, PairErrors, VerdictSummary
 
 __all__ = [
     "AggregatedResult", "BiasReport", "Bootstrap", "CheckSection", "CombineStats", "Confusion", "Consistency",
     "DawidSkeneReport", "DetailedResult", "FailedExample", "Gate", "GoldAccuracy", "GoldAgreement", "HumanAgreement",
     "HumanCeiling", "InterJudge", "Interval", "JudgePair", "LengthBias", "LengthScoreBias", "MemberAgreement",
-    "MemberHeadline", "PairAgreement", "PairwiseEnsemble", "PairwiseReport", "PassVoteRow", "PassVotes", "Pearson",
+    "MemberHeadline", "PairAgreement", "PairErrors", "PairwiseEnsemble", "PairwiseReport", "PassVoteRow", "PassVotes",
+    "Pearson",
     "PointwiseEnsemble", "PointwiseReport", "PointwiseSummary", "PositionBias", "Record", "ReportFormatError",
     "ScoreAgreement", "ScoreBias", "ScorePair", "ScoreSection", "SelfPreference", "Spearman",
     "TrustSection", "UnscoredItem", "VerdictSummary", "VersusGold", "VersusMembers", "WinRate",

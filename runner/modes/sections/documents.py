@@ -11,7 +11,7 @@ from runner.modes.sections.agreement import TrustSection
 from runner.modes.sections.bias import BiasReport, ScoreBias
 from runner.modes.sections.ensembles import PairwiseEnsemble, PointwiseEnsemble
 from runner.modes.sections.scores import DetailedResult, PointwiseSummary, ScoreSection
-from runner.modes.sections.verdicts import AggregatedResult, GoldAccuracy, VerdictSummary
+from runner.modes.sections.verdicts import AggregatedResult, GoldAccuracy, PairErrors, VerdictSummary
 from runner.modes.statistics import Statistics
 
 
@@ -36,6 +36,7 @@ class PairwiseReport(Record):
     trust: TrustSection
     bias: BiasReport | None = optional()
     statistics: Statistics | None = optional()
+    pair_errors: PairErrors | None = optional()  # only under the rubric's pair_error: drop
     ensemble: PairwiseEnsemble | None = optional()
     gates: tuple[Gate, ...] | None = optional()
 

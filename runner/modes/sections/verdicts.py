@@ -49,3 +49,14 @@ class GoldAccuracy(Record):
     positional_agreement: float | None
     accuracy_overall: float | None
     n_pairs: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairErrors(Record):
+    """``pair_errors`` (only under the rubric's ``pair_error: drop``): the pairs with a failed order left out of
+    every statistic (runner.judging.pair_policy), the judgments they held, and their items."""
+
+    policy: str
+    dropped_pairs: int
+    dropped_judgments: int
+    dropped_items: tuple[str, ...]
