@@ -59,3 +59,10 @@ class UnscoredAs(str, Enum):
 
     wrong = "wrong"  # a miss: the honest default
     tie = "tie"  # as a tie: PandaLM's compute_metrics convention, for reproducing its figures
+
+
+class GateUnscoredAs(str, Enum):
+    """How the pass-rate gate counts an item that has no score (unscored, failed call, not generated)."""
+
+    fail = "fail"  # not passed: the rate is over every item, the users' rule
+    exclude = "exclude"  # left out: the rate is over the scored items only (said in the gate's line)

@@ -12,8 +12,8 @@ dataset never sits rendered in memory.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from runner.core.types import JudgeRequest, JudgeResponse, Message
 
@@ -25,7 +25,15 @@ T = TypeVar("T")  # what journaling a call returns
 
 
 class RunAborted(RuntimeError):
-    """Too many judge calls failed: the run stops instead of paying for more failures."""
+    """Too many judge calls failed: the run stops instead of paying for more failures.
+
+    ``completed`` is what the judge stage finished before it stopped (a ``Judgments`` of the units that completed,
+    set by the stage on its way out; None when nothing was collected), so the run can summarize it.
+    """
+
+    def __init__(self, message: str, completed: Sequence[Any] | None = None) -> None:
+        super().__init__(message)
+        self.completed = completed
 
 
 class ErrorBudget:
@@ -64,7 +72,7 @@ class ErrorBudget:
 class CallClient(Protocol):
     """What a stage needs from a client (runner.llm.client.JudgeClient provides it)."""
 
-    async def complete(self, messages: tuple[Message, ...]) -> JudgeResponse:  # noqa: D102
+    async def complete(self, messages: tuple[Message, ...], repeat: int = 0) -> JudgeResponse:  # noqa: D102
         ...
 
 
@@ -115,7 +123,7 @@ class PaidCalls:
         if known is not None:
             return known
         async with self._slots:
-            response = await self.client.complete(messages)
+            response = await self.client.complete(messages, repeat=request.repeat)
         if self.sources is not None and response.error_type is None:
             self.sources.put(request, messages, response)
         return response

@@ -383,7 +383,8 @@ def test_agent_preset_detailed_results_keep_reasoning_and_the_judges_own_pass(ru
 def test_agent_preset_below_its_gate_exits_1_naming_it(runs):
     result = runs["agent_json"].result
     assert result.proc.returncode == 1, result.output
-    assert "FAIL gate.min_pass_rate: pass rate 75.0% < 80.0% (9 of 12 scored items passed)" in result.output
+    assert ("FAIL gate.min_pass_rate: pass rate 75.0% < 80.0% (9 of 12 items passed, 0 unscored counted as not "
+            "passed)") in result.output
     assert "run failed: gate.min_pass_rate" in result.output
     [gate] = result.summary()["gates"]
     assert gate["name"] == "gate.min_pass_rate" and gate["passed"] is False and gate["value"] == 0.75
@@ -454,7 +455,8 @@ def test_pass_rate_and_mean_exactly_at_their_gates_exit_0(runs):
     assert result.proc.returncode == 0, result.output
     s = result.summary()["summary"]
     assert (s["pass_rate"], s["average_overall"]) == (0.75, 3.75)
-    assert "PASS gate.min_pass_rate: pass rate 75.0% >= 75.0% (9 of 12 scored items passed)" in result.output
+    assert ("PASS gate.min_pass_rate: pass rate 75.0% >= 75.0% (9 of 12 items passed, 0 unscored counted as not "
+            "passed)") in result.output
     assert "PASS gate.min_mean_score: mean score 3.750 >= 3.75" in result.output
     assert [(g["name"], g["passed"]) for g in result.summary()["gates"]] == [
         ("gate.min_pass_rate", True), ("gate.min_mean_score", True)]

@@ -38,6 +38,8 @@ class PairwiseReport(Record):
     statistics: Statistics | None = optional()
     ensemble: PairwiseEnsemble | None = optional()
     gates: tuple[Gate, ...] | None = optional()
+    partial: bool | None = optional()  # the run was stopped (max_error_rate): this is what completed
+    partial_reason: str | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,3 +54,5 @@ class PointwiseReport(Record):
     statistics: Statistics | None = optional()
     ensemble: PointwiseEnsemble | None = optional()
     gates: tuple[Gate, ...] | None = optional()
+    partial: bool | None = optional()  # the run was stopped (max_error_rate): this is what completed
+    partial_reason: str | None = optional()
