@@ -506,8 +506,11 @@ def test_baseline_latest_on_branch_gates_the_drop(runs):
 
 def test_unparsable_answers_are_unscored_never_scored(runs):
     result = runs["unscored"].result
-    # 1 of the 2 scored items passes: 50% meets the gate; counting the unscored as failures would not.
-    assert result.proc.returncode == 0, result.output
+    # 1 of the 2 scored items passes (50%), but the gate counts every item, an unscored one as not passed (issue 15):
+    # 1 of 6 is below the 0.5 gate (gate.unscored_as=exclude would count the scored items only)
+    assert result.proc.returncode == 1, result.output
+    assert ("FAIL gate.min_pass_rate: pass rate 16.7% < 50.0% (1 of 6 items passed, 4 unscored counted as not "
+            "passed)") in result.output
     s = result.summary()["summary"]
     assert (s["total"], s["scored"], s["unscored"], s["errors"]) == (6, 2, 4, 0)
     assert (s["passed"], s["failed"], s["pass_rate"]) == (1, 1, 0.5)
