@@ -66,3 +66,10 @@ class PairError(str, Enum):
 
     keep = "keep"  # the other order's verdict counts; the failed one counts as a failure (judgesweep's default)
     drop = "drop"  # FastChat's MT-Bench agreement: the pair is left out of every statistic, counted as dropped
+
+
+class GateUnscoredAs(str, Enum):
+    """How the pass-rate gate counts an item that has no score (unscored, failed call, not generated)."""
+
+    fail = "fail"  # not passed: the rate is over every item, the users' rule
+    exclude = "exclude"  # left out: the rate is over the scored items only (said in the gate's line)

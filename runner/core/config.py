@@ -15,6 +15,7 @@ from omegaconf import MISSING
 
 from runner.core.choices import (
     CacheMode,
+    GateUnscoredAs,
     OnBadRow,
     OrderPolicy,
     PairError,
@@ -217,12 +218,15 @@ class GeneratorConfig(JudgeConfig):
 class GateConfig:
     """CI gates: a run that crosses one fails the process (exit 1) with a line saying why.
 
-    ``min_pass_rate`` applies only when the rubric has a pass threshold. ``baseline_run`` is an MLflow
+    ``min_pass_rate`` applies only when the rubric has a pass threshold; ``unscored_as`` says whether an item
+    without a score counts as not passed (``fail``: the rate is over every item) or is left out (``exclude``: over
+    the scored items). ``baseline_run`` is an MLflow
     run id or ``latest on <branch>`` (the latest finished run with the same run name on that branch);
     ``metric`` may not fall by more than ``max_drop`` below it.
     """
 
     min_pass_rate: float | None = 0.8
+    unscored_as: GateUnscoredAs = GateUnscoredAs.fail
     min_mean_score: float | None = None
     baseline_run: str | None = None
     max_drop: float | None = None
@@ -276,6 +280,7 @@ class RunConfig:
     order: OrderPolicy = OrderPolicy.both
     max_items: int | None = None
     max_error_rate: float = 0.05  # more failed calls than this: abort (after 20 calls) and exit non-zero
+    max_unscored_rate: float = 0.2  # pairwise: more items than this without a valid final verdict: exit non-zero
     prompts_dir: str = "prompts"
     on_bad_row: OnBadRow = OnBadRow.error
     cache: CacheConfig = field(default_factory=CacheConfig)

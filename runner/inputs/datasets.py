@@ -8,8 +8,8 @@ judge call is made. A bad row either stops the load (``on_bad_row: error``) or i
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -80,6 +80,12 @@ class LoadedDataset:
                 yield to_item(row, self.cfg, where, ordinal, self.shape)
             if ordinal >= last:
                 return
+
+    def only(self, ids: Collection[str]) -> LoadedDataset:
+        """The same dataset cut to the items whose id is in ``ids``, in file order (an aborted run's summary covers
+        the items it judged)."""
+        kept = [(o, r) for o, r in zip(sorted(self._ordinals), self.refs, strict=True) if r.id in ids]
+        return replace(self, refs=tuple(r for _, r in kept), _ordinals=frozenset(o for o, _ in kept))
 
     @property
     def items(self) -> list[Item]:

@@ -9,12 +9,14 @@ it: :func:`aggregate_items` filters them out, so an item with no valid vote is a
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from runner.core.judgments import Judgments
 from runner.core.types import ItemResult, Judgment, Order, Status
-from runner.judging.aggregations import REGISTRY, Kind, Use
+from runner.judging.aggregations import MAJORITY, REGISTRY, UNANIMOUS, Kind, Use
 
 Aggregation = Callable[..., ItemResult]
 
@@ -74,15 +76,27 @@ def aggregate_items(
         params: Keyword parameters for the aggregation.
 
     Returns:
-        One :class:`ItemResult` per id in ``item_ids``.
+        One :class:`ItemResult` per id in ``item_ids``. ``unanimous`` means every final judgment of the item was a
+        valid vote for the same label: two agreeing votes beside an unscored one are a ``majority``.
 
     Raises:
         UnknownNameError: If ``name`` is not registered.
     """
     fn = AGGREGATIONS.get(name)
     votes: dict[str, list[str]] = {item_id: [] for item_id in item_ids}
+    cast: Counter[str] = Counter()  # final judgments per item, valid or not
     for judgment in final_judgments(judgments):
+        cast[judgment.item_id] += 1
         if judgment.status == Status.SCORED and judgment.winner is not None:
             if judgment.item_id in votes:
                 votes[judgment.item_id].append(judgment.winner)
-    return [fn(item_id, tuple(votes[item_id]), **dict(params)) for item_id in item_ids]
+    results = (fn(item_id, tuple(votes[item_id]), **dict(params)) for item_id in item_ids)
+    return [_unanimous_only_if_all_valid(r, cast[r.item_id]) for r in results]
+
+
+def _unanimous_only_if_all_valid(result: ItemResult, cast: int) -> ItemResult:
+    """An aggregation sees the valid votes only; an item with an unscored or failed judgment beside them is
+    not unanimous, whatever its valid votes say."""
+    if result.confidence == UNANIMOUS and cast > len(result.verdicts):
+        return replace(result, confidence=MAJORITY)
+    return result

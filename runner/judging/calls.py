@@ -12,8 +12,8 @@ dataset never sits rendered in memory.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from runner.core.types import JudgeRequest, JudgeResponse, Message
 from runner.llm import recorded
@@ -26,7 +26,15 @@ T = TypeVar("T")  # what journaling a call returns
 
 
 class RunAborted(RuntimeError):
-    """Too many judge calls failed: the run stops instead of paying for more failures."""
+    """Too many judge calls failed: the run stops instead of paying for more failures.
+
+    ``completed`` is what the judge stage finished before it stopped (a ``Judgments`` of the units that completed,
+    set by the stage on its way out; None when nothing was collected), so the run can summarize it.
+    """
+
+    def __init__(self, message: str, completed: Sequence[Any] | None = None) -> None:
+        super().__init__(message)
+        self.completed = completed
 
 
 class ErrorBudget:
@@ -65,7 +73,7 @@ class ErrorBudget:
 class CallClient(Protocol):
     """What a stage needs from a client (runner.llm.client.JudgeClient provides it)."""
 
-    async def complete(self, messages: tuple[Message, ...]) -> JudgeResponse:  # noqa: D102
+    async def complete(self, messages: tuple[Message, ...], repeat: int = 0) -> JudgeResponse:  # noqa: D102
         ...
 
 
@@ -118,7 +126,7 @@ class PaidCalls:
         async with self._slots:
             token = recorded.CURRENT_CALL.set(_recorded_key(request))
             try:
-                response = await self.client.complete(messages)
+                response = await self.client.complete(messages, repeat=request.repeat)
             finally:
                 recorded.CURRENT_CALL.reset(token)
         if self.sources is not None and response.error_type is None:

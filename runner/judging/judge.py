@@ -37,7 +37,7 @@ from runner.core.types import (
     hash_messages,
 )
 from runner.inputs.prompts import Template
-from runner.judging.calls import AnswerSource, CallClient, PaidCalls
+from runner.judging.calls import AnswerSource, CallClient, PaidCalls, RunAborted
 from runner.judging.parsing import parse_verdict
 from runner.judging.score_parsing import parse_scores
 from runner.judging.scoring import Scoring
@@ -261,6 +261,11 @@ class Executor:
                 done.append(judgment)
                 units.append(index)
 
-        await self._calls.run(self._units(items), lambda unit: self._judge_unit(*unit), keep)
+        try:
+            await self._calls.run(self._units(items), lambda unit: self._judge_unit(*unit), keep)
+        except RunAborted as exc:  # the units that completed go with the abort, so the run can summarize them
+            done.reorder(np.argsort(np.frombuffer(units, dtype=np.int64), kind="stable"))
+            exc.completed = done
+            raise
         done.reorder(np.argsort(np.frombuffer(units, dtype=np.int64), kind="stable"))  # a unit's own order is kept
         return done

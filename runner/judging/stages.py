@@ -23,6 +23,7 @@ from runner.core.judgments import Judgments
 from runner.core.types import Item, JudgeResponse, Order, Secret
 from runner.inputs.datasets import ItemRef, resolve_path
 from runner.inputs.prompts import Template
+from runner.judging.calls import RunAborted
 from runner.judging.generation import GENERATIONS_NAME, Generation, Generator
 from runner.judging.judge import Executor, JudgePlan
 from runner.judging.progress import FirstAnswer, ProgressBar, ProgressOptions, Sinks
@@ -89,7 +90,12 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: 
         with Journal(run_dir / store.JOURNAL_NAME) as journal, MessageStore(run_dir / MESSAGES_NAME) as messages, \
                 ProgressBar(total, progress) as bar:
             executor = Executor(plan, client, _sinks(journal, bar, answered), sources, messages)
-            judgments = asyncio.run(executor.run(items))
+            try:
+                judgments = asyncio.run(executor.run(items))
+            except RunAborted as exc:
+                if isinstance(exc.completed, Judgments):
+                    exc.completed = _in_dataset_order(exc.completed, refs)
+                raise
     return _in_dataset_order(judgments, refs)
 
 

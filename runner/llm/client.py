@@ -40,6 +40,7 @@ from runner.llm import recorded, replay, replicas
 from runner.llm.pacing import RateLimiter, estimate_tokens
 from runner.llm.responses import answer, failure, served_by
 from runner.llm.retry import RetryPolicy, retry_after_of
+from runner.storage.keys import repeat_params
 
 if TYPE_CHECKING:
     from litellm.types.llms.openai import AllMessageValues
@@ -251,19 +252,19 @@ class JudgeClient:
         replica when one was left untried in that attempt (replicas only)."""
         return self._router.failures if self._router is not None else {}
 
-    async def _send(self, payload: list[dict[str, str]]) -> Any:
+    async def _send(self, payload: list[dict[str, str]], repeat: int) -> Any:
+        params = repeat_params(self.decoding_params, repeat)
         if self._router is None:
-            return await litellm.acompletion(messages=payload, **self._kwargs())
+            return await litellm.acompletion(messages=payload, **self._kwargs(params))
         # the Router adds each replica's api_base and key; the model group is the judge's name. cast: litellm types
         # messages as one TypedDict per role; our role/content dicts are those messages.
         messages = cast("list[AllMessageValues]", payload)
         return await self._router.acompletion(model=self.judge.name, messages=messages, timeout=self.judge.timeout_s,
-                                              num_retries=0, **self.decoding_params)
+                                              num_retries=0, **params)
 
-    def _kwargs(self) -> dict[str, Any]:
+    def _kwargs(self, params: Mapping[str, Any]) -> dict[str, Any]:
         j = self.judge
-        kwargs: dict[str, Any] = {"model": j.model, "timeout": j.timeout_s, "num_retries": 0,
-                                  **self.decoding_params}
+        kwargs: dict[str, Any] = {"model": j.model, "timeout": j.timeout_s, "num_retries": 0, **params}
         if j.api_base:
             kwargs["api_base"] = j.api_base
         if recorded.is_recorded(j.model):
@@ -279,8 +280,12 @@ class JudgeClient:
     def _error(self, exc: Exception, started: float, attempts: int, limited: int) -> JudgeResponse:
         return failure(exc, self._secrets, started, attempts, limited)
 
-    async def complete(self, messages: tuple[Message, ...]) -> JudgeResponse:
-        """Make one judge call, with pacing and retries; never raises for provider errors."""
+    async def complete(self, messages: tuple[Message, ...], repeat: int = 0) -> JudgeResponse:
+        """Make one judge call, with pacing and retries; never raises for provider errors.
+
+        Repeat ``repeat`` of a request is sent with ``seed + repeat`` when the judge has a seed (see
+        :func:`runner.storage.keys.repeat_params`), so repeats are independent samples.
+        """
         payload = [{"role": m.role, "content": m.content} for m in messages]
         estimate = estimate_tokens(sum(len(m.content) for m in messages), self.judge.max_tokens)
         started, attempts, limited = time.perf_counter(), 0, 0
@@ -290,7 +295,7 @@ class JudgeClient:
             if self._limiter is not None:
                 await self._limiter.acquire(estimate)
             try:
-                resp = await self._send(payload)
+                resp = await self._send(payload, repeat)
             except openai.APIError as exc:
                 retry_after = None
                 if isinstance(exc, litellm.RateLimitError):

@@ -10,6 +10,7 @@ import re
 from array import array
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from runner.core.types import TIE, Item, ItemResult, Judgment, Order, Status
@@ -48,6 +49,7 @@ def build_summary(
     ours: str,
     baseline: str,
     num_evaluation_runs: int,
+    completed_at: datetime | None = None,
 ) -> dict[str, Any]:
     """Build the users' summary document.
 
@@ -58,6 +60,8 @@ def build_summary(
         ours: System name of the first candidate.
         baseline: System name of the second candidate.
         num_evaluation_runs: Repeats per item and order, as configured.
+        completed_at: When the evaluation completed (``evaluation_completed``, ISO 8601 in UTC, as the users'
+            format has it); None: now, the summary being built as the run ends.
 
     Returns:
         ``{"summary": {...}, "aggregated_results": {item_id: {...}}}``; rates are fractions of the
@@ -71,7 +75,8 @@ def build_summary(
     confidences.update(Counter(r.confidence for r in item_results if r.confidence is not None))
     n_ok = len(finals)
     summary = {
-        "evaluation_completed": bool(item_results) and n_ok == len(item_results),
+        "evaluation_completed": (completed_at or datetime.now(timezone.utc)).astimezone(timezone.utc).isoformat(
+            timespec="seconds"),
         "num_evaluation_runs": int(num_evaluation_runs),
         "total_subsets": len(item_results),
         "successful_evaluations": n_ok,

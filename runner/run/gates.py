@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from runner.core.choices import GateUnscoredAs
 from runner.core.config import GateConfig
 
 BASELINE_PREFIX = "latest on "
@@ -44,14 +45,24 @@ def _pct(value: float) -> str:
 
 
 def _pass_rate(gate: GateConfig, summary: Mapping[str, Any]) -> GateResult:
-    rate, limit = summary.get("pass_rate"), gate.min_pass_rate
+    """The pass rate over every item (an unscored or failed one is not passed), or over the scored items only
+    (``gate.unscored_as=exclude``); the line names its denominator either way."""
+    limit, passed = gate.min_pass_rate, summary.get("passed") or 0
     assert limit is not None  # evaluate() checks a gate only when it is set
-    if rate is None:
-        return GateResult("gate.min_pass_rate", False, None, limit, "gate.min_pass_rate: no item was scored")
+    judged = passed + (summary.get("failed") or 0)
+    unjudged = summary.get("total", judged) - judged  # unscored, failed calls, outputs not generated
+    if gate.unscored_as is GateUnscoredAs.exclude:
+        if not judged:
+            return GateResult("gate.min_pass_rate", False, None, limit, "gate.min_pass_rate: no item was scored")
+        rate, counted = passed / judged, f"{passed} of {judged} scored items passed, excluding {unjudged} unscored"
+    else:
+        if not judged + unjudged:
+            return GateResult("gate.min_pass_rate", False, None, limit, "gate.min_pass_rate: no item was scored")
+        rate = passed / (judged + unjudged)
+        counted = f"{passed} of {judged + unjudged} items passed, {unjudged} unscored counted as not passed"
     ok = rate >= limit
     return GateResult("gate.min_pass_rate", ok, rate, limit,
-                      f"gate.min_pass_rate: pass rate {_pct(rate)} {'>=' if ok else '<'} {_pct(limit)} "
-                      f"({summary['passed']} of {summary['passed'] + summary['failed']} scored items passed)")
+                      f"gate.min_pass_rate: pass rate {_pct(rate)} {'>=' if ok else '<'} {_pct(limit)} ({counted})")
 
 
 def _mean_score(gate: GateConfig, metrics: Mapping[str, float]) -> GateResult:
@@ -102,7 +113,7 @@ def evaluate(gate: GateConfig, summary: Mapping[str, Any], metrics: Mapping[str,
 
     Args:
         gate: The gate config.
-        summary: The pointwise report's summary section (``pass_rate``, ``passed``, ``failed``), or {}.
+        summary: The pointwise report's summary section (``total``, ``passed``, ``failed``), or {}.
         metrics: The run's flat metrics (``score/mean`` and the baseline metric).
         has_threshold: Whether the rubric defines pass/fail (``min_pass_rate`` applies only then).
         baseline: The baseline run's value of ``gate.metric``, when ``gate.baseline_run`` is set.

@@ -4,6 +4,7 @@ Nothing here makes a call."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import time
@@ -20,6 +21,7 @@ from runner.modes import drilldown
 from runner.modes import summary as summaries
 from runner.modes.base import Document, MemberReport, ModeInputs, RunMode
 from runner.modes.record import Record
+from runner.modes.sections import PairwiseReport
 from runner.outputs import console, html_report, tracking
 from runner.run import gates
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
@@ -41,7 +43,7 @@ class Judged:
 
 
 def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: str | None,
-           started: float, traces: TraceLogging | None = None) -> RunOutcome:
+           started: float, traces: TraceLogging | None = None, partial: str | None = None) -> RunOutcome:
     """Summarize the judgments, check the gates, write the run directory and its report, finish the MLflow
     run and print the summary.
 
@@ -52,6 +54,8 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
         mlflow_run_id: The run's MLflow run, or None with tracking off.
         started: ``time.monotonic()`` when the run started (for ``run/wall_s``).
         traces: The run's trace writer, joined before the MLflow run is finished.
+        partial: Why the run stopped before judging every item (an aborted run's summary of what completed:
+            marked ``"partial": true`` with this reason, and failed), or None.
     """
     cfg, judgments = ctx.cfg, judged.judgments
     judges = [name for name, js in judged.by_member.items() for _ in js] if judged.by_member is not None else None
@@ -66,6 +70,9 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     if gate_results:
         summary["gates"] = [g.to_dict() for g in gate_results]
         metrics["gate/passed"] = float(all(g.passed for g in gate_results))
+    if partial is not None:  # after every other key: the typed records read them in this order
+        summary["summary"].update(partial=True, partial_reason=partial)
+        summary.update(partial=True, partial_reason=partial)
     store.write_json(ctx.run_dir / store.SUMMARY_NAME, summary)
     gates_json = {"gates": summary["gates"]} if "gates" in summary else {}
     # summary.json is on disk and the typed report holds the same: the dict's per-item results (~20 MB at 100,000
@@ -76,18 +83,37 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     report_path = html_report.write_run_report(ctx.run_dir, gates_json, metrics, ctx.run_name, prepared.mode.name,
                                                typed, lambda: _drilldown(ctx, prepared, judged, typed, judges))
     failed, reason = _judge_failure(cfg, judgments)
+    if not failed:
+        failed, reason = _unscored_failure(cfg, typed)
     crossed = [g.message for g in gate_results if not g.passed]
     if crossed and not failed:
         failed, reason = True, "; ".join(crossed)
+    if partial is not None:
+        failed, reason = True, partial
     if traces is not None:
         traces.join()
     if mlflow_run_id is not None:
         tracking.finish_run(cfg.tracking, mlflow_run_id, tracking.RunRecord(
             metrics=metrics, run_dir=ctx.run_dir, resolved_config_yaml=ctx.resolved_config_yaml,
             rows=table_rows(_with_texts(ctx, judged), judges, TABLE_ROWS), failed=failed))
-    _print(ctx.run_name, prepared.mode, typed, gold, judge_stats, [("PASS " if g.passed else "FAIL ") + g.message
-                                                      for g in gate_results], report_path)
+    notes = [f"PARTIAL: {partial}"] if partial is not None else []
+    notes += [("PASS " if g.passed else "FAIL ") + g.message for g in gate_results]
+    _print(ctx.run_name, prepared.mode, typed, gold, judge_stats, notes, report_path)
     return RunOutcome(ctx.run_dir / store.SUMMARY_NAME, gold, judge_stats, failed, reason, mlflow_run_id)
+
+
+def finish_partial(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: str | None, started: float,
+                   reason: str) -> None:
+    """An aborted run's summary.json, results.jsonl, report and MLflow metrics for the items it judged, marked
+    partial with why it stopped (:func:`finish` with ``partial``); a failure here is logged, never raised over the
+    abort, which is what the user must see (the journal keeps every answer)."""
+    judged_ids = {j.request.item_id for j in judged.judgments}
+    done = dataclasses.replace(prepared, dataset=prepared.dataset.only(judged_ids))
+    why = f"stopped by max_error_rate after {len(judged_ids)} of {len(prepared.refs)} items: {reason}"
+    try:
+        finish(ctx, done, judged, mlflow_run_id, started, partial=why)
+    except Exception:  # noqa: BLE001 - see the docstring
+        log.exception("the partial summary of the aborted run could not be written")
 
 
 def _with_texts(ctx: RunContext, judged: Judged) -> Iterator[Judgment]:
@@ -142,6 +168,19 @@ def _judge_failure(cfg: RunConfig, judgments: Sequence[Judgment]) -> tuple[bool,
         first = errors[0].response
         return True, (f"{len(errors)} of {len(judgments)} judge calls failed ({rate:.1%} > max_error_rate "
                       f"{cfg.max_error_rate:.1%}); first: {first.error_type}: {first.error}")
+    return False, ""
+
+
+def _unscored_failure(cfg: RunConfig, typed: Record) -> tuple[bool, str]:
+    """A pairwise run fails when more than ``max_unscored_rate`` of its items have no valid final verdict: an
+    answer that cannot be read is not a vote, and a run of unreadable answers must not pass for a result."""
+    if not isinstance(typed, PairwiseReport) or not typed.summary.total_subsets:
+        return False, ""
+    unscored, total = len(typed.summary.failed_items), typed.summary.total_subsets
+    rate = unscored / total
+    if rate > cfg.max_unscored_rate:
+        return True, (f"{unscored} of {total} items have no valid verdict ({rate:.1%} > max_unscored_rate "
+                      f"{cfg.max_unscored_rate:.1%})")
     return False, ""
 
 

@@ -187,13 +187,15 @@ def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
 
 def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict,
                  mlflow_run: Future[tuple[str | None, TraceLogging]],
-                 answered: threading.Event) -> outcome.Judged:
+                 answered: threading.Event, started: float) -> outcome.Judged:
     """Generation (optional) and judging; an ensemble's judgments also come back per member.
 
     ``mlflow_run`` gives the MLflow run id (None without one) once the run exists; an aborted run waits for it
-    to mark it failed. ``answered`` is set at the first answer of a stage.
+    to write what completed (summary.json and results.jsonl marked partial) and mark it failed. ``answered`` is set
+    at the first answer of a stage.
     """
     cfg = ctx.cfg
+    generations = None
     try:
         generations = _generate(ctx, prepared, answered) if cfg.generator is not None else None
         total = planned_calls(cfg.order, cfg.repeats, len(prepared.refs), pointwise=not prepared.mode.ordered)
@@ -210,6 +212,9 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict,
         answered.set()  # the MLflow run is created now if it was still waiting
         mlflow_run_id, traces = mlflow_run.result()  # an error creating the run surfaces here, the abort as context
         traces.cancel()
+        if exc.completed:
+            outcome.finish_partial(ctx, prepared, outcome.Judged(generations, exc.completed), mlflow_run_id, started,
+                                   str(exc))
         if mlflow_run_id is not None:
             tracking.fail_run(cfg.tracking, mlflow_run_id, str(exc))
         raise RunAborted(f"{exc}. The journal keeps every answer so far: fix the cause and continue with "
@@ -272,7 +277,7 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-first-answer") as pool:
         mlflow_run = pool.submit(_tracking_run, answered, ctx, prepared, mlflow_run_id)
         try:
-            judged = _paid_stages(ctx, prepared, prior, mlflow_run, answered)
+            judged = _paid_stages(ctx, prepared, prior, mlflow_run, answered, started)
         except BaseException:
             answered.set()
             pool.shutdown(wait=True)  # the MLflow run and its trace writer, if they were being started
@@ -296,6 +301,15 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
         traces.cancel()  # joined by finish; stopped if finishing failed
 
 
+def _warn_identical_repeats(cfg: RunConfig) -> None:
+    """Say once, before any call, that repeats at temperature 0 may be one vote counted k times."""
+    judges = list(cfg.judge.members.values()) or [cfg.judge]
+    if cfg.repeats > 1 and any(j.temperature == 0 for j in judges):
+        log.warning("repeats=%d at temperature 0: a deterministic judge may give the same vote every time; for "
+                    "independent samples set judge.temperature > 0 and/or judge.seed (repeat r is sent seed + r)",
+                    cfg.repeats)
+
+
 def run(ctx: RunContext) -> RunOutcome | None:
     """Prepare (validate) then execute one run; with dry_run, print the estimate and call nothing."""
     prepared = prepare(ctx)
@@ -304,6 +318,7 @@ def run(ctx: RunContext) -> RunOutcome | None:
                                      prepared.setup.generator_template):
             console.render_estimate(estimate)
         return None
+    _warn_identical_repeats(ctx.cfg)
     how = f"order={ctx.cfg.order.value}" if prepared.mode.ordered else prepared.mode.name
     log.info("judging %d items x %d repeat(s), %s, with %s", len(prepared.refs), ctx.cfg.repeats, how,
              ctx.cfg.judge.model)

@@ -24,6 +24,18 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
 
 
+def repeat_params(params: Mapping[str, Any], repeat: int) -> dict[str, Any]:
+    """The decoding parameters sent for repeat ``repeat`` of a request: ``seed + repeat`` when a seed is set.
+
+    The same seed on every repeat makes a deterministic judge answer k times alike, one vote counted k times; a
+    seed per repeat makes them k samples. Repeat 0 keeps the configured seed (and its cache key).
+    """
+    seed = params.get("seed")
+    if repeat and seed is not None:
+        return {**params, "seed": seed + repeat}
+    return dict(params)
+
+
 def cache_key(
     model: str,
     api_base: str | None,

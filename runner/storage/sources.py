@@ -9,7 +9,7 @@ from typing import Any
 
 from runner.core.types import JudgeRequest, JudgeResponse, Message
 from runner.storage.cache import ResponseCache
-from runner.storage.keys import cache_key
+from runner.storage.keys import cache_key, repeat_params
 
 
 class AnswerSources:
@@ -31,7 +31,8 @@ class AnswerSources:
 
     def _key(self, request: JudgeRequest, messages: tuple[Message, ...]) -> str:
         model, api_base, params = self._identity
-        return cache_key(model, api_base, messages, params, request.repeat)
+        # the parameters as sent for this repeat (its own seed): an answer is looked up as it was asked
+        return cache_key(model, api_base, messages, repeat_params(params, request.repeat), request.repeat)
 
     def get(self, request: JudgeRequest, messages: tuple[Message, ...]) -> JudgeResponse | None:
         """The known answer to this request, marked with where it came from, or None."""

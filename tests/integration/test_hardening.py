@@ -37,7 +37,7 @@ def test_json_schema_is_requested_and_a_provider_ignoring_it_is_still_parsed(run
                         Reply(content='{"reason": "B is better because it', finish_reason="length"),
                         "not json at all")
     result = run_cli(*json_overrides(fake_server, dataset), "judge.structured_output=on", "concurrency=1",
-                     "max_error_rate=1.0")
+                     "max_error_rate=1.0", "max_unscored_rate=1.0")  # 2 of 3 unreadable on purpose (issue 15)
     assert result.proc.returncode == 0, result.output
     schema = fake_server.requests[0]["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["winner"]["enum"] == ["A", "B", "tie"]

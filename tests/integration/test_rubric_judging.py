@@ -383,7 +383,8 @@ def test_agent_preset_detailed_results_keep_reasoning_and_the_judges_own_pass(ru
 def test_agent_preset_below_its_gate_exits_1_naming_it(runs):
     result = runs["agent_json"].result
     assert result.proc.returncode == 1, result.output
-    assert "FAIL gate.min_pass_rate: pass rate 75.0% < 80.0% (9 of 12 scored items passed)" in result.output
+    assert ("FAIL gate.min_pass_rate: pass rate 75.0% < 80.0% (9 of 12 items passed, 0 unscored counted as not "
+            "passed)") in result.output
     assert "run failed: gate.min_pass_rate" in result.output
     [gate] = result.summary()["gates"]
     assert gate["name"] == "gate.min_pass_rate" and gate["passed"] is False and gate["value"] == 0.75
@@ -454,7 +455,8 @@ def test_pass_rate_and_mean_exactly_at_their_gates_exit_0(runs):
     assert result.proc.returncode == 0, result.output
     s = result.summary()["summary"]
     assert (s["pass_rate"], s["average_overall"]) == (0.75, 3.75)
-    assert "PASS gate.min_pass_rate: pass rate 75.0% >= 75.0% (9 of 12 scored items passed)" in result.output
+    assert ("PASS gate.min_pass_rate: pass rate 75.0% >= 75.0% (9 of 12 items passed, 0 unscored counted as not "
+            "passed)") in result.output
     assert "PASS gate.min_mean_score: mean score 3.750 >= 3.75" in result.output
     assert [(g["name"], g["passed"]) for g in result.summary()["gates"]] == [
         ("gate.min_pass_rate", True), ("gate.min_mean_score", True)]
@@ -504,8 +506,11 @@ def test_baseline_latest_on_branch_gates_the_drop(runs):
 
 def test_unparsable_answers_are_unscored_never_scored(runs):
     result = runs["unscored"].result
-    # 1 of the 2 scored items passes: 50% meets the gate; counting the unscored as failures would not.
-    assert result.proc.returncode == 0, result.output
+    # 1 of the 2 scored items passes (50%), but the gate counts every item, an unscored one as not passed (issue 15):
+    # 1 of 6 is below the 0.5 gate (gate.unscored_as=exclude would count the scored items only)
+    assert result.proc.returncode == 1, result.output
+    assert ("FAIL gate.min_pass_rate: pass rate 16.7% < 50.0% (1 of 6 items passed, 4 unscored counted as not "
+            "passed)") in result.output
     s = result.summary()["summary"]
     assert (s["total"], s["scored"], s["unscored"], s["errors"]) == (6, 2, 4, 0)
     assert (s["passed"], s["failed"], s["pass_rate"]) == (1, 1, 0.5)

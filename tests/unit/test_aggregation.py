@@ -100,12 +100,23 @@ def test_aggregate_items_keeps_failed_items_and_ignores_unscored_votes() -> None
     assert [r.item_id for r in results] == ["i1", "i2", "i3", "i4"]
     by_id = {r.item_id: r for r in results}
     assert by_id["i1"].verdicts == ("ours", "ours")
-    assert (by_id["i1"].final_verdict, by_id["i1"].confidence) == ("ours", "unanimous")
+    # issue 15: two agreeing votes beside an unscored one are a majority, not unanimous
+    assert (by_id["i1"].final_verdict, by_id["i1"].confidence) == ("ours", "majority")
     for failed in ("i2", "i4"):
         assert by_id[failed].final_verdict is None
         assert by_id[failed].confidence is None
     assert by_id["i3"].verdicts == ("base", "tie")
     assert (by_id["i3"].final_verdict, by_id["i3"].confidence) == ("tie", "no_consensus")
+
+
+def test_unanimous_means_every_vote_valid_and_equal() -> None:
+    three = [judgment("all", "ours", repeat=r) for r in range(3)]
+    two = [judgment("two", "ours", repeat=0), judgment("two", "ours", repeat=1),
+           judgment("two", None, repeat=2, status=Status.ERROR)]  # a failed call is not a vote either
+    by_id = {r.item_id: r for r in aggregate_items(three + two, ["all", "two"], "majority_vote", {})}
+    assert (by_id["all"].final_verdict, by_id["all"].confidence) == ("ours", "unanimous")
+    assert (by_id["two"].final_verdict, by_id["two"].confidence) == ("ours", "majority")
+    assert by_id["two"].verdict_counts == {"ours": 2}
 
 
 def test_synthesis_round_replaces_the_first_round() -> None:

@@ -65,7 +65,7 @@ class Client:
     def __init__(self, response: JudgeResponse) -> None:
         self.response, self.calls = response, 0
 
-    async def complete(self, messages: tuple[Message, ...]) -> JudgeResponse:
+    async def complete(self, messages: tuple[Message, ...], repeat: int = 0) -> JudgeResponse:
         self.calls += 1
         return self.response
 

@@ -53,9 +53,11 @@ def test_pass_rate_exactly_at_the_minimum_passes(passed: int, failed: int, ok: b
 
 def test_pass_rate_message_names_the_gate_and_counts() -> None:
     [ok] = evaluate(gate(min_pass_rate=0.8), summary(4, 1), {}, has_threshold=True, baseline=None)
-    assert ok.message == "gate.min_pass_rate: pass rate 80.0% >= 80.0% (4 of 5 scored items passed)"
+    assert ok.message == ("gate.min_pass_rate: pass rate 80.0% >= 80.0% (4 of 5 items passed, 0 unscored counted as "
+                          "not passed)")
     [bad] = evaluate(gate(min_pass_rate=0.8), summary(3, 2), {}, has_threshold=True, baseline=None)
-    assert bad.message == "gate.min_pass_rate: pass rate 60.0% < 80.0% (3 of 5 scored items passed)"
+    assert bad.message == ("gate.min_pass_rate: pass rate 60.0% < 80.0% (3 of 5 items passed, 0 unscored counted as "
+                           "not passed)")
 
 
 def test_pass_rate_with_no_scored_item_fails_clearly() -> None:

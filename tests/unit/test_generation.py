@@ -47,7 +47,7 @@ class FakeClient:
         self.in_flight = 0
         self.max_in_flight = 0
 
-    async def complete(self, messages: tuple[Message, ...]) -> JudgeResponse:
+    async def complete(self, messages: tuple[Message, ...], repeat: int = 0) -> JudgeResponse:
         digest = hash_messages(messages)
         self.calls.append(digest)
         self.in_flight += 1

@@ -55,7 +55,7 @@ class FakeClient:
         self.in_flight = 0
         self.max_in_flight = 0
 
-    async def complete(self, messages: tuple[Message, ...]) -> JudgeResponse:
+    async def complete(self, messages: tuple[Message, ...], repeat: int = 0) -> JudgeResponse:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:

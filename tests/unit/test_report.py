@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from rich.console import Console
@@ -181,7 +182,7 @@ def test_build_summary_numbers_and_keys() -> None:
         "unanimous_agreement_rate",
         "failed_items",
     }
-    assert s["evaluation_completed"] is False
+    assert datetime.fromisoformat(s["evaluation_completed"]).utcoffset() == timedelta(0)  # issue 15: a timestamp
     assert (s["num_evaluation_runs"], s["total_subsets"], s["successful_evaluations"]) == (3, 5, 4)
     assert s["final_verdict_distribution"] == {OURS: 2, BASE: 0, "tie": 2}
     assert s["confidence_distribution"] == {"unanimous": 1, "majority": 2, "no_consensus": 1}
@@ -202,11 +203,12 @@ def test_build_summary_numbers_and_keys() -> None:
 
 
 def test_build_summary_complete_and_empty() -> None:
-    done = build_summary([majority_vote("a", [BASE])], [], OURS, BASE, 1)["summary"]
-    assert done["evaluation_completed"] is True
+    at = datetime(2025, 3, 1, 12, 30, tzinfo=timezone(timedelta(hours=2)))
+    done = build_summary([majority_vote("a", [BASE])], [], OURS, BASE, 1, completed_at=at)["summary"]
+    assert done["evaluation_completed"] == "2025-03-01T10:30:00+00:00"  # issue 15: the users' ISO timestamp, UTC
     assert done["baseline_win_rate"] == 1.0
     empty = build_summary([], [], OURS, BASE, 1)["summary"]
-    assert empty["evaluation_completed"] is False
+    assert datetime.fromisoformat(empty["evaluation_completed"]).tzinfo is not None
     assert empty["ours_win_rate"] == empty["tie_rate"] == empty["unanimous_agreement_rate"] == 0.0
     assert empty["final_verdict_distribution"] == {OURS: 0, BASE: 0, "tie": 0}
 

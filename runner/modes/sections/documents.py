@@ -39,6 +39,8 @@ class PairwiseReport(Record):
     pair_errors: PairErrors | None = optional()  # only under the rubric's pair_error: drop
     ensemble: PairwiseEnsemble | None = optional()
     gates: tuple[Gate, ...] | None = optional()
+    partial: bool | None = optional()  # the run was stopped (max_error_rate): this is what completed
+    partial_reason: str | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,3 +55,5 @@ class PointwiseReport(Record):
     statistics: Statistics | None = optional()
     ensemble: PointwiseEnsemble | None = optional()
     gates: tuple[Gate, ...] | None = optional()
+    partial: bool | None = optional()  # the run was stopped (max_error_rate): this is what completed
+    partial_reason: str | None = optional()

@@ -110,6 +110,8 @@ class PointwiseSummary(ScoreSection):
     failed_examples: tuple[FailedExample, ...]
     unscored_items: tuple[UnscoredItem, ...]
     skipped_rows: tuple[str, ...] | None = optional()  # the dataset rows left out (added when the run ends)
+    partial: bool | None = optional()  # an aborted run's summary of what completed (added when the run ends)
+    partial_reason: str | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

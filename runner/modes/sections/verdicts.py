@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from runner.modes.record import Record, optional
 
@@ -14,7 +15,8 @@ from runner.modes.record import Record, optional
 class VerdictSummary(Record):
     """``summary``: items, verdicts and confidences counted, the win rates (fractions of the successful items)."""
 
-    evaluation_completed: bool
+    # when the summary was built, ISO 8601 in UTC (a str); summaries written before issue 15 hold a bool here
+    evaluation_completed: Any
     num_evaluation_runs: int
     total_subsets: int
     successful_evaluations: int
@@ -26,6 +28,8 @@ class VerdictSummary(Record):
     unanimous_agreement_rate: float
     failed_items: tuple[str, ...]
     skipped_rows: tuple[str, ...] | None = optional()  # the dataset rows left out (added when the run ends)
+    partial: bool | None = optional()  # an aborted run's summary of what completed (added when the run ends)
+    partial_reason: str | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
