@@ -312,7 +312,8 @@ def test_detailed_results_rows(report: dict[str, Any]) -> None:
     assert a == {
         "id": "a", "status": "scored", "tags": ["retrieval", "needs review"], "category": "emotion",
         "overall": 4.75, "passed": True, "scores": {"accuracy": 5.0, "completeness": 4.5},
-        "repeat_scores": [4.5, 5.0], "std": pytest.approx(math.sqrt(0.125)), "human_score": 4.0, "reasoning": "Grounded.\nCites the context.",
+        "repeat_scores": [4.5, 5.0], "std": pytest.approx(math.sqrt(0.125)),  # sample std
+        "human_score": 4.0, "reasoning": "Grounded.\nCites the context.",
         "improvement_suggestions": None, "judge_pass": [None, None], "violations": {}, "unscored_reasons": [],
     }
     assert b["improvement_suggestions"] == ["Name the certificate"]
