@@ -117,3 +117,15 @@ def test_users_single_score_format_sample_std_and_phrases(run_cli, fake_server):
     assert consistency["std"] == "sample (n-1)" and consistency["max_std"] == details["r1"]["std"]
     assert "consistency over 5 repeats (std dev sample (n-1)): mean std 0.53" in result.output
     assert details["r1"]["violations"] == {"ai_phrases": ["I would be happy to", "Let me know"]}
+
+
+def test_single_score_rubric_with_the_reply_quality_prompt_needs_no_other_override(run_cli, fake_server):
+    fake_server.reply = lambda body: '{"score": 6, "reasoning": "fine"}'
+    result = run_cli(*live_judge(fake_server), "experiment=reply_quality", "judge=local_openai",
+                     f"judge.api_base={fake_server.base_url}", "judge.model=openai/fake-judge", "rubric=single_score",
+                     f"dataset.path={USERS / 'replies.jsonl'}", "repeats=1", "gate.min_mean_score=5.0",
+                     "cache.mode=off")
+    assert result.proc.returncode == 0, result.output
+    assert "- score (0 to 10): Overall quality" in fake_server.requests[0]["messages"][-1]["content"]
+    s = result.summary()["summary"]
+    assert (s["scored"], s["average_overall"], s["scale"]) == (3, 6.0, [0.0, 10.0])

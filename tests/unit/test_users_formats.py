@@ -15,6 +15,8 @@ from runner.inputs.prompts import TemplateError, check_variables, load_template
 from runner.judging.checks import ai_phrases
 from runner.judging.score_parsing import parse_scores
 from runner.judging.scoring import RubricError, Scoring
+from runner.modes.pointwise.views import _failed_lines
+from runner.modes.sections import FailedExample
 from runner.stats.scores import consistency, item_std
 
 REPO = Path(__file__).resolve().parents[2]
@@ -96,6 +98,12 @@ def test_jinja_file_without_blocks_is_one_user_message() -> None:
     assert "Expected:" not in messages[0].content
 
 
+def test_j2_file_without_blocks_is_one_user_message_too(tmp_path: Path) -> None:
+    (tmp_path / "mine.j2").write_text("Question: {{ question }}\n\nWhich is better?\n")
+    messages = load_template(tmp_path, "mine").render({"question": "{{ 7*7 }}"})
+    assert [(m.role, m.content) for m in messages] == [("user", "Question: {{ 7*7 }}\n\nWhich is better?")]
+
+
 def test_blockless_jinja_syntax_error_keeps_its_line(tmp_path: Path) -> None:
     (tmp_path / "mine.j2").write_text("line one\nline two {{ broken \n")
     with pytest.raises(TemplateError, match=r"mine\.j2, line 2"):
@@ -162,6 +170,18 @@ def test_an_alias_naming_another_criterion_is_a_rubric_error() -> None:
     cfg = RubricConfig(name="r", criteria=[CriterionConfig(name="a"), CriterionConfig(name="b", aliases=["a"])])
     with pytest.raises(RubricError, match="rubric r: criterion b: alias 'a' is already the name of a"):
         Scoring.from_config(cfg)
+
+
+# --- d) the failed examples on the console ----------------------------------------------------------
+
+
+def test_console_lists_ten_failed_examples_with_texts_clipped_to_80_characters() -> None:
+    failed = [FailedExample(id=f"x{n}", overall=1.0, reasoning="bad", input="i" * 100, expected_output="short",
+                            output=None) for n in range(12)]
+    lines = _failed_lines(failed)
+    assert lines[:3] == ["  failed x0 (1.00): bad", f"    input: {'i' * 77}...", "    expected: short"]
+    assert len(lines) == 10 * 3 + 1 and lines[-1].startswith("  ... and 2 more failed examples")
+    assert all(len(line) <= len("    expected: ") + 80 for line in lines[:-1])
 
 
 # --- e) consistency: the sample std dev -------------------------------------------------------------
