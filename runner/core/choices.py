@@ -52,6 +52,7 @@ class StructuredOutput(str, Enum):
     auto = "auto"  # when the rubric's parser reads JSON and litellm says the model supports it
     on = "on"
     off = "off"
+    json_object = "json_object"  # OpenAI's JSON mode: any JSON object, no schema (servers without json_schema)
 
 
 class UnscoredAs(str, Enum):

@@ -111,7 +111,9 @@ class CriterionConfig:
     """One scored criterion of a pointwise rubric.
 
     ``when`` names a template variable; the criterion applies only to items where that variable is
-    non-empty (e.g. tool_usage only for examples that list expected tool calls).
+    non-empty (e.g. tool_usage only for examples that list expected tool calls). ``aliases`` are other keys the
+    judge's JSON may use for it (the users' ``mcp_usage_correct`` for ``tool_usage``); the score is recorded
+    under ``name``.
     """
 
     name: str = MISSING
@@ -120,6 +122,7 @@ class CriterionConfig:
     max: float = 5.0
     weight: float = 1.0
     when: str | None = None
+    aliases: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -194,6 +197,10 @@ class DatasetConfig:
     tags_field: str | None = None  # a list of strings (or one string) per row: pass rate per tag
     category_field: str | None = None  # one string per row: every metric per category, category weights
     human_score_field: str | None = None  # a number per row on the rubric's scale: correlation with humans
+    # Pointwise: the variables shown as each example's input and expected output in detailed_results and the
+    # failed examples (None or an unmapped variable: not shown); the judged output is always shown.
+    input_variable: str | None = "input"
+    expected_variable: str | None = "expected_output"
     # A seeded split by item id (calibration): dev = tune on it, test = held out; None = every item.
     split: str | None = None  # dev | test
     split_test_fraction: float = 0.5  # share of items in test

@@ -176,6 +176,7 @@ class Criterion:
         weight: Weight in the overall score (already resolved for the item's category).
         description: What the criterion means (shown to the judge by the template).
         when: A template variable that must be non-empty for the criterion to apply, or None.
+        aliases: Other keys the judge's JSON may use for this criterion (read when ``name`` is absent).
     """
 
     name: str
@@ -184,6 +185,7 @@ class Criterion:
     weight: float = 1.0
     description: str = ""
     when: str | None = None
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

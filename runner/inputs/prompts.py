@@ -1,6 +1,7 @@
 """Prompt templates: loading, checking and rendering them into chat messages.
 
-A template is a Jinja2 file in prompts/ whose ``system`` and ``user`` blocks become chat messages.
+A template is a Jinja2 file in prompts/ whose ``system`` and ``user`` blocks become chat messages (a Jinja file
+without blocks, or a plain-text ``.txt`` file with ``{placeholders}``, is one user message).
 Dataset fields and candidate outputs are passed as variables, so their text reaches the judge
 verbatim: Jinja never renders a variable's value as a template. What Jinja cannot stop is a value
 that contains the template's own framing lines (``</response_a>``, ``# Output (b):``) and so closes
@@ -20,6 +21,8 @@ import jinja2
 from jinja2 import meta, nodes
 
 from runner.core.types import Message
+from runner.inputs import text_templates as texts
+from runner.inputs.text_templates import JINJA_SUFFIXES, TEXT_SUFFIXES
 
 logger = logging.getLogger(__name__)
 
@@ -195,26 +198,57 @@ def _environment(directories: Sequence[Path]) -> jinja2.Environment:
     )
 
 
+def _find(dirs: Sequence[Path], name: str) -> Path:
+    """The template file ``name`` stands for: ``<name>.j2`` or ``<name>.txt`` (or ``name`` itself when it has one
+    of the suffixes) in the first directory that holds one."""
+    suffixes = JINJA_SUFFIXES + TEXT_SUFFIXES
+    names = [name] if name.endswith(suffixes) else [f"{name}{suffix}" for suffix in suffixes]
+    for directory in dirs:
+        found = [directory / n for n in names if (directory / n).is_file()]
+        if len(found) > 1:
+            raise TemplateError(f"prompt template {name!r} is ambiguous: {[str(p) for p in found]}; "
+                                "keep one of them, or name the file with its suffix")
+        if found:
+            return found[0]
+    known = sorted({p.name if p.suffix != TEMPLATE_SUFFIX else p.stem for directory in dirs
+                    for suffix in suffixes for p in directory.glob(f"*{suffix}")})
+    where = ", ".join(str(d) for d in dirs)
+    raise TemplateError(f"prompt template {dirs[0] / names[0]} not found; templates in {where}: {known}")
+
+
+def _jinja_source(path: Path, source: str) -> str:
+    """The Jinja source of the file: itself, or a plain-text file's translation (one user message)."""
+    if path.suffix not in TEXT_SUFFIXES:
+        return source
+    try:
+        return texts.plain_text_to_jinja(source, path)
+    except texts.PlainTextError as exc:
+        raise TemplateError(str(exc)) from None
+
+
 def load_template(directories: Path | Sequence[Path], name: str) -> Template:
-    """Load ``<name>.j2`` from the first of ``directories`` that holds it (a user's prompts/ before the packaged
-    one), check it has a ``user`` block and derive its delimiters. ``{% extends %}`` and ``{% include %}`` look in
-    every directory, in the same order.
+    """Load the template ``name`` from the first of ``directories`` that holds it (a user's prompts/ before the
+    packaged one), check it has a ``user`` block and derive its delimiters. ``{% extends %}`` and ``{% include %}``
+    look in every directory, in the same order.
+
+    ``<name>.j2`` is Jinja with ``system`` and ``user`` blocks; a Jinja file without any block is one user message;
+    ``<name>.txt`` is plain text with ``str.format`` placeholders (``{question}``), one user message
+    (runner.inputs.text_templates).
 
     Raises:
         TemplateError: If no directory holds the file, or it does not parse, or has no user block.
     """
     dirs = [directories] if isinstance(directories, Path) else list(directories)
-    paths = [directory / f"{name}{TEMPLATE_SUFFIX}" for directory in dirs]
-    path = next((p for p in paths if p.is_file()), None)
-    if path is None:
-        known = sorted({p.stem for directory in dirs for p in directory.glob(f"*{TEMPLATE_SUFFIX}")})
-        where = ", ".join(str(d) for d in dirs)
-        raise TemplateError(f"prompt template {paths[0]} not found; templates in {where}: {known}")
+    path = _find(dirs, name)
     source = path.read_text(encoding="utf-8")
     env = _environment(dirs)
+    jinja_source = _jinja_source(path, source)
     try:
-        ast = env.parse(source)
-        compiled = env.from_string(source)
+        ast = env.parse(jinja_source)
+        if next(ast.find_all((nodes.Block, nodes.Extends)), None) is None:  # the users' own Jinja prompt: one message
+            jinja_source = texts.wrap_blockless(jinja_source)
+            ast = env.parse(jinja_source)
+        compiled = env.from_string(jinja_source)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"template {path}, line {exc.lineno}: {exc.message}") from None
     if "user" not in compiled.blocks:

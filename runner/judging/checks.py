@@ -20,6 +20,7 @@ CHECKS: Registry[Check] = Registry("check")
 DEFAULT_AI_PHRASES: tuple[str, ...] = (
     "I understand",
     "I'd be happy to",
+    "I would be happy to",  # the users' own example; the contraction's pattern does not cover it
     "Let me know",
     "Is there anything else",
     "As an AI",

@@ -47,7 +47,8 @@ log = logging.getLogger(__name__)
 STAGE_JUDGE = "judge"
 PARSER_ERROR = "parser_error"  # the reason of an answer whose parser raised: a parser bug, never the judge's
 STAGE_SYNTHESIS = "synthesis"
-PAIRWISE_VARIABLES = frozenset({"output_a", "output_b"})
+# response_a / response_b: the users' own prompts' names for the same texts (a dataset variable of that name wins)
+PAIRWISE_VARIABLES = frozenset({"output_a", "output_b", "response_a", "response_b"})
 POINTWISE_VARIABLES = frozenset({"output", "criteria"})
 SYNTHESIS_VARIABLES = PAIRWISE_VARIABLES | {"explanation_a", "explanation_b"}
 TRUNCATED = "truncated"
@@ -109,9 +110,11 @@ def shown(item: Item, order: Order) -> tuple[str, str]:
 
 
 def pair_variables(item: Item, order: Order) -> dict[str, str]:
-    """Template variables for one order: the item's variables plus output_a / output_b."""
+    """Template variables for one order: the item's variables plus output_a / output_b (also as response_a /
+    response_b, unless the dataset maps variables of those names)."""
     first, second = item.candidates if order is Order.AB else item.candidates[::-1]
-    return {**item.variables, "output_a": first.text, "output_b": second.text}
+    return {"response_a": first.text, "response_b": second.text, **item.variables,
+            "output_a": first.text, "output_b": second.text}
 
 
 def swap_output_refs(text: str) -> str:

@@ -82,7 +82,8 @@ def parse_json_scores(
     (``{"accuracy": {"score": 4, "reason": "..."}}``). The answer is the last top-level object that
     names a criterion, unless an object that does not decode follows it (a truncated or malformed
     answer after a restated example must not fall back to the example). Keys match exactly first,
-    then case-insensitively with spaces and hyphens read as underscores (``Format Compliance``).
+    then case-insensitively with spaces and hyphens read as underscores (``Format Compliance``); a criterion's
+    ``aliases`` are read the same way (``mcp_usage_correct`` for ``tool_usage``) and its score is kept under its name.
 
     Args:
         text: The judge's raw output.
@@ -193,8 +194,16 @@ def _lookup_all(mapping: Mapping[str, Any], name: str) -> list[str]:
     return [key for key in mapping if isinstance(key, str) and _normalise_key(key) == wanted]
 
 
+def _criterion_keys(mapping: Mapping[str, Any], criterion: Criterion) -> list[str]:
+    """Keys of ``mapping`` that stand for ``criterion``: its name's, then each alias's (``mcp_usage_correct``)."""
+    keys = _lookup_all(mapping, criterion.name)
+    for alias in criterion.aliases:
+        keys += [key for key in _lookup_all(mapping, alias) if key not in keys]
+    return keys
+
+
 def _names_any(mapping: Mapping[str, Any], criteria: Sequence[Criterion]) -> bool:
-    return any(_lookup_all(mapping, c.name) for c in criteria)
+    return any(_criterion_keys(mapping, c) for c in criteria)
 
 
 def _read_scores(
@@ -205,10 +214,10 @@ def _read_scores(
     reasons: dict[str, Any] = {}
     claimed: set[str] = set()
     for criterion in criteria:
-        keys = _lookup_all(scored, criterion.name)
+        keys = _criterion_keys(scored, criterion)
         if not keys:
             raise _Unreadable(f"{MISSING_KEY}: {criterion.name}")
-        if len(keys) > 1:  # "Accuracy" and "accuracy" both there: picking one would be a guess
+        if len(keys) > 1:  # "Accuracy" and "accuracy" (or a name and its alias) both there: one would be a guess
             raise _Unreadable(f"{AMBIGUOUS_KEY}: {criterion.name}")
         raw = scored[keys[0]]
         if isinstance(raw, Mapping) and _SCORE_FIELD in raw:

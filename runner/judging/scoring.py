@@ -58,10 +58,11 @@ class Scoring:
         if not rubric.criteria:
             raise RubricError(f"{where}: a pointwise rubric needs criteria")
         criteria = tuple(Criterion(name=c.name, min=c.min, max=c.max, weight=c.weight, description=c.description,
-                                   when=c.when) for c in rubric.criteria)
+                                   when=c.when, aliases=tuple(c.aliases)) for c in rubric.criteria)
         names = [c.name for c in criteria]
         if len(set(names)) != len(names):
             raise RubricError(f"{where}: criterion names repeat: {names}")
+        _check_aliases(where, criteria)
         if all(c.when for c in criteria):
             raise RubricError(f"{where}: at least one criterion must apply to every item (have no `when`)")
         for c in criteria:
@@ -111,6 +112,17 @@ class Scoring:
         if self.pass_threshold is None or overall is None:
             return None
         return overall >= self.pass_threshold
+
+
+def _check_aliases(where: str, criteria: Sequence[Criterion]) -> None:
+    """An alias may stand for one criterion only, and never be another criterion's name."""
+    owner: dict[str, str] = {c.name: c.name for c in criteria}
+    for c in criteria:
+        for alias in c.aliases:
+            if alias in owner and owner[alias] != c.name:
+                raise RubricError(f"{where}: criterion {c.name}: alias {alias!r} is already "
+                                  f"{'the name' if alias == owner[alias] else 'an alias'} of {owner[alias]}")
+            owner[alias] = c.name
 
 
 def _check_weights(where: str, weights: Mapping[str, float], key: str) -> None:

@@ -65,7 +65,8 @@ def combine_items(by_member: Mapping[str, Sequence[ItemScore]], scoring: Scoring
         scored = {m: s for m, s in per_member.items() if s.status == SCORED}
         if not scored:
             reasons = tuple(f"{m}: {r}" for m, s in per_member.items() for r in s.reasons)
-            out.append(ItemScore(first.ref, first.status, reasons=reasons, violations=first.violations))
+            out.append(ItemScore(first.ref, first.status, reasons=reasons, violations=first.violations,
+                                 texts=first.texts))
             continue
         overall = _combined({m: s.overall for m, s in scored.items()}, combine, weights)
         names = list(dict.fromkeys(c for s in scored.values() for c in s.criteria))
@@ -76,7 +77,7 @@ def combine_items(by_member: Mapping[str, Sequence[ItemScore]], scoring: Scoring
                                      if s.extras.get("reasoning")), None)}
         out.append(ItemScore(first.ref, SCORED, overall=overall, criteria=criteria, passed=scoring.passed(overall),
                              reasons=tuple(f"{m}: {r}" for m, s in per_member.items() for r in s.reasons),
-                             extras=extras, violations=first.violations))
+                             extras=extras, violations=first.violations, texts=first.texts))
     return out
 
 

@@ -22,6 +22,7 @@ from runner.stats import agreement, uncertainty
 from runner.stats import scores as stats
 
 SCORED, UNSCORED, ERROR, NOT_GENERATED = "scored", "unscored", "error", "not_generated"
+JUDGE_OVERALL = "overall_score"  # the judge's own overall, when its JSON has one (the rubric's extra_keys)
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,20 @@ class CheckSpec:
 
     name: str
     max_rate: float | None = None
+
+
+@dataclass(frozen=True)
+class ItemTexts:
+    """What the report shows of one example: its input, expected output and the judged (actual) output."""
+
+    input: str | None = None
+    expected_output: str | None = None
+    output: str | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        """The texts there are, under the report's keys, whole (a text the dataset does not map is left out)."""
+        texts = {"input": self.input, "expected_output": self.expected_output, "output": self.output}
+        return {key: text for key, text in texts.items() if text is not None}
 
 
 @dataclass(frozen=True)
@@ -45,12 +60,14 @@ class ItemScore:
     reasons: tuple[str, ...] = ()  # why repeats were not scored
     extras: Mapping[str, Any] = field(default_factory=dict)  # the first scored repeat's reasoning, suggestions
     judge_pass: tuple[Any, ...] = ()  # the judge's own pass field per scored repeat (recorded, never used)
+    judge_overall: tuple[Any, ...] = ()  # the judge's own overall_score per scored repeat (recorded, never used)
     violations: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    texts: ItemTexts | None = None  # None: not read (an ensemble's combined items, older callers)
 
 
 def score_items(refs: Sequence[ItemRef], judgments: Sequence[Judgment], scoring: Scoring, aggregation: str,
                 params: Mapping[str, Any], violations: Mapping[str, Mapping[str, Sequence[str]]],
-                not_generated: frozenset[str]) -> list[ItemScore]:
+                not_generated: frozenset[str], texts: Mapping[str, ItemTexts] | None = None) -> list[ItemScore]:
     """Combine each item's repeats into one ItemScore (in ``refs`` order).
 
     Args:
@@ -61,6 +78,7 @@ def score_items(refs: Sequence[ItemRef], judgments: Sequence[Judgment], scoring:
         params: Its keyword parameters.
         violations: item id -> check name -> violations found in the item's candidate.
         not_generated: Items whose generation failed (never judged).
+        texts: Item id -> its input, expected and actual output, shown in the report.
     """
     fn = SCORE_AGGREGATIONS.get(aggregation)
     by_item: dict[str, list[Judgment]] = {ref.id: [] for ref in refs}
@@ -75,7 +93,8 @@ def score_items(refs: Sequence[ItemRef], judgments: Sequence[Judgment], scoring:
         if not scored:
             status = NOT_GENERATED if ref.id in not_generated else (
                 UNSCORED if any(j.status is Status.UNSCORED for j in js) else ERROR)
-            out.append(ItemScore(ref, status, reasons=reasons, violations=item_violations))
+            out.append(ItemScore(ref, status, reasons=reasons, violations=item_violations,
+                                 texts=(texts or {}).get(ref.id)))
             continue
         overall = round(fn([j.score for j in scored], **dict(params)), OVERALL_DECIMALS)
         names = list(dict.fromkeys(name for j in scored for name in j.verdict.scores))
@@ -85,7 +104,9 @@ def score_items(refs: Sequence[ItemRef], judgments: Sequence[Judgment], scoring:
             ref, SCORED, overall=overall, criteria=criteria,
             repeat_scores=tuple(j.score for j in scored if j.score is not None),
             passed=scoring.passed(overall), reasons=reasons, extras=dict(scored[0].verdict.extras),
-            judge_pass=tuple(j.verdict.extras.get("pass") for j in scored), violations=item_violations))
+            judge_pass=tuple(j.verdict.extras.get("pass") for j in scored),
+            judge_overall=tuple(j.verdict.extras.get(JUDGE_OVERALL) for j in scored), violations=item_violations,
+            texts=(texts or {}).get(ref.id)))
     return out
 
 
@@ -161,8 +182,8 @@ def build_report(items: Sequence[ItemScore], scoring: Scoring, repeats: int, con
         "pass_threshold": scoring.pass_threshold,
         "scale": [scoring.low, scoring.high],
         "repeats": repeats,
-        "failed_examples": [{"id": i.ref.id, "overall": i.overall, "reasoning": _first_line(i.extras.get("reasoning"))}
-                            for i in items if i.passed is False],
+        "failed_examples": [{"id": i.ref.id, "overall": i.overall, "reasoning": _first_line(i.extras.get("reasoning")),
+                             **(i.texts.to_dict() if i.texts else {})} for i in items if i.passed is False],
         "unscored_items": [{"id": i.ref.id, "status": i.status, "reasons": list(i.reasons)}
                            for i in items if i.status != SCORED],
     })
@@ -179,7 +200,7 @@ def build_report(items: Sequence[ItemScore], scoring: Scoring, repeats: int, con
 
 
 def _detail(i: ItemScore) -> dict[str, Any]:
-    return {
+    out = {
         "id": i.ref.id, "status": i.status, "tags": list(i.ref.tags), "category": i.ref.category,
         "overall": i.overall, "passed": i.passed, "scores": dict(i.criteria), "repeat_scores": list(i.repeat_scores),
         "std": stats.item_std(i.repeat_scores), "human_score": i.ref.human_score,
@@ -187,6 +208,11 @@ def _detail(i: ItemScore) -> dict[str, Any]:
         "judge_pass": list(i.judge_pass), "violations": {k: list(v) for k, v in i.violations.items() if v},
         "unscored_reasons": list(i.reasons),
     }
+    if i.texts is not None:
+        out.update(i.texts.to_dict())
+    if any(v is not None for v in i.judge_overall):  # shown beside ours, never used as it
+        out["judge_overall_score"] = list(i.judge_overall)
+    return out
 
 
 def section_metrics(sec: ScoreSection, prefix: str = "") -> dict[str, float]:

@@ -46,6 +46,8 @@ def _json_schema_format(judge: JudgeConfig, schema: dict[str, Any] | None) -> di
     mode = judge.structured_output
     if schema is None or mode is StructuredOutput.off or judge.model == ensemble_check.ENSEMBLE_MODEL:
         return None
+    if mode is StructuredOutput.json_object:  # chosen explicitly: sent whatever litellm knows of the model
+        return {"type": "json_object"}
     if mode is StructuredOutput.auto and not supports_json_schema(judge.model):
         return None
     return {"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema, "strict": True}}

@@ -14,6 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+# How item_std measures the spread of an item's repeats; written beside every consistency section.
+STD_KIND = "sample (n-1)"
+
 # Below three pairs a correlation is either undefined (n < 2) or trivially +-1 with p = 1 (n == 2).
 MIN_CORRELATION_PAIRS = 3
 
@@ -67,7 +70,7 @@ class Consistency:
         repeats: Repeats requested per item (scored ones may be fewer).
         threshold: An item is unstable when its score std is strictly above this.
         items_measured: Items with at least two scored repeats; only these enter the statistics.
-        mean_std: Mean of the per-item population std, ``None`` when no item was measured.
+        mean_std: Mean of the per-item sample std (ddof=1), ``None`` when no item was measured.
         max_std: Largest per-item std, ``None`` when no item was measured.
         share_above_threshold: Share of measured items whose std exceeds ``threshold``.
         items_above_threshold: Ids of those items, in input order.
@@ -91,6 +94,7 @@ class Consistency:
             "max_std": self.max_std,
             "share_above_threshold": self.share_above_threshold,
             "items_above_threshold": list(self.items_above_threshold),
+            "std": STD_KIND,
         }
 
 
@@ -109,11 +113,11 @@ def mean(values: Sequence[float]) -> float | None:
 
 
 def item_std(scores: Sequence[float]) -> float | None:
-    """Population standard deviation (ddof=0) of one item's scores across repeats.
+    """Sample standard deviation (ddof=1, ``n - 1`` in the denominator) of one item's scores across repeats.
 
-    Population rather than sample std: the k repeats are the whole population of answers we have for
-    this item, not a sample we extrapolate from, and ddof=0 is numpy's default, so the number matches
-    what users get from ``np.std`` on the same scores.
+    Sample rather than population std: the users' own consistency scripts use it (``statistics.stdev``,
+    pandas' ``Series.std``), so the number in the report is the one they compare against; with k = 3
+    repeats the two differ by a factor of about 1.22. :data:`STD_KIND` names it in the report.
 
     Args:
         scores: The scored overall scores of the item's repeats.
@@ -123,7 +127,7 @@ def item_std(scores: Sequence[float]) -> float | None:
     """
     if len(scores) < 2:
         return None
-    return float(statistics.pstdev(scores))
+    return float(statistics.stdev(scores))
 
 
 def human_correlation(judge: Sequence[float], human: Sequence[float], tolerance: float = 1.0) -> HumanCorrelation:

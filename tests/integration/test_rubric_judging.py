@@ -340,9 +340,11 @@ def test_agent_preset_summary_counts_the_threshold_not_the_judges_pass(runs):
     expected_criteria["tool_usage"] = statistics.fmean(AGENT_SCORES[i][5] for i in sorted(tools))
     assert s["average_by_criterion"] == pytest.approx(expected_criteria)
     assert s["average_by_criterion"]["tool_usage"] == 3.25  # over the 4 tool examples, not the 1s of the rest
-    assert s["failed_examples"] == [
-        {"id": i, "overall": pytest.approx(overall[i]), "reasoning": f"{i}: one-sentence verdict."}
-        for i in AGENT_FAILING]
+    items = {item.id: item for item in loaded("agent_examples")}  # the texts as the judge was shown them
+    assert s["failed_examples"] == [  # with each example's input, expected and actual output (issue 15)
+        {"id": i, "overall": pytest.approx(overall[i]), "reasoning": f"{i}: one-sentence verdict.",
+         "input": items[i].variables["input"], "expected_output": items[i].variables["expected_output"],
+         "output": items[i].candidates[0].text} for i in AGENT_FAILING]
     assert s["unscored_items"] == []
 
 
@@ -557,19 +559,19 @@ def reply_expected() -> dict[str, dict]:
     for row in dataset_rows("reply_quality.jsonl"):
         weights = REPLY_WEIGHTS.get(row["category"], DEFAULT_REPLY_WEIGHTS)
         per_repeat = [weighted(s, weights) for s in reply_repeats(row["id"])]
-        expected[row["id"]] = {"overall": statistics.fmean(per_repeat), "std": statistics.pstdev(per_repeat),
+        expected[row["id"]] = {"overall": statistics.fmean(per_repeat), "std": statistics.stdev(per_repeat),
                                "repeats": per_repeat, "human": float(row["human_score"]),
                                "category": row["category"], "reply": row["reply"]}
     return expected
 
 
 def consistency_of(expected: dict[str, dict]) -> dict:
-    """The consistency section expected over these items (population std per item, threshold 0.5)."""
+    """The consistency section expected over these items (sample std per item, threshold 0.5)."""
     stds = [e["std"] for e in expected.values()]
     above = [i for i, e in expected.items() if e["std"] > 0.5]
     return {"items_measured": len(stds), "mean_std": pytest.approx(statistics.fmean(stds)),
             "max_std": pytest.approx(max(stds)), "share_above_threshold": pytest.approx(len(above) / len(stds)),
-            "items_above_threshold": above, "repeats": 3, "threshold": 0.5}
+            "items_above_threshold": above, "repeats": 3, "threshold": 0.5, "std": "sample (n-1)"}
 
 
 def rubric_phrases() -> list[str]:

@@ -68,9 +68,10 @@ def test_a_users_file_wins_over_the_packaged_one_of_the_same_name(tmp_path, else
     project = tmp_path / "project"
     (project / "conf" / "prompt").mkdir(parents=True)
     (project / "prompts").mkdir()
-    # the packaged option's name, pointing at a template that exists only in this project, which is empty of blocks
+    # the packaged option's name, pointing at a template that exists only in this project, which has a system block
+    # and no user block (a file without any block is one user message since issue 15)
     (project / "conf" / "prompt" / "llmbar_vanilla.yaml").write_text(
         "name: llmbar_vanilla\ntemplate: only_mine\nmode: pairwise\nstrategy: single\n")
-    (project / "prompts" / "only_mine.j2").write_text("no user block here\n")
+    (project / "prompts" / "only_mine.j2").write_text("{% block system %}no user block here{% endblock %}\n")
     with pytest.raises(TemplateError, match=rf"{project / 'prompts' / 'only_mine.j2'} has no"):
         _run(tmp_path, "shadowed", ["max_items=2"], config_dir=project / "conf")

@@ -199,7 +199,7 @@ def test_command_line_override_beats_preset(hydra_conf: None) -> None:
 def test_prompt_option_names_an_existing_template(stem: str) -> None:
     prompt = OmegaConf.load(CONF / "prompt" / f"{stem}.yaml")
     assert prompt.name == stem
-    assert (PROMPTS / f"{prompt.template}.j2").is_file()
+    assert (PROMPTS / f"{prompt.template}.j2").is_file() or (PROMPTS / f"{prompt.template}.txt").is_file()
     if prompt.get("strategy") == Strategy.swap_synthesize.value:
         assert prompt.get("synthesis_template")
     if prompt.get("synthesis_template"):

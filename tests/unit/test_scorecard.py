@@ -195,7 +195,7 @@ def test_section_with_nothing_scored_has_no_averages() -> None:
 
 
 def test_consistency_only_with_repeats() -> None:
-    judgments = [scored("a", 0, 3, 3), scored("a", 1, 5, 5),  # std 1.0
+    judgments = [scored("a", 0, 3, 3), scored("a", 1, 5, 5),  # sample std sqrt(2)
                  scored("b", 0, 4, 4), scored("b", 1, 4, 4),  # std 0.0
                  scored("c", 0, 2, 2), unscored("c", 1)]  # one scored repeat: not measured
     items = run_score([ref("a"), ref("b"), ref("c")], judgments)
@@ -203,8 +203,9 @@ def test_consistency_only_with_repeats() -> None:
     consistency = section(items, 2, 0.5, [])["consistency"]
     assert consistency["repeats"] == 2
     assert consistency["items_measured"] == 2
-    assert consistency["mean_std"] == pytest.approx(0.5)
-    assert consistency["max_std"] == pytest.approx(1.0)
+    assert consistency["mean_std"] == pytest.approx(math.sqrt(2) / 2)
+    assert consistency["max_std"] == pytest.approx(math.sqrt(2))
+    assert consistency["std"] == "sample (n-1)"
     assert consistency["share_above_threshold"] == pytest.approx(0.5)
     assert consistency["items_above_threshold"] == ["a"]
 
@@ -311,7 +312,8 @@ def test_detailed_results_rows(report: dict[str, Any]) -> None:
     assert a == {
         "id": "a", "status": "scored", "tags": ["retrieval", "needs review"], "category": "emotion",
         "overall": 4.75, "passed": True, "scores": {"accuracy": 5.0, "completeness": 4.5},
-        "repeat_scores": [4.5, 5.0], "std": 0.25, "human_score": 4.0, "reasoning": "Grounded.\nCites the context.",
+        "repeat_scores": [4.5, 5.0], "std": pytest.approx(math.sqrt(0.125)),  # sample std
+        "human_score": 4.0, "reasoning": "Grounded.\nCites the context.",
         "improvement_suggestions": None, "judge_pass": [None, None], "violations": {}, "unscored_reasons": [],
     }
     assert b["improvement_suggestions"] == ["Name the certificate"]
@@ -335,7 +337,7 @@ def test_report_metric_names_and_values(report: dict[str, Any]) -> None:
         "items/total": 4.0, "items/scored": 3.0, "items/unscored": 1.0, "items/errors": 0.0,
         "items/passed": 1.0, "items/failed": 2.0}
     assert metrics["consistency/items_measured"] == 3.0
-    assert metrics["consistency/max_std"] == pytest.approx(1.25)  # c: 1.5 and 4.0
+    assert metrics["consistency/max_std"] == pytest.approx(2.5 / math.sqrt(2))  # c: 1.5 and 4.0, sample std
     for key in ("consistency/mean_std", "consistency/share_above_threshold", "human/n", "human/pearson_r",
                 "human/spearman_rho", "human/within_1_rate", "human/mean_abs_error"):
         assert key in metrics

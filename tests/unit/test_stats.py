@@ -148,9 +148,9 @@ def test_results_are_python_floats_and_plain_json() -> None:
     assert json.loads(json.dumps(payload, allow_nan=False)) == payload
 
 
-def test_item_std_is_population_std() -> None:
-    assert item_std([2, 4, 4, 4]) == pytest.approx(math.sqrt(0.75))  # mean 3.5, squares 2.25 + 3 * 0.25
-    assert item_std([1.0, 2.0, 4.0]) == pytest.approx(float(np.std([1.0, 2.0, 4.0])))
+def test_item_std_is_the_sample_std() -> None:  # the users' convention (ddof=1), since issue 15
+    assert item_std([2, 4, 4, 4]) == pytest.approx(1.0)  # mean 3.5, squares 2.25 + 3 * 0.25 = 3, / (4 - 1)
+    assert item_std([1.0, 2.0, 4.0]) == pytest.approx(float(np.std([1.0, 2.0, 4.0], ddof=1)))
     assert item_std([3, 3]) == 0.0
     assert type(item_std([1, 2])) is float
 
@@ -162,18 +162,18 @@ def test_item_std_needs_two_scores(scores: list[float]) -> None:
 
 def test_consistency_flags_items_strictly_above_threshold_in_input_order() -> None:
     per_item = {
-        "z": [2, 4, 4, 4],  # std sqrt(0.75) ~ 0.866
+        "z": [2, 4, 4, 4],  # sample std 1.0
         "a": [3, 3, 3],  # std 0
         "lonely": [5],  # one scored repeat: not measured
-        "b": [1, 3],  # std 1.0
-        "edge": [2, 3],  # std exactly 0.5: not above
+        "b": [1, 3],  # sample std sqrt(2)
+        "edge": [1, 1.5, 2],  # sample std exactly 0.5: not above
     }
     result = consistency(per_item, repeats=4, threshold=0.5)
     assert result.items_measured == 4
     assert result.items_above_threshold == ("z", "b")
     assert result.share_above_threshold == pytest.approx(2 / 4)
-    assert result.mean_std == pytest.approx((math.sqrt(0.75) + 0 + 1.0 + 0.5) / 4)
-    assert result.max_std == pytest.approx(1.0)
+    assert result.mean_std == pytest.approx((1.0 + 0 + math.sqrt(2) + 0.5) / 4)
+    assert result.max_std == pytest.approx(math.sqrt(2))
     assert (result.repeats, result.threshold) == (4, 0.5)
 
 
@@ -188,10 +188,11 @@ def test_consistency_to_dict_is_plain_json() -> None:
         "repeats": 2,
         "threshold": 0.25,
         "items_measured": 2,
-        "mean_std": 0.5,
-        "max_std": 1.0,
+        "mean_std": pytest.approx(math.sqrt(2) / 2),
+        "max_std": pytest.approx(math.sqrt(2)),
         "share_above_threshold": 0.5,
         "items_above_threshold": ["a"],
+        "std": "sample (n-1)",
     }
     assert json.loads(json.dumps(payload, allow_nan=False)) == payload
 

@@ -48,11 +48,14 @@ class PointwiseMode(RunMode):
     def build(self, inputs: ModeInputs) -> Report:
         """The scorecard of a single judge, or an ensemble's combined scorecard with each member's own."""
         cfg, point = inputs.cfg, inputs.setup.point
-        violations = setup.check_candidates(inputs.candidates, point.check_calls)
+        violations, texts = setup.read_candidates(inputs.candidates, point.check_calls, cfg.dataset.input_variable,
+                                                  cfg.dataset.expected_variable)
         if inputs.by_member is None:
-            rep = self.read(report.build(cfg, point, inputs.refs, inputs.judgments, violations, inputs.not_generated))
+            rep = self.read(report.build(cfg, point, inputs.refs, inputs.judgments, violations, inputs.not_generated,
+                                         texts))
             return Report(self.name, rep, scorecard.report_metrics(rep))
-        doc, reports = report.build_panel(cfg, point, inputs.refs, inputs.by_member, violations, inputs.not_generated)
+        doc, reports = report.build_panel(cfg, point, inputs.refs, inputs.by_member, violations, inputs.not_generated,
+                                          texts)
         rep = self.read(doc)
         assert rep.ensemble is not None
         metrics = {**scorecard.report_metrics(rep), **score_panel.ensemble_metrics(rep.ensemble)}

@@ -16,19 +16,21 @@ MODE = "pointwise"
 
 
 def build(cfg: RunConfig, setup: PointwiseSetup, refs: Sequence[Any], judgments: Sequence[Judgment],
-          violations: Mapping[str, Mapping[str, Sequence[str]]], not_generated: frozenset[str]) -> dict[str, Any]:
-    """The users' report for a pointwise run (see runner.modes.scorecard)."""
+          violations: Mapping[str, Mapping[str, Sequence[str]]], not_generated: frozenset[str],
+          texts: Mapping[str, scorecard.ItemTexts] | None = None) -> dict[str, Any]:
+    """The users' report for a pointwise run (see runner.modes.scorecard); ``texts`` are shown per example."""
     items = scorecard.score_items(refs, judgments, setup.scoring, cfg.aggregation.name, cfg.aggregation.params,
-                                  violations, not_generated)
+                                  violations, not_generated, texts)
     return report_of(cfg, setup, items, cfg.repeats)
 
 
 def build_panel(cfg: RunConfig, setup: PointwiseSetup, refs: Sequence[Any], by_member: Mapping[str, Sequence[Judgment]],
-                violations: Mapping[str, Mapping[str, Sequence[str]]], not_generated: frozenset[str]
+                violations: Mapping[str, Mapping[str, Sequence[str]]], not_generated: frozenset[str],
+                texts: Mapping[str, scorecard.ItemTexts] | None = None
                 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """An ensemble's report (runner.modes.score_panel) and each member's own report."""
     items = {m: scorecard.score_items(refs, js, setup.scoring, cfg.aggregation.name, cfg.aggregation.params,
-                                      violations, not_generated) for m, js in by_member.items()}
+                                      violations, not_generated, texts) for m, js in by_member.items()}
     reports = {m: report_of(cfg, setup, member_items, cfg.repeats) for m, member_items in items.items()}
     weights = {m: float(cfg.judge.weights.get(m, 1.0)) for m in by_member}
     # the ensemble's items carry no repeats of their own: its consistency is each member's

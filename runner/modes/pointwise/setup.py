@@ -84,3 +84,20 @@ def check_candidates(items: Iterable[Item], check_calls: Sequence[tuple[str, Map
     if not check_calls:
         return {}
     return {item.id: checks_mod.run_checks(item.candidates[0].text, check_calls) for item in items if item.candidates}
+
+
+def read_candidates(items: Iterable[Item], check_calls: Sequence[tuple[str, Mapping[str, Any]]],
+                    input_variable: str | None, expected_variable: str | None
+                    ) -> tuple[dict[str, dict[str, list[str]]], dict[str, scorecard.ItemTexts]]:
+    """One pass over the judged items: the checks' violations (as :func:`check_candidates`) and each item's input,
+    expected output and judged output for the report (the items are streamed: read once, not kept)."""
+    violations: dict[str, dict[str, list[str]]] = {}
+    texts: dict[str, scorecard.ItemTexts] = {}
+    for item in items:
+        output = item.candidates[0].text if item.candidates else None
+        texts[item.id] = scorecard.ItemTexts(
+            input=item.variables.get(input_variable) if input_variable else None,
+            expected_output=item.variables.get(expected_variable) if expected_variable else None, output=output)
+        if check_calls and output is not None:
+            violations[item.id] = checks_mod.run_checks(output, check_calls)
+    return violations, texts

@@ -10,7 +10,7 @@ from typing import Any
 from runner.modes import statistics
 from runner.modes.base import View, cell
 from runner.modes.drilldown import ItemOutcome
-from runner.modes.sections import DetailedResult, PointwiseEnsemble, PointwiseReport, ScoreSection
+from runner.modes.sections import DetailedResult, FailedExample, PointwiseEnsemble, PointwiseReport, ScoreSection
 
 
 def _fmt(value: float | None, pct: bool = False) -> str:
@@ -28,12 +28,14 @@ def console_lines(rep: PointwiseReport, judge: Mapping[str, Any]) -> list[str]:
     if s.pass_rate is not None:
         lines.append(f"passed {s.passed}, failed {s.failed}: pass rate {_fmt(s.pass_rate, True)} "
                      f"(threshold {s.pass_threshold:g})")
+    lines += _failed_lines(s.failed_examples)
     for tag, sec in rep.by_tag.items():
         lines.append(f"  tag {tag}: {sec.scored} scored, pass rate {_fmt(sec.pass_rate, True)}, "
                      f"mean {_fmt(sec.average_overall)}")
     if s.consistency is not None:
         c = s.consistency
-        lines.append(f"consistency over {c.repeats} repeats: mean std {_fmt(c.mean_std)}, "
+        kind = f" (std dev {c.std})" if c.std else ""
+        lines.append(f"consistency over {c.repeats} repeats{kind}: mean std {_fmt(c.mean_std)}, "
                      f"above {c.threshold:g}: {_fmt(c.share_above_threshold, True)}")
     if s.human_correlation is not None:
         h = s.human_correlation
@@ -46,6 +48,29 @@ def console_lines(rep: PointwiseReport, judge: Mapping[str, Any]) -> list[str]:
                  f"({_fmt(judge['judge/parse_failure_rate'], True)}), errors {judge['judge/errors']}, "
                  f"cost ${judge['cost/usd_total']:.4f}")
     return lines + statistics.console_lines(rep.statistics or {})
+
+
+CONSOLE_FAILED = 10  # failed examples listed on the console (all of them are in summary.json)
+CONSOLE_TEXT = 80  # characters of each text shown on the console (whole in summary.json)
+
+
+def _clip(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= CONSOLE_TEXT else flat[:CONSOLE_TEXT - 3] + "..."
+
+
+def _failed_lines(failed: Sequence[FailedExample]) -> list[str]:
+    """Each failed example (the first CONSOLE_FAILED): its score, reasoning and texts, clipped to one line each."""
+    lines = []
+    for f in failed[:CONSOLE_FAILED]:
+        overall = "n/a" if f.overall is None else f"{f.overall:.2f}"
+        lines.append(f"  failed {f.id} ({overall}): {_clip(f.reasoning)}")
+        lines += [f"    {name}: {_clip(text)}" for name, text in
+                  (("input", f.input), ("expected", f.expected_output), ("actual", f.output)) if text is not None]
+    if len(failed) > CONSOLE_FAILED:
+        lines.append(f"  ... and {len(failed) - CONSOLE_FAILED} more failed examples (summary.json: "
+                     "summary.failed_examples)")
+    return lines
 
 
 def _family_views(rep: PointwiseReport, scale: Sequence[float] | None) -> list[View]:

@@ -52,6 +52,7 @@ class Consistency(Record):
     max_std: float | None
     share_above_threshold: float | None
     items_above_threshold: tuple[str, ...]
+    std: str | None = optional()  # how each item's std is computed: "sample (n-1)" (absent in older reports)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,6 +90,9 @@ class FailedExample(Record):
     id: str
     overall: float | None
     reasoning: str  # its first line
+    input: str | None = optional()  # the example's input, expected and actual output, whole (absent in older reports)
+    expected_output: str | None = optional()
+    output: str | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,3 +137,7 @@ class DetailedResult(Record):
     judge_pass: tuple[Any, ...]
     violations: Mapping[str, tuple[str, ...]]
     unscored_reasons: tuple[str, ...]
+    input: str | None = optional()  # the example's input, expected and actual output, whole (absent in older reports)
+    expected_output: str | None = optional()
+    output: str | None = optional()
+    judge_overall_score: tuple[Any, ...] | None = optional()  # the judge's own overall_score, when it sent one
