@@ -80,8 +80,8 @@ def test_a_replica_refusing_its_key_fails_its_calls_and_never_writes_the_key(run
     # behind the other replica's answers; the provider echoes the key, as some do on a 401.
     with FakeOpenAIServer() as open_one, FakeOpenAIServer(
             reply=lambda body: Reply(status=401, error_message=f"Incorrect API key provided: {CANARY}")) as keyed:
-        result = run_replicas(run_cli, open_one.base_url, keyed.base_url, extra=("max_error_rate=1.0",),
-                              env={"REPLICA_KEY": CANARY})
+        result = run_replicas(run_cli, open_one.base_url, keyed.base_url,
+                              extra=("max_error_rate=1.0", "max_unscored_rate=1.0"), env={"REPLICA_KEY": CANARY})
         refused = len(keyed.requests)
         keys_sent = {h.get("authorization") for h in keyed.headers_seen}
         answered = len(open_one.requests)
