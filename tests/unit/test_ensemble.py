@@ -231,6 +231,23 @@ def test_member_comparison_against_gold() -> None:
     assert result["ensemble_minus_best_member"] == 0.0
 
 
+def test_ensemble_minus_best_member_with_ties_counted_half_for_members_and_ensemble_alike() -> None:
+    # each member ties where its two orders disagree; the ensemble never ties
+    gold = {"i1": "x", "i2": "y", "i3": "x", "i4": "x"}
+    members = {"a": {"i1": "x", "i2": "tie", "i3": "tie", "i4": "y"},
+               "b": {"i1": "x", "i2": "y", "i3": "tie", "i4": "tie"}}
+    result = member_comparison(members, {"i1": "x", "i2": "y", "i3": "y", "i4": "x"}, gold)
+    assert (result["members"]["a"]["accuracy"], result["members"]["a"]["accuracy_ties_half"]) == (1 / 4, 2 / 4)
+    assert (result["members"]["b"]["accuracy"], result["members"]["b"]["accuracy_ties_half"]) == (2 / 4, 3 / 4)
+    assert result["ensemble"]["accuracy"] == result["ensemble"]["accuracy_ties_half"] == 3 / 4
+    # ties as wrong, the ensemble gains 25 points on b; a fair coin for every tie, it gains nothing
+    assert result["ensemble_minus_best_member"] == 1 / 4
+    assert result["ensemble_minus_best_member_ties_half"] == 0.0
+    # a tie is right where gold itself is a tie, and an ensemble's own ties count half too
+    tied = member_comparison({"a": {"i": "tie", "j": "tie"}}, {"i": "tie", "j": "x"}, {"i": "tie", "j": "y"})
+    assert tied["members"]["a"]["accuracy_ties_half"] == 0.75 and tied["ensemble"]["accuracy_ties_half"] == 0.5
+
+
 def test_inter_judge_agreement_aligns_items() -> None:
     votes = {"a": {"i1": "x", "i2": "y"}, "b": {"i2": "y", "i1": "x", "i3": "x"}}
     result = inter_judge_agreement(votes)
