@@ -17,6 +17,7 @@ import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
+from runner.core.types import TIE
 from runner.judging.aggregations import REGISTRY, AggregationRef, AggregationSpec, Kind, Use
 from runner.judging.aggregations.records import EnsembleItem, EnsembleResult
 from runner.stats.coefficients import cohen_kappa
@@ -137,16 +138,29 @@ def member_comparison(
         gold: Item key -> gold label; ``None`` or an absent key means the item has no gold label.
 
     Returns:
-        ``n_gold``, ``members`` (judge -> stats), ``ensemble`` (stats) and ``ensemble_minus_best_member``
-        (accuracy difference, ``None`` if undefined); stats are ``n`` (voted items), ``unscored``,
-        ``accuracy`` (over ``n``), ``accuracy_all`` (an unscored item counts as wrong) and ``cohen_kappa``.
+        ``n_gold``, ``members`` (judge -> stats), ``ensemble`` (stats), ``ensemble_minus_best_member`` (accuracy
+        difference, ``None`` if undefined) and ``ensemble_minus_best_member_ties_half`` (the same on
+        ``accuracy_ties_half``); stats are ``n`` (voted items), ``unscored``, ``accuracy`` (over ``n``, a tie
+        wrong), ``accuracy_ties_half`` (over ``n``, a tie half right where gold is no tie: the expected accuracy
+        when every tie is broken by a fair coin), ``accuracy_all`` (an unscored item counts as wrong) and
+        ``cohen_kappa``.
+
+    A member judging both orders ties where its two verdicts disagree, while an ensemble (Dawid-Skene above all)
+    seldom ties; counted as wrong, those ties flatter the ensemble against its members. Counted half right, for
+    the members and the ensemble alike, both stand on the same footing.
     """
     keys = [key for key, label in gold.items() if label is not None]
     members = {judge: _versus_gold(by_item, gold, keys) for judge, by_item in votes.items()}
     ensemble = _versus_gold(final, gold, keys)
-    best = max((m["accuracy"] for m in members.values() if m["accuracy"] is not None), default=None)
-    gain = None if best is None or ensemble["accuracy"] is None else ensemble["accuracy"] - best
-    return {"n_gold": len(keys), "members": members, "ensemble": ensemble, "ensemble_minus_best_member": gain}
+    return {"n_gold": len(keys), "members": members, "ensemble": ensemble,
+            "ensemble_minus_best_member": _gain(members, ensemble, "accuracy"),
+            "ensemble_minus_best_member_ties_half": _gain(members, ensemble, "accuracy_ties_half")}
+
+
+def _gain(members: Mapping[str, Mapping[str, Any]], ensemble: Mapping[str, Any], key: str) -> float | None:
+    """The ensemble's ``key`` minus the best member's; None if either is undefined."""
+    best = max((m[key] for m in members.values() if m[key] is not None), default=None)
+    return None if best is None or ensemble[key] is None else ensemble[key] - best
 
 
 def inter_judge_agreement(votes: Votes) -> dict[str, Any]:
@@ -165,15 +179,18 @@ def inter_judge_agreement(votes: Votes) -> dict[str, Any]:
 def _versus_gold(
     pred: Mapping[str, Hashable | None], gold: Mapping[str, Hashable | None], keys: Sequence[str]
 ) -> dict[str, Any]:
-    """``n``, ``unscored``, ``accuracy``, ``accuracy_all`` and ``cohen_kappa`` of ``pred`` on ``keys``."""
+    """``n``, ``unscored``, ``accuracy``, ``accuracy_all``, ``cohen_kappa`` and ``accuracy_ties_half`` of ``pred``
+    on ``keys``."""
     pairs = [(pred[key], gold[key]) for key in keys if pred.get(key) is not None]
     correct = sum(p == g for p, g in pairs)
+    halves = sum(p == TIE and g != TIE for p, g in pairs) / 2  # a coin flip between the two systems
     return {
         "n": len(pairs),
         "unscored": len(keys) - len(pairs),
         "accuracy": correct / len(pairs) if pairs else None,
         "accuracy_all": correct / len(keys) if keys else None,
         "cohen_kappa": cohen_kappa([p for p, _ in pairs], [g for _, g in pairs]),
+        "accuracy_ties_half": (correct + halves) / len(pairs) if pairs else None,
     }
 
 

@@ -23,6 +23,7 @@ def ensemble_metrics(section: PairwiseEnsemble | Mapping[str, Any]) -> dict[str,
     vm = ens.versus_members
     if vm is not None:
         raw["ensemble/minus_best_member"] = vm.ensemble_minus_best_member
+        raw["ensemble/minus_best_member_ties_half"] = vm.ensemble_minus_best_member_ties_half
         raw.update({f"member/{m}/item_accuracy": s.accuracy_all for m, s in vm.members.items()})
     for method, ds in _estimates(ens):
         raw.update({f"{method}/{m}/estimated_accuracy": v for m, v in ds.estimated_accuracy.items()})

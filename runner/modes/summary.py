@@ -96,6 +96,9 @@ def build_summary(
             "verdict_counts": r.verdict_counts if type(r.verdict_counts) is dict else dict(r.verdict_counts),
             "final_verdict": r.final_verdict,
             "confidence": r.confidence,
+            # only what an aggregation adds (an ensemble's vote count, Dawid-Skene's posterior): a single judge's
+            # items have none, so their entries stay as the users' format has them
+            **({"details": dict(r.details)} if r.details else {}),
         }
         for r in item_results
     }

@@ -62,6 +62,10 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     # Results first: they need no statistic, so a bug in one still leaves every answer in results.jsonl.
     store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged), _labels(prepared), judges)
     typed, summary, gold, metrics = _summarize(ctx, prepared, judged)
+    posteriors = _posteriors(summary)
+    if posteriors:  # the ensemble's posterior per item (Dawid-Skene), a statistic: added once it exists
+        store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged),
+                            _labels(prepared, posteriors), judges)
     judge_stats = summaries.judge_metrics(judgments)
     metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
     metrics.update(run_list_cost(cfg.judge, judgments, judged.by_member))
@@ -135,10 +139,23 @@ def _drilldown(ctx: RunContext, prepared: Prepared, judged: Judged, typed: Recor
                            judges)
 
 
-def _labels(prepared: Prepared) -> dict[str, dict]:
-    """Item id -> its gold label and human score, for the items that have either."""
-    return {r.id: {"gold": r.gold, "human_score": r.human_score} for r in prepared.refs
-            if r.gold is not None or r.human_score is not None}
+def _labels(prepared: Prepared, posteriors: Mapping[str, Any] | None = None) -> dict[str, dict]:
+    """Item id -> its gold label and human score, for the items that have either, and its ``posterior`` (label -> p,
+    the ensemble's) for the items that have one."""
+    labels: dict[str, dict] = {r.id: {"gold": r.gold, "human_score": r.human_score} for r in prepared.refs
+                               if r.gold is not None or r.human_score is not None}
+    for item, posterior in (posteriors or {}).items():
+        labels.setdefault(item, {})["posterior"] = posterior
+    return labels
+
+
+def _posteriors(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """Item id -> the posterior its aggregation gave (``aggregated_results.<id>.details.posterior``), if any."""
+    aggregated = summary.get("aggregated_results")
+    if not isinstance(aggregated, Mapping):  # a pointwise report has none
+        return {}
+    return {item: entry["details"]["posterior"] for item, entry in aggregated.items()
+            if "posterior" in entry.get("details", {})}
 
 
 def _summarize(ctx: RunContext, prepared: Prepared, judged: Judged

@@ -9,6 +9,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from runner.outputs import results
+from runner.stats.dawid_skene import dawid_skene
 from tests.integration.test_launchers import Rendezvous
 
 COMBINES = ("majority_vote", "weighted", "mean", "median", "dawid_skene")
@@ -137,3 +138,38 @@ def test_pointwise_ensemble_scores_each_reply_with_the_mean_of_its_members(run_c
     metrics = json.loads((result.run_dir / "metrics.json").read_text())
     assert metrics["score/mean"] == 7.0 and metrics["member/a/score/mean"] == 8.0
     assert metrics["member/b/judge/calls"] == metrics["member/a/judge/calls"] == len(summary["detailed_results"])
+
+
+def test_dawid_skene_posteriors_per_item_in_results_summary_and_report(run_cli):
+    result = run_cli("judge=ensemble", "+aggregation@judge.combine=dawid_skene", "dataset=llmbar_natural")
+    assert result.proc.returncode == 0, result.output
+    aggregated = result.summary()["aggregated_results"]
+    rows = [json.loads(line) for line in (result.run_dir / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 400 and len(aggregated) == 100
+    # recomputed from the rows alone: each member/order is an annotator, its vote the output it preferred
+    votes: dict[str, dict[str, str | None]] = {}
+    for r in rows:
+        vote = r["winner"] if r["status"] == "scored" else None
+        votes.setdefault(f"{r['judge']}/{r['order']}", {})[r["item_id"]] = vote
+    fit = dawid_skene(votes)
+    assert any(0.05 < p["output_1"] < 0.95 for p in fit["posteriors"].values())  # not all certain: a real check
+    for item, entry in aggregated.items():
+        posterior = entry["details"]["posterior"]
+        assert posterior == pytest.approx(fit["posteriors"][item], abs=1e-6), item
+        assert entry["final_verdict"] == max(posterior, key=posterior.get)
+        # every row of the item carries the same posterior in results.jsonl
+        assert all(r["posterior"] == posterior for r in rows if r["item_id"] == item)
+    # the report's drill-down says it per item, ours first
+    html = (result.run_dir / "report.html").read_text()
+    shown = [item for item in aggregated if f'data-id="{item}"' in html]
+    assert shown
+    p = aggregated[shown[0]]["details"]["posterior"]
+    assert f"posterior: output_1 {p['output_1']:.2f}, output_2 {p['output_2']:.2f}" in html
+
+
+def test_a_single_judge_run_writes_no_posterior(run_cli):
+    result = run_cli("judge=replay_gpt4", "dataset=llmbar_natural", "max_items=5")
+    assert result.proc.returncode == 0, result.output
+    assert all("details" not in entry for entry in result.summary()["aggregated_results"].values())
+    rows = [json.loads(line) for line in (result.run_dir / "results.jsonl").read_text().splitlines()]
+    assert rows and all("posterior" not in r for r in rows)

@@ -15,7 +15,7 @@ from typing import cast
 from runner.core.types import TIE, ItemResult
 from runner.judging.aggregations.records import MAJORITY, NO_CONSENSUS, UNANIMOUS, EnsembleItem, EnsembleResult
 from runner.judging.aggregations.registry import BOTH, ENSEMBLE_ONLY, REGISTRY, Kind
-from runner.stats.dawid_skene import dawid_skene
+from runner.stats.dawid_skene import dawid_skene, param_problems
 from runner.stats.votes import Votes, cast_votes, item_keys
 
 
@@ -81,13 +81,13 @@ def weighted_mean(values: Sequence[float], weights: Sequence[float]) -> float | 
     return sum(w * v for v, w in zip(values, weights, strict=True)) / total if total > 0 else None
 
 
-@REGISTRY.register("dawid_skene", Kind.label, ENSEMBLE_ONLY, min_voters=3, whole_table=True)
+@REGISTRY.register("dawid_skene", Kind.label, ENSEMBLE_ONLY, min_voters=3, whole_table=True, check=param_problems)
 def dawid_skene_vote(
     votes: Votes,
     labels: Sequence[Hashable] | None = None,
-    max_iter: int = 100,
+    max_iter: int = 1000,
     tol: float = 1e-6,
-    smoothing: float = 1.0,
+    smoothing: float = 0.0,
 ) -> EnsembleResult:
     """Strict majority of the Dawid-Skene posterior (EM over every item's votes, no gold labels needed).
 

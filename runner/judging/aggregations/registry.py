@@ -95,6 +95,8 @@ class AggregationSpec:
         weighted: It takes ``weights``, one per vote: an ensemble fills them from member -> weight.
         min_voters: The fewest voters (an ensemble's annotators) it is offered for; Dawid-Skene needs three.
         whole_table: It sees every item's votes at once instead of one item's.
+        check: Given config's parameters, what is wrong with their values (parameter -> why; empty: nothing), so a
+            bad value fails at start-up naming its key instead of inside the run.
     """
 
     name: str
@@ -104,6 +106,7 @@ class AggregationSpec:
     weighted: bool = False
     min_voters: int = 1
     whole_table: bool = False
+    check: Callable[..., Mapping[str, str]] | None = None
 
     @property
     def title(self) -> str:
@@ -133,7 +136,8 @@ class AggregationSpec:
             key: The config key that chose the aggregation (``aggregation``, ``judge.combine``).
 
         Raises:
-            ParamsError: naming ``<key>.params.<name>``: a parameter it does not take, or one it needs.
+            ParamsError: naming ``<key>.params.<name>``: a parameter it does not take, one it needs, or a value
+                its ``check`` rejects.
         """
         sig = inspect.signature(self.fn)
         free = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
@@ -148,6 +152,10 @@ class AggregationSpec:
                       if p.default is p.empty and p.kind not in _FREE and p.name not in params]
             where = f"{key}.params.{needed[0]}" if needed else f"{key}.params"
             raise ParamsError(f"{where}: {self.title}: parameters {dict(params)!r} do not fit {sig}: {exc}") from None
+        problems = self.check(**params) if self.check is not None else {}
+        if problems:
+            name, why = next(iter(problems.items()))
+            raise ParamsError(f"{key}.params.{name}: {self.title}: {name} {why}")
 
 
 def _check_spec(spec: AggregationSpec) -> None:
@@ -173,11 +181,12 @@ class AggregationRegistry:
         self._specs: dict[tuple[str, Kind], AggregationSpec] = {}
 
     def register(self, name: str, kind: Kind, uses: Iterable[Use] = BOTH, *, weighted: bool = False,
-                 min_voters: int = 1, whole_table: bool = False) -> Callable[[F], F]:
+                 min_voters: int = 1, whole_table: bool = False,
+                 check: Callable[..., Mapping[str, str]] | None = None) -> Callable[[F], F]:
         """Decorator that registers a pure function as the aggregation ``name`` of ``kind`` (see AggregationSpec)."""
 
         def decorate(fn: F) -> F:
-            spec = AggregationSpec(name, kind, frozenset(uses), fn, weighted, min_voters, whole_table)
+            spec = AggregationSpec(name, kind, frozenset(uses), fn, weighted, min_voters, whole_table, check)
             _check_spec(spec)
             if (name, kind) in self._specs:
                 raise ValueError(f"{spec.title} is registered twice")

@@ -4,7 +4,7 @@ its aggregations and members."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from runner.inputs.datasets import ItemRef
@@ -122,5 +122,15 @@ def item_outcomes(rep: PairwiseReport, refs: Sequence[ItemRef]) -> dict[str, Ite
             out[ref.id] = ItemOutcome("no valid vote", frozenset({"unscored"}), ("no call gave a readable verdict",))
             continue
         wrong = ref.gold is not None and agg.final_verdict != ref.gold
-        out[ref.id] = ItemOutcome(f"{agg.final_verdict} ({agg.confidence})", frozenset({"wrong"} if wrong else ()))
+        order = rep.summary.final_verdict_distribution  # ours, baseline, tie
+        notes = () if agg.posterior is None else (posterior_line(agg.posterior, order),)
+        out[ref.id] = ItemOutcome(f"{agg.final_verdict} ({agg.confidence})", frozenset({"wrong"} if wrong else ()),
+                                  notes)
     return out
+
+
+def posterior_line(posterior: Mapping[str, float], order: Iterable[str] = ()) -> str:
+    """``posterior: ours 0.93, baseline 0.05, tie 0.02``: the labels in ``order`` (ours, baseline, tie) first."""
+    first = [label for label in order if label in posterior]
+    labels = [*first, *(label for label in posterior if label not in first)]
+    return "posterior: " + ", ".join(f"{label} {posterior[label]:.2f}" for label in labels)

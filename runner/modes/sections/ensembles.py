@@ -35,11 +35,14 @@ class MemberAgreement(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class VersusGold(Record):
+    """One member's (or the ensemble's) verdicts against gold; ``accuracy_ties_half``: a tie counts half right."""
+
     n: int
     unscored: int
     accuracy: float | None
     accuracy_all: float | None
     cohen_kappa: float | None
+    accuracy_ties_half: float | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,6 +53,7 @@ class VersusMembers(Record):
     members: Mapping[str, VersusGold]
     ensemble: VersusGold
     ensemble_minus_best_member: float | None
+    ensemble_minus_best_member_ties_half: float | None = optional()  # members' and ensemble's ties half right
 
 
 @dataclass(frozen=True, kw_only=True)

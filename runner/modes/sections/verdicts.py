@@ -34,12 +34,19 @@ class VerdictSummary(Record):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class AggregatedResult(Record):
-    """One item of ``aggregated_results``: its valid votes, their counts, the final verdict and its confidence."""
+    """One item of ``aggregated_results``: its valid votes, their counts, the final verdict and its confidence;
+    ``details``, what the aggregation adds (an ensemble's ``num_votes``; Dawid-Skene's ``posterior``: label -> p)."""
 
     verdicts: tuple[str, ...]
     verdict_counts: Mapping[str, int]
     final_verdict: str | None  # None: no valid vote (a failure, not a tie)
     confidence: str | None
+    details: Mapping[str, Any] | None = optional()
+
+    @property
+    def posterior(self) -> Mapping[str, float] | None:
+        """Label -> the probability the aggregation gives it (Dawid-Skene's posterior), None without one."""
+        return None if self.details is None else self.details.get("posterior")
 
 
 @dataclass(frozen=True, kw_only=True)
