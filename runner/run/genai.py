@@ -83,8 +83,8 @@ def write_traces(job: TraceJob, finished: Callable[[], bool], poll_s: float = PO
     A failed call's line is held back to the end: a later line for the same judgment (a resumed run's retry)
     replaces it.
     """
-    for name, source, sha in job.prompts:
-        tracking.register_prompt(job.tracking, job.run_id, name, source, sha)
+    for name, template, sha in job.prompts:
+        tracking.register_prompt(job.tracking, job.run_id, name, template, sha)
     tracking.log_dataset(job.tracking, job.run_id, *job.dataset)
     writer = tracking.TraceWriter(job.tracking, job.run_id, time.time_ns())
     stores = [MessageStore(s.messages, read_only=True) for s in job.sources]
@@ -161,6 +161,7 @@ class TraceLogging:
         self._thread: threading.Thread | None = None
         self._results: Any = None
         self._thread_result: tuple = ()
+        self._done: Any = None  # a multiprocessing or a threading Event
         if run_id is None or not ctx.cfg.tracking.traces:
             return
         self._where = ctx.run_dir
