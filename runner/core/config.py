@@ -13,7 +13,16 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from runner.core.choices import CacheMode, OnBadRow, OrderPolicy, PromptMode, Strategy, StructuredOutput, UnscoredAs
+from runner.core.choices import (
+    CacheMode,
+    OnBadRow,
+    OrderPolicy,
+    PromptMode,
+    ProportionInterval,
+    Strategy,
+    StructuredOutput,
+    UnscoredAs,
+)
 
 
 @dataclass
@@ -222,6 +231,7 @@ class MetricsConfig:
     unscored_as: UnscoredAs = UnscoredAs.wrong
     ci_level: float = 0.95
     ci_resamples: int = 1000
+    proportion_ci: ProportionInterval = ProportionInterval.wilson  # accuracy, agreement and pass rates
 
 
 @dataclass
