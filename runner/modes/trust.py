@@ -165,4 +165,7 @@ def bias_lines(report: BiasReport | Mapping[str, Any]) -> list[str]:
     own = b.self_preference
     if own:
         line += f"; own family ({own.own_system}) wins {pct(own.own_win_rate)}"
+    if pos.sign_test_p is not None:
+        line += (f"; flipped pairs toward first/second {pos.inconsistent_toward_first}/"
+                 f"{pos.inconsistent_toward_second} (sign test p={pos.sign_test_p:.2g})")
     return [line]

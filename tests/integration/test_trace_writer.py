@@ -75,7 +75,8 @@ def test_traces_follow_the_journal_and_a_retry_replaces_a_failure(tmp_path, empt
         _append(journal, _lines(_row("a", sha=sha), _row("b", failed=True)) + c[:40])  # c still being written
         seen = _wait_for(1, cfg, run_id)
         assert set(seen) == {"a"}  # while the run goes on; the failure is held back, the torn line not read
-        assert json.loads(seen["a"].data.request)["messages"] == [{"role": "user", "content": "Which output is better?"}]
+        request = json.loads(seen["a"].data.request)
+        assert request["messages"] == [{"role": "user", "content": "Which output is better?"}]
         _append(journal, c[40:] + "\n" + _lines(_row("b")))  # c's line ends, then a resume's retry of b succeeds
     finally:
         finished.set()
