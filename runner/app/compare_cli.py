@@ -35,17 +35,18 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line of ``judgesweep-compare``."""
     parser = argparse.ArgumentParser(
         prog="judgesweep-compare",
-        description="Paired comparison of judgesweep runs on the same items: per pair of runs the difference "
-                    "B - A with a paired bootstrap CI, McNemar (correct/incorrect) or Wilcoxon signed-rank "
-                    "(scores), and Holm-corrected p-values over all pairs.")
+        description="Paired comparison of judgesweep runs on the same items, the item as the unit (its orders and "
+                    "repeats averaged): per pair of runs the difference B - A, McNemar's exact test (0/1 "
+                    "correctness per item) or a sign-flip permutation test, a CI that inverts the test, and "
+                    "Holm-corrected p-values over all pairs.")
     parser.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="MLflow run ids to compare (two or more)")
     parser.add_argument("--sweep", metavar="DIR", help="compare every job of this Hydra multirun directory")
     parser.add_argument("--tracking-uri", metavar="URI",
                         help="MLflow store (default: sqlite:///<cwd>/outputs/mlflow.db, as conf/tracking/sqlite.yaml)")
     parser.add_argument("--experiment", default="judgesweep", help="experiment the comparison run is logged to")
-    parser.add_argument("--level", type=float, default=0.95, help="confidence level of the bootstrap CIs")
-    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples per pair")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    parser.add_argument("--level", type=float, default=0.95, help="confidence level of the differences' CIs")
+    parser.add_argument("--resamples", type=int, default=2000, help="sign-flip draws of each permutation test")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the draws")
     parser.add_argument("--json", type=Path, metavar="OUT.json", help="also write the comparison as JSON here")
     parser.add_argument("--no-log", action="store_true", help="do not log the comparison to MLflow")
     return parser
@@ -137,8 +138,8 @@ def log_comparison(cfg: TrackingConfig, comparison: dict[str, Any]) -> str:
 
 def render_table(comparison: dict[str, Any], console: Console) -> None:
     """Print one row per pair: A, B, n, metric A, metric B, diff [CI], test, p, p Holm."""
-    title = (f"{comparison['metric']} on {comparison['dataset']}: B - A with {comparison['level']:.0%} paired "
-             f"bootstrap CI, Holm over {comparison['n_pairs']} pairs")
+    title = (f"{comparison['metric']} on {comparison['dataset']}, per item: B - A with a {comparison['level']:.0%} CI "
+             f"that inverts the test, Holm over {comparison['n_pairs']} pairs")
     table = Table(title=title, title_justify="left")
     for name in ("A", "B", "n", "metric A", "metric B", "diff [CI]", "test", "p", "p Holm"):
         table.add_column(name, justify="left" if name in ("A", "B", "test") else "right")
@@ -174,9 +175,7 @@ def _difference(pair: dict[str, Any]) -> str:
 
 
 def _test_name(pair: dict[str, Any]) -> str:
-    if pair["test"] == "mcnemar":
-        return "McNemar exact" if pair["test_details"]["exact"] else "McNemar chi2"
-    return "Wilcoxon"
+    return "McNemar exact" if pair["test"] == "mcnemar_exact" else "sign-flip permutation"
 
 
 def _p(value: float | None) -> str:

@@ -55,6 +55,13 @@ class StructuredOutput(str, Enum):
     json_object = "json_object"  # OpenAI's JSON mode: any JSON object, no schema (servers without json_schema)
 
 
+class ProportionInterval(str, Enum):
+    """How a proportion's interval is computed (runner.stats.proportions)."""
+
+    wilson = "wilson"  # Wilson's score interval: the default, close to nominal coverage at any n
+    clopper_pearson = "clopper_pearson"  # exact (conservative)
+
+
 class UnscoredAs(str, Enum):
     """How agreement metrics count a verdict that could not be read (it is never a vote either way)."""
 

@@ -20,6 +20,7 @@ from runner.core.choices import (
     OrderPolicy,
     PairError,
     PromptMode,
+    ProportionInterval,
     Strategy,
     StructuredOutput,
     UnscoredAs,
@@ -247,6 +248,7 @@ class MetricsConfig:
     unscored_as: UnscoredAs = UnscoredAs.wrong
     ci_level: float = 0.95
     ci_resamples: int = 1000
+    proportion_ci: ProportionInterval = ProportionInterval.wilson  # accuracy, agreement and pass rates
 
 
 @dataclass

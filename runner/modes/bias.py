@@ -77,6 +77,11 @@ _SLOT = {Order.AB: 0, Order.BA: 1}
 def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
     """How much the slot a candidate is shown in decides the verdict.
 
+    The pair (an item and repeat judged in both orders) is the unit of the test: in each order a verdict leans
+    toward the slot it names (A: first, B: second, a tie: neither), so a pair whose two verdicts name the same
+    winner leans nowhere, (A, A) twice toward the first slot, (A, tie) or (tie, A) once, and so on. The paired sign
+    test asks whether the pairs that lean lean one way more than the other (exact binomial test against 0.5).
+
     Args:
         finals: Final pairwise judgments (one per ``(item, repeat, order)``; see ``final_judgments``).
 
@@ -85,9 +90,12 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
         ``consistent``: those where both orders were scored and named the same winner (an unreadable
         verdict does not survive the swap, as in ``report.gold_metrics``); ``consistency_rate``;
         ``first_position_rate`` / ``second_position_rate``: share of decisive verdicts whose label is
-        A / B, over ``n_decisive``; ``binomial_p``: two-sided exact binomial test of the A count
-        against 0.5; ``inconsistent_toward_first`` / ``_second``: pairs that changed winner with the
-        swap because the judge picked the first-shown (A, A) / second-shown (B, B) side both times.
+        A / B, over ``n_decisive``; ``binomial_p``: the exact binomial test of the A count against 0.5 with every
+        verdict a unit (orders of one item counted as independent: descriptive only); ``sign_test_p``: the paired
+        sign test above; ``inconsistent_toward_first`` / ``_second``: inconsistent pairs leaning toward the
+        first / second slot (``(A, A)``, ``(A, tie)``, ``(tie, A)`` / ``(B, B)``, ``(B, tie)``, ``(tie, B)``);
+        ``inconsistent_unscored``: inconsistent because an order has no verdict; ``inconsistent_by_type``: each
+        type's count, keyed ``"<AB order's label>,<BA order's label>"`` (``-`` for no verdict).
     """
     from scipy import stats as scipy_stats
 
@@ -106,9 +114,21 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
     both = [(ab, ba) for ab, ba in pairs.values() if ab is not _UNSEEN and ba is not _UNSEEN]
     del pairs
     consistent = sum(ab is not None and ba is not None and ab[1] == ba[1] for ab, ba in both)
-    # With both labels equal the winners necessarily differ (A is ours in one order, baseline in the other).
-    labels = [(ab[0] if ab else None, ba[0] if ba else None) for ab, ba in both]
-    same_slot = [a for a, b in labels if a == b and a in (FIRST, SECOND)]
+    types: dict[str, int] = {}
+    toward = {1: 0, -1: 0}
+    unscored = 0
+    for ab, ba in both:
+        if ab is not None and ba is not None and ab[1] == ba[1]:
+            continue
+        key = f"{ab[0] if ab else '-'},{ba[0] if ba else '-'}"
+        types[key] = types.get(key, 0) + 1
+        if ab is None or ba is None:
+            unscored += 1
+            continue
+        lean = _lean(ab[0]) + _lean(ba[0])
+        if lean:
+            toward[1 if lean > 0 else -1] += 1
+    leaning = toward[1] + toward[-1]
     return {
         "pairs_both_orders": len(both),
         "consistent": consistent,
@@ -117,9 +137,17 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
         "second_position_rate": _rate(n_decisive - n_first, n_decisive),
         "n_decisive": n_decisive,
         "binomial_p": float(scipy_stats.binomtest(n_first, n_decisive, 0.5).pvalue) if n_decisive else None,
-        "inconsistent_toward_first": same_slot.count(FIRST),
-        "inconsistent_toward_second": same_slot.count(SECOND),
+        "inconsistent_toward_first": toward[1],
+        "inconsistent_toward_second": toward[-1],
+        "sign_test_p": float(scipy_stats.binomtest(toward[1], leaning, 0.5).pvalue) if leaning else None,
+        "inconsistent_unscored": unscored,
+        "inconsistent_by_type": dict(sorted(types.items())),
     }
+
+
+def _lean(label: str | None) -> int:
+    """+1 for a verdict naming the first slot, -1 the second, 0 a tie (or a label that names neither)."""
+    return 1 if label == FIRST else -1 if label == SECOND else 0
 
 
 def length_bias(
@@ -209,8 +237,12 @@ def bias_metrics(report: BiasReport | Mapping[str, Any]) -> dict[str, float]:
     pos, length, own = b.position, b.length, b.self_preference
     raw = {"bias/position_consistency": pos.consistency_rate, "bias/first_position_rate": pos.first_position_rate,
            "bias/second_position_rate": pos.second_position_rate, "bias/first_position_p": pos.binomial_p,
+           "bias/position_sign_test_p": pos.sign_test_p,
            "bias/longer_wins_rate": length.longer_wins_rate, "bias/longer_is_gold_rate": length.longer_is_gold_rate,
            "bias/length_excess": length.excess}
+    if pos.pairs_both_orders:  # counts of flipped pairs, measured only where both orders were judged
+        raw.update({"bias/inconsistent_toward_first": pos.inconsistent_toward_first,
+                    "bias/inconsistent_toward_second": pos.inconsistent_toward_second})
     if own is not None:
         raw.update({"bias/self_own_win_rate": own.own_win_rate, "bias/self_excess_error": own.excess_error})
     return {k: float(v) for k, v in raw.items() if v is not None}

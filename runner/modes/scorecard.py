@@ -18,7 +18,7 @@ from runner.inputs.datasets import ItemRef
 from runner.judging.scoring import OVERALL_DECIMALS, SCORE_AGGREGATIONS, Scoring
 from runner.modes.sections import PointwiseReport, PointwiseSummary, ScoreSection
 from runner.modes.summary import sanitize
-from runner.stats import agreement, uncertainty
+from runner.stats import agreement, proportions, uncertainty
 from runner.stats import scores as stats
 
 SCORED, UNSCORED, ERROR, NOT_GENERATED = "scored", "unscored", "error", "not_generated"
@@ -177,7 +177,7 @@ def build_report(items: Sequence[ItemScore], scoring: Scoring, repeats: int, con
                                                              resamples, seed)
     judged = [float(bool(i.passed)) for i in scored if i.passed is not None]
     if judged:
-        summary["pass_rate_ci"] = uncertainty.bootstrap_ci(judged, "mean", level, resamples, seed)
+        summary["pass_rate_ci"] = proportions.proportion_ci(judged, None, level)  # Wilson over items
     summary.update({
         "pass_threshold": scoring.pass_threshold,
         "scale": [scoring.low, scoring.high],

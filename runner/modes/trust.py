@@ -1,5 +1,6 @@
 """How far to trust a pairwise run: agreement with gold labels, the win rate with ties and its
-uncertainty, each headline number with a seeded bootstrap confidence interval.
+uncertainty, each headline number with a confidence interval over items (a seeded bootstrap that resamples
+items, or a proportion's Wilson / Clopper-Pearson interval on the items' effective number).
 
 Computed from the same final judgments the summary uses (a synthesis round replaces the first round).
 An unscored verdict is never a vote; for agreement it counts as wrong (``metrics.unscored_as: wrong``)
@@ -20,7 +21,7 @@ from runner.core.types import TIE, ItemResult, Judgment, Status
 from runner.inputs.datasets import ItemRef
 from runner.judging.aggregation import final_judgments
 from runner.modes.sections import BiasReport, Interval, TrustSection
-from runner.stats import agreement, coefficients, inter_rater, uncertainty
+from runner.stats import agreement, clusters, coefficients, inter_rater, proportions, uncertainty
 
 
 def bootstrap_settings(cfg: MetricsConfig, seed: int) -> dict[str, Any]:
@@ -49,26 +50,33 @@ def win_rate(results: Sequence[ItemResult], ours: str, baseline: str, cfg: Metri
 def gold_agreement(refs: Sequence[ItemRef], judgments: Sequence[Judgment], cfg: MetricsConfig, seed: int
                    ) -> dict[str, Any] | None:
     """Agreement of every final judgment with the item's gold label (accuracy, Cohen's kappa, macro-F1,
-    Krippendorff's alpha, confusion matrix) with bootstrap CIs on accuracy and kappa; None without gold."""
+    Krippendorff's alpha, confusion matrix) with CIs on accuracy and kappa over items; None without gold."""
     gold = {r.id: r.gold for r in refs if r.gold is not None}
-    rows = [(j.winner if j.status is Status.SCORED else None, gold[j.item_id])
-            for j in final_judgments(judgments) if j.item_id in gold]
-    return label_rows_agreement(rows, cfg, seed) if rows else None
+    finals = [j for j in final_judgments(judgments) if j.item_id in gold]
+    rows = [(j.winner if j.status is Status.SCORED else None, gold[j.item_id]) for j in finals]
+    return label_rows_agreement(rows, cfg, seed, [j.item_id for j in finals]) if rows else None
 
 
-def label_rows_agreement(rows: Sequence[tuple[str | None, str]], cfg: MetricsConfig, seed: int) -> dict[str, Any]:
-    """Agreement of (predicted or None, gold) rows: accuracy, kappa, macro-F1, alpha, confusion, bootstrap CIs."""
+def label_rows_agreement(rows: Sequence[tuple[str | None, str]], cfg: MetricsConfig, seed: int,
+                         items: Sequence[str] | None = None) -> dict[str, Any]:
+    """Agreement of (predicted or None, gold) rows: accuracy, kappa, macro-F1, alpha, confusion, and CIs.
+
+    The item is the unit: ``items`` names each row's item (its orders and repeats are several rows), and the
+    accuracy's interval (Wilson or Clopper-Pearson, ``cfg.proportion_ci``) counts the items' effective number,
+    kappa's resamples whole items (runner.stats.clusters). None: one row per item.
+    """
     if cfg.unscored_as is UnscoredAs.tie:
         rows = [(TIE if pred is None else pred, g) for pred, g in rows]
     # macro-F1 over the labels that occur (gold or predicted): a tie nobody gave or expected is not a class
     out = agreement.label_agreement([p for p, _ in rows], [g for _, g in rows])
     out["unscored_as"] = cfg.unscored_as.value
     correct = [float(p == g) for p, g in rows]  # unscored (None) is wrong here, as in accuracy_all
-    out["accuracy_all_ci"] = uncertainty.bootstrap_ci(correct, "mean", cfg.ci_level, cfg.ci_resamples, seed)
-    scored = [(p, g) for p, g in rows if p is not None]
-    columns, n_labels = coefficients.label_codes([p for p, _ in scored], [g for _, g in scored])
-    out["cohen_kappa_ci"] = uncertainty.bootstrap_metric_ci(
-        columns, functools.partial(coefficients.nominal_kappa, n_labels=n_labels), cfg.ci_level, cfg.ci_resamples, seed)
+    out["accuracy_all_ci"] = proportions.proportion_ci(correct, items, cfg.ci_level, cfg.proportion_ci.value)
+    scored = [(p, g, item) for (p, g), item in zip(rows, items or range(len(rows)), strict=True) if p is not None]
+    columns, n_labels = coefficients.label_codes([p for p, _, _ in scored], [g for _, g, _ in scored])
+    out["cohen_kappa_ci"] = clusters.cluster_bootstrap_ci(
+        columns, [item for _, _, item in scored], functools.partial(clusters.weighted_kappa, n_labels=n_labels),
+        cfg.ci_level, cfg.ci_resamples, seed)
     return out
 
 
@@ -157,4 +165,7 @@ def bias_lines(report: BiasReport | Mapping[str, Any]) -> list[str]:
     own = b.self_preference
     if own:
         line += f"; own family ({own.own_system}) wins {pct(own.own_win_rate)}"
+    if pos.sign_test_p is not None:
+        line += (f"; flipped pairs toward first/second {pos.inconsistent_toward_first}/"
+                 f"{pos.inconsistent_toward_second} (sign test p={pos.sign_test_p:.2g})")
     return [line]

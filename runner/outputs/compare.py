@@ -4,10 +4,11 @@ Pure functions over the rows of runs' ``results.jsonl`` (no MLflow here: :mod:`r
 the rows through :mod:`runner.outputs.tracking`). Each run becomes a map from a pairing key to an outcome
 (:mod:`runner.outputs.compare_outcomes`).
 
-Two runs are paired on the keys both have. Per pair: both metrics, the difference ``B - A`` with a paired
-bootstrap CI, McNemar's test for correctness or the Wilcoxon signed-rank test for scores, and the
-Holm-adjusted p-value over all pairs of the comparison. The statistics come from :mod:`runner.stats.uncertainty`
-and :mod:`runner.stats.significance`.
+Two runs are paired on the items both have: the item is the unit (an item's orders and repeats are averaged
+first, :mod:`runner.outputs.compare_outcomes`). Per pair: both metrics, the difference ``B - A`` with an interval
+that agrees with the test (McNemar's exact test when every item's correctness is 0 or 1 in both runs, else a
+paired sign-flip permutation test; :mod:`runner.stats.paired`), and the Holm-adjusted p-value over all pairs of
+the comparison (:mod:`runner.stats.significance`).
 """
 
 from __future__ import annotations
@@ -26,14 +27,15 @@ from runner.outputs.compare_outcomes import (
     RunResults,
     outcomes,
 )
-from runner.stats import coefficients, inter_rater, significance, uncertainty
+from runner.stats import coefficients, inter_rater, paired, significance
 
 __all__ = ["CHOICE_ORDER", "IGNORED_CHOICES", "METRICS", "TESTS", "UNITS", "check_comparable", "compare_pair",
            "compare_runs", "run_labels"]
 
 METRICS = {CORRECT: "accuracy", WIN_SCORE: "win rate (ties half)", SCORE: "mean score"}
-TESTS = {CORRECT: "mcnemar", WIN_SCORE: "wilcoxon", SCORE: "wilcoxon"}
-UNITS = {CORRECT: "judgment (item_id, repeat, order)", WIN_SCORE: "item", SCORE: "item"}
+TESTS = {CORRECT: "mcnemar_exact (0/1 per item) or sign_flip_permutation", WIN_SCORE: "sign_flip_permutation",
+         SCORE: "sign_flip_permutation"}
+UNITS = {CORRECT: "item", WIN_SCORE: "item", SCORE: "item"}
 
 # The order in which choices appear in run labels; choices not listed follow alphabetically.
 CHOICE_ORDER = ("generator", "judge", "prompt", "rubric", "aggregation", "dataset")
@@ -47,9 +49,9 @@ def compare_pair(a: Outcomes, b: Outcomes, level: float = 0.95, resamples: int =
     Args:
         a: The baseline run's outcomes.
         b: The contender's outcomes (the difference is ``b - a``).
-        level: Confidence level of the paired bootstrap interval.
-        resamples: Bootstrap resamples.
-        seed: Seed of the bootstrap.
+        level: Confidence level of the difference's interval.
+        resamples: Sign-flip draws of the permutation test (when it is the test).
+        seed: Seed of the draws.
 
     Returns:
         ``n`` (paired keys), ``dropped_a``/``dropped_b`` (keys only one run has), ``metric_a``,
@@ -64,11 +66,7 @@ def compare_pair(a: Outcomes, b: Outcomes, level: float = 0.95, resamples: int =
         raise ComparisonError(f"cannot pair a {METRICS[a.kind]} run with a {METRICS[b.kind]} run")
     keys = sorted(set(a.values) & set(b.values), key=repr)
     xa, xb = [a.values[k] for k in keys], [b.values[k] for k in keys]
-    diff = uncertainty.paired_difference(xa, xb, level=level, resamples=resamples, seed=seed)
-    if a.kind == CORRECT:
-        test = significance.mcnemar_test([x == 1.0 for x in xa], [x == 1.0 for x in xb])
-    else:
-        test = significance.wilcoxon_test(xa, xb)
+    diff = paired.paired_items(xa, xb, level=level, resamples=resamples, seed=seed)
     result = {
         "n": len(keys),
         "dropped_a": len(a.values) - len(keys),
@@ -79,10 +77,10 @@ def compare_pair(a: Outcomes, b: Outcomes, level: float = 0.95, resamples: int =
         "ci_low": diff["low"],
         "ci_high": diff["high"],
         "ci_method": diff["method"],
-        "test": TESTS[a.kind],
-        "statistic": test["statistic"],
-        "p_value": test["p_value"],
-        "test_details": test,
+        "test": diff["test"],
+        "statistic": diff["statistic"],
+        "p_value": diff["p_value"],
+        "test_details": diff["details"],
     }
     if a.verdicts or b.verdicts:
         result.update(_verdict_agreement(a.verdicts, b.verdicts))

@@ -1,8 +1,8 @@
 """A judge run's ``results.jsonl`` rows reduced to one outcome per pairing key (the input of
 :mod:`runner.outputs.compare`):
 
-- pairwise with gold: per final judgment ``(item_id, repeat, order)``, 1.0 when the winner is the gold
-  label and 0.0 otherwise (unscored and errored judgments count as wrong, as in the run's own summary);
+- pairwise with gold: per item, the share of its final judgments (its orders and repeats) whose winner is the
+  gold label (unscored and errored judgments count as wrong, as in the run's own summary): the item is the unit;
 - pairwise without gold: per item, the score of ``ours`` (win 1, tie 0.5, loss 0) averaged over the item's
   scored judgments;
 - pointwise: per item, the mean overall score of its scored judgments.
@@ -96,11 +96,12 @@ def outcomes(run: RunResults) -> Outcomes:
     final = final_rows(run.rows)
     pairwise = any(key[2] is not None for key in final)
     verdicts = {k: r["winner"] for k, r in final.items() if pairwise and _scored(r) and r.get("winner")}
-    if pairwise and any(r.get("gold") is not None for r in final.values()):
-        values = {k: float(_scored(r) and r.get("winner") == r["gold"]) for k, r in final.items()
-                  if r.get("gold") is not None}
-        return Outcomes(CORRECT, values, verdicts)
     per_item: dict[Key, list[float]] = {}
+    if pairwise and any(r.get("gold") is not None for r in final.values()):
+        for (item_id, _, _), row in final.items():
+            if row.get("gold") is not None:
+                per_item.setdefault((item_id,), []).append(float(_scored(row) and row.get("winner") == row["gold"]))
+        return Outcomes(CORRECT, {key: sum(v) / len(v) for key, v in per_item.items()}, verdicts)
     for (item_id, _, _), row in final.items():
         value = _win_score(row, run) if pairwise else row.get("score")
         if _scored(row) and value is not None:

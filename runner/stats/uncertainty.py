@@ -62,7 +62,7 @@ def bootstrap_ci(
     Raises:
         ValueError: If ``statistic`` is an unknown name, ``level`` is outside (0, 1) or ``resamples`` < 1.
     """
-    _check_settings(level, resamples)
+    check_settings(level, resamples)
     func: Callable[..., Any]
     if isinstance(statistic, str):
         func, vectorized = _named_statistic(statistic), True
@@ -120,7 +120,7 @@ def bootstrap_metric_ci(
     Raises:
         ValueError: If ``level`` is outside (0, 1), ``resamples`` < 1 or the columns differ in length.
     """
-    _check_settings(level, resamples)
+    check_settings(level, resamples)
     arrays = [np.asarray(column) for column in columns]
     n = len(arrays[0]) if arrays else 0
     if any(len(a) != n for a in arrays):
@@ -223,7 +223,7 @@ def _named_statistic(name: str) -> Callable[..., Any]:
         raise ValueError(f"unknown statistic {name!r}; known: {sorted(_NAMED_STATISTICS)}") from None
 
 
-def _check_settings(level: float, resamples: int) -> None:
+def check_settings(level: float, resamples: int) -> None:
     """Raise ``ValueError`` on a confidence level outside (0, 1) or fewer than one resample."""
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")

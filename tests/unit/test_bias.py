@@ -91,7 +91,25 @@ def test_a_judge_that_always_says_a_is_never_consistent():
     assert pos["second_position_rate"] == 0.0
     assert pos["consistency_rate"] == 0.0
     assert pos["inconsistent_toward_first"] == 20 and pos["inconsistent_toward_second"] == 0
-    assert pos["binomial_p"] == pytest.approx(2 * 0.5**40)
+    assert pos["binomial_p"] == pytest.approx(2 * 0.5**40)  # 40 verdicts as if independent ...
+    assert pos["sign_test_p"] == pytest.approx(2 * 0.5**20)  # ... but 20 pairs: the paired sign test
+
+
+def test_every_inconsistency_type_is_counted_and_the_pair_is_the_unit_of_the_sign_test():
+    js = [judgment("aa", AB, "A"), judgment("aa", BA, "A"),  # toward first, twice
+          judgment("at", AB, "A"), judgment("at", BA, TIE),  # toward first, once
+          judgment("ta", AB, TIE), judgment("ta", BA, "A"),
+          judgment("bt", AB, "B"), judgment("bt", BA, TIE),  # toward second, once
+          judgment("tb", AB, TIE), judgment("tb", BA, "B"),
+          judgment("bb", AB, "B"), judgment("bb", BA, "B"),
+          judgment("au", AB, "A"), judgment("au", BA, None),  # no verdict in one order: no lean
+          judgment("ok", AB, "A"), judgment("ok", BA, "B")]  # consistent: ours both times
+    pos = report(js)["position"]
+    assert pos["inconsistent_by_type"] == {"A,-": 1, "A,A": 1, "A,tie": 1, "B,B": 1, "B,tie": 1, "tie,A": 1,
+                                           "tie,B": 1}
+    assert (pos["inconsistent_toward_first"], pos["inconsistent_toward_second"]) == (3, 3)
+    assert pos["inconsistent_unscored"] == 1
+    assert pos["sign_test_p"] == pytest.approx(scipy_stats.binomtest(3, 6, 0.5).pvalue)
 
 
 def test_length_preference_beyond_the_labels():
@@ -181,7 +199,8 @@ def test_no_judgments_gives_none_everywhere():
     assert out["position"] == {
         "pairs_both_orders": 0, "consistent": 0, "consistency_rate": None, "first_position_rate": None,
         "second_position_rate": None, "n_decisive": 0, "binomial_p": None,
-        "inconsistent_toward_first": 0, "inconsistent_toward_second": 0,
+        "inconsistent_toward_first": 0, "inconsistent_toward_second": 0, "sign_test_p": None,
+        "inconsistent_unscored": 0, "inconsistent_by_type": {},
     }
     assert out["length"]["longer_wins_rate"] is None and out["length"]["excess"] is None
     assert out["self_preference"]["excess_error"] is None
@@ -213,6 +232,9 @@ def test_bias_metrics_flattens_every_key():
         "bias/first_position_rate": 0.75,
         "bias/second_position_rate": 0.25,
         "bias/first_position_p": pytest.approx(scipy_stats.binomtest(3, 4, 0.5).pvalue),
+        "bias/position_sign_test_p": 1.0,  # one flipped pair (y: A, A): toward first, p = 1
+        "bias/inconsistent_toward_first": 1.0,
+        "bias/inconsistent_toward_second": 0.0,
         "bias/longer_wins_rate": 0.75,
         "bias/longer_is_gold_rate": 1.0,
         "bias/length_excess": -0.25,

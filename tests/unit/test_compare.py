@@ -1,8 +1,9 @@
 """Unit tests for runner.outputs.compare (paired comparison of runs) and the table of runner.app.compare_cli.
 
 Runs are hand-built results.jsonl rows; p-values are checked by hand (exact McNemar = 2 * 0.5^k when all
-k discordant pairs go one way, exact Wilcoxon = 2 / 2^n when all n differences are positive and distinct,
-Holm's step-down by hand).
+k discordant pairs go one way, the sign-flip permutation p = 2 / 2^n when all n differences are positive,
+Holm's step-down by hand) or against statsmodels. The item is the unit: an item's orders and repeats are one
+outcome.
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from rich.console import Console
 
 from runner.app.compare_cli import render_table
 from runner.outputs import compare, compare_outcomes
 from runner.outputs.compare_outcomes import ComparisonError, RunResults
+from runner.stats import paired
 
 
 def pairwise_row(item: str, order: str, winner: str | None, gold: str | None = "output_1", stage: str = "judge",
@@ -37,14 +40,57 @@ def gold_run(run_id: str, correct: list[bool], dataset: str = "llmbar_natural", 
     return RunResults(run_id=run_id, choices={"dataset": dataset, **choices}, rows=rows, ours="output_1")
 
 
-def test_correctness_uses_mcnemar_and_counts_unscored_and_errors_as_wrong():
+def test_correctness_is_per_item_and_counts_unscored_and_errors_as_wrong():
     rows = [pairwise_row("x", "ab", "output_1"), pairwise_row("x", "ba", "output_2"),
             pairwise_row("y", "ab", None, status="unscored"), pairwise_row("y", "ba", None, status="error")]
     out = compare_outcomes.outcomes(RunResults("r", {"dataset": "d"}, rows, ours="output_1"))
     assert out.kind == compare_outcomes.CORRECT
-    assert out.values == {("x", 0, "ab"): 1.0, ("x", 0, "ba"): 0.0, ("y", 0, "ab"): 0.0, ("y", 0, "ba"): 0.0}
-    pair = compare.compare_pair(out, compare_outcomes.outcomes(gold_run("s", [True] * 4)))
-    assert pair["test"] == "mcnemar"
+    assert out.values == {("x",): 0.5, ("y",): 0.0}  # x right in one order of two
+    other = compare_outcomes.outcomes(RunResults("s", {"dataset": "d"}, [pairwise_row("x", "ab", "output_1"),
+                                                                          pairwise_row("y", "ab", "output_1")],
+                                                 ours="output_1"))
+    assert compare.compare_pair(out, other)["test"] == "sign_flip_permutation"  # 0.5 is not a 0/1 outcome
+
+
+def test_item_level_mcnemar_equals_statsmodels_and_an_order_consistent_item_counts_once():
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    a_ok = [True] * 30 + [False] * 10 + [True] * 2 + [False] * 8
+    b_ok = [True] * 30 + [True] * 10 + [False] * 2 + [False] * 8  # 10 items only B gets right, 2 only A
+    single = compare.compare_pair(compare_outcomes.outcomes(gold_run("a", a_ok)),
+                                  compare_outcomes.outcomes(gold_run("b", b_ok)))
+    expected = mcnemar([[30, 2], [10, 8]], exact=True).pvalue
+    assert single["test"] == "mcnemar_exact" and single["p_value"] == pytest.approx(expected)
+    assert single["n"] == 50 and single["test_details"] == {"b01": 10, "b10": 2}
+
+    def both_orders(run_id: str, ok: list[bool]) -> RunResults:  # each item judged in both orders, consistently
+        rows = [pairwise_row(f"i{k}", order, "output_1" if good else "output_2")
+                for k, good in enumerate(ok) for order in ("ab", "ba")]
+        return RunResults(run_id, {"dataset": "llmbar_natural"}, rows, ours="output_1")
+
+    doubled = compare.compare_pair(compare_outcomes.outcomes(both_orders("a", a_ok)),
+                                   compare_outcomes.outcomes(both_orders("b", b_ok)))
+    assert doubled["n"] == 50 and doubled["p_value"] == single["p_value"]  # not 24 discordant judgments
+
+
+@pytest.mark.parametrize(("b01", "b10"), [(0, 1), (1, 6), (2, 9), (3, 10), (5, 5), (9, 2), (20, 8), (30, 14)])
+def test_the_mcnemar_interval_excludes_zero_exactly_when_p_is_below_alpha(b01, b10):
+    a = [0.0] * b01 + [1.0] * b10 + [1.0] * 20
+    b = [1.0] * b01 + [0.0] * b10 + [1.0] * 20
+    got = paired.paired_items(a, b, level=0.95)
+    excludes_zero = got["low"] > 0 or got["high"] < 0
+    assert excludes_zero == (got["p_value"] < 0.05)
+    assert got["low"] <= got["mean_difference"] <= got["high"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_sign_flip_interval_agrees_with_its_test(seed):
+    rng = np.random.default_rng(seed)
+    d = rng.normal(loc=0.25 * seed / 5, scale=1.0, size=30)
+    got = paired.paired_items(np.zeros(30), d, level=0.95, resamples=4000, seed=seed)
+    assert got["test"] == "sign_flip_permutation" and got["low"] <= got["mean_difference"] <= got["high"]
+    excludes_zero = got["low"] > 0 or got["high"] < 0
+    assert excludes_zero == (got["p_value"] < 0.05)
 
 
 def test_synthesis_row_replaces_judge_row_in_either_file_order():
@@ -53,18 +99,19 @@ def test_synthesis_row_replaces_judge_row_in_either_file_order():
     other_stage = pairwise_row("x", "ab", "output_2", stage="generation")
     for rows in ([judge, synthesis, other_stage], [synthesis, judge]):
         out = compare_outcomes.outcomes(RunResults("r", {}, rows, ours="output_1"))
-        assert out.values == {("x", 0, "ab"): 1.0}
+        assert out.values == {("x",): 1.0}
         assert out.verdicts == {("x", 0, "ab"): "output_1"}
 
 
-def test_pairwise_without_gold_scores_ours_per_item_and_uses_wilcoxon():
+def test_pairwise_without_gold_scores_ours_per_item_and_uses_the_sign_flip_test():
     rows = [pairwise_row("x", "ab", "ours", gold=None), pairwise_row("x", "ba", "tie", gold=None),
             pairwise_row("y", "ab", "base", gold=None), pairwise_row("y", "ba", None, gold=None, status="unscored"),
             pairwise_row("z", "ab", None, gold=None, status="error")]
     out = compare_outcomes.outcomes(RunResults("r", {}, rows, ours="ours"))
     assert out.kind == compare_outcomes.WIN_SCORE
     assert out.values == {("x",): 0.75, ("y",): 0.0}  # z has no scored judgment
-    assert compare.compare_pair(out, out)["test"] == "wilcoxon"
+    same = compare.compare_pair(out, out)
+    assert same["test"] == "sign_flip_permutation" and same["p_value"] is None  # every difference is 0
 
 
 def test_pairwise_without_gold_needs_the_name_of_ours():
@@ -72,19 +119,20 @@ def test_pairwise_without_gold_needs_the_name_of_ours():
         compare_outcomes.outcomes(RunResults("r", {}, [pairwise_row("x", "ab", "a", gold=None)], ours=None))
 
 
-def test_pointwise_averages_repeats_per_item_and_wilcoxon_p_is_exact():
+def test_pointwise_averages_repeats_per_item_and_the_permutation_p_is_near_exact():
     a = RunResults("a", {"dataset": "d", "judge": "j1"},
                    [pointwise_row(f"i{k}", float(k)) for k in range(5)]
                    + [pointwise_row("i0", 2.0, repeat=1), pointwise_row("i1", None, repeat=1, status="unscored")])
     b = RunResults("b", {"dataset": "d", "judge": "j2"}, [pointwise_row(f"i{k}", 2.0 * k + 1.5) for k in range(5)])
     out_a = compare_outcomes.outcomes(a)
     assert out_a.kind == compare_outcomes.SCORE and out_a.values[("i0",)] == 1.0 and out_a.values[("i1",)] == 1.0
-    result = compare.compare_runs([a, b], resamples=200)
+    result = compare.compare_runs([a, b], resamples=20_000)
     pair = result["pairs"][0]
-    assert result["test"] == "wilcoxon" and pair["test"] == "wilcoxon"
+    assert result["test"] == pair["test"] == "sign_flip_permutation"
     # a = 1, 1, 2, 3, 4 and b = 1.5, 3.5, 5.5, 7.5, 9.5: the differences 0.5, 2.5, 3.5, 4.5, 5.5 are all
-    # positive and distinct, so the exact two-sided p is 2 / 2^5
-    assert pair["p_value"] == pytest.approx(2 / 32)
+    # positive, so only all-plus and all-minus signs reach the observed mean: the exact two-sided p is 2 / 2^5
+    assert pair["p_value"] == pytest.approx(2 / 32, abs=0.01)
+    assert pair["ci_low"] <= 0 <= pair["ci_high"]  # p > 0.05: the interval that inverts the test holds 0
     assert pair["difference"] == pytest.approx((0.5 + 2.5 + 3.5 + 4.5 + 5.5) / 5)
     assert "verdict_agreement" not in pair
 

@@ -1,6 +1,7 @@
-"""Pairwise statistics per category and per tag: ours' win rate (ties as half) and agreement with gold, each with
-a bootstrap CI over the group's items. Registered in the metric registry (runner.modes.statistics), so they show
-in summary.json, MLflow, the console, the HTML report and the sweep table without another file.
+"""Pairwise statistics per category and per tag: ours' win rate (ties as half) with a bootstrap CI over the group's
+items, and agreement with gold with a Wilson (or Clopper-Pearson) interval. Registered in the metric registry
+(runner.modes.statistics), so they show in summary.json, MLflow, the console, the HTML report and the sweep
+table without another file.
 
 The item is the unit: a group's win rate averages its items' final verdicts (1 ours, 0 baseline, 0.5 tie), and
 its agreement is the share of its gold-labelled items whose final verdict is the gold label; an item without a
@@ -15,13 +16,21 @@ from collections.abc import Callable, Iterable, Mapping
 from runner.core.types import ItemResult
 from runner.inputs.datasets import ItemRef
 from runner.modes.statistics import Estimate, StatInputs, Table, statistic
-from runner.stats import uncertainty
+from runner.stats import proportions, uncertainty
 
 
 def _estimate(values: list[float], inputs: StatInputs) -> Estimate:
+    """A win rate (ties as half) over items, with its bootstrap interval."""
     metrics = inputs.cfg.metrics
     ci = uncertainty.bootstrap_ci(values, "mean", metrics.ci_level, metrics.ci_resamples, inputs.cfg.seed)
     return Estimate(sum(values) / len(values), len(values), ci["low"], ci["high"])
+
+
+def _proportion(values: list[float], inputs: StatInputs) -> Estimate:
+    """A proportion over items (one value per item), with its Wilson or Clopper-Pearson interval."""
+    metrics = inputs.cfg.metrics
+    ci = proportions.proportion_ci(values, None, metrics.ci_level, metrics.proportion_ci.value)
+    return Estimate(ci["estimate"], len(values), ci["low"], ci["high"])
 
 
 def _table(inputs: StatInputs, groups_of: Callable[[ItemRef], Iterable[str]]) -> Table:
@@ -45,7 +54,7 @@ def _table(inputs: StatInputs, groups_of: Callable[[ItemRef], Iterable[str]]) ->
         if wins[group]:
             row["win_rate"] = _estimate(wins[group], inputs)
         if agree[group]:
-            row["agreement"] = _estimate(agree[group], inputs)
+            row["agreement"] = _proportion(agree[group], inputs)
         table[group] = row
     return table
 

@@ -12,16 +12,22 @@ from runner.modes.record import Record, optional
 
 @dataclass(frozen=True, kw_only=True)
 class Interval(Record):
-    """A bootstrap confidence interval (runner.stats.uncertainty); bounds None where there was no spread."""
+    """A confidence interval: a bootstrap (runner.stats.uncertainty, runner.stats.clusters), bounds None where there
+    was no spread, or a proportion's (runner.stats.proportions). ``unit`` says what was resampled or counted once:
+    ``cluster`` / ``item`` where an item's several judgments are kept together."""
 
     n: int
+    clusters: int | None = optional()  # the items the n rows belong to
+    unit: str | None = optional()
     estimate: float | None
     low: float | None
     high: float | None
     level: float
-    resamples: int
+    resamples: int | None = optional()  # a bootstrap's
     undefined_resamples: int | None = optional()  # an interval of a whole-row metric (e.g. kappa)
     method: str | None
+    design_effect: float | None = optional()  # a proportion over clustered rows: Kish's design effect ...
+    effective_n: float | None = optional()  # ... and the effective sample size it gives
 
 
 @dataclass(frozen=True, kw_only=True)

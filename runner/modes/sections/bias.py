@@ -3,6 +3,7 @@ and a pointwise judge's length preference. An undefined statistic is None."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from runner.modes.record import Record, optional
@@ -18,9 +19,12 @@ class PositionBias(Record):
     first_position_rate: float | None
     second_position_rate: float | None
     n_decisive: int
-    binomial_p: float | None
+    binomial_p: float | None  # every verdict a unit: descriptive; the pair is the unit of sign_test_p
     inconsistent_toward_first: int
     inconsistent_toward_second: int
+    sign_test_p: float | None
+    inconsistent_unscored: int
+    inconsistent_by_type: Mapping[str, int]
 
 
 @dataclass(frozen=True, kw_only=True)

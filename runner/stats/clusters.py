@@ -1,0 +1,122 @@
+"""The item as the unit: statistics of rows that come in clusters (an item's judgments over orders and repeats).
+
+Rows of one item are not independent (an item a judge gets right in one order it mostly gets right in the
+other), so resampling or counting rows as if they were understates the uncertainty. Here:
+
+- :func:`cluster_bootstrap_ci`: a percentile bootstrap that resamples clusters (items) with replacement and keeps
+  all their rows together (Davison & Hinkley 1997, sec. 3.8; Field & Welsh 2007). A resample is a vector of
+  multinomial cluster counts, turned into row weights, so a metric is computed from weighted rows and clusters of
+  any size resample in one vectorized step.
+- :func:`design_effect`: Kish's design effect of a proportion over clustered rows, the ratio of its
+  cluster-robust (linearized ratio-estimator) variance to the binomial variance; :mod:`runner.stats.proportions`
+  divides the row count by it to get the effective sample size (Korn & Graubard 1998).
+
+As elsewhere in runner.stats, an undefined bound is ``None``, never NaN and never an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from runner.stats.uncertainty import BATCH_VALUES, check_settings, finite_or_none
+
+# A weighted metric: (weights: resamples x rows, *columns: rows) -> one value per resample (NaN where undefined).
+WeightedMetric = Callable[..., np.ndarray]
+
+
+def cluster_codes(clusters: Sequence[Hashable]) -> tuple[np.ndarray, int]:
+    """Each row's cluster as an integer code (0 .. k-1, in order of first appearance) and the number k."""
+    codes: dict[Hashable, int] = {}
+    out = np.fromiter((codes.setdefault(c, len(codes)) for c in clusters), dtype=np.int64, count=len(clusters))
+    return out, len(codes)
+
+
+def cluster_bootstrap_ci(columns: Sequence[Sequence[Any]], clusters: Sequence[Hashable], metric: WeightedMetric,
+                         level: float = 0.95, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Percentile interval of a metric of rows, resampling whole clusters (see the module docstring).
+
+    Args:
+        columns: The rows' fields, one sequence per field, all the same length.
+        clusters: Each row's cluster (e.g. its item id).
+        metric: A :data:`WeightedMetric` (e.g. :func:`weighted_kappa`); all-ones weights give the estimate.
+        level: Confidence level in (0, 1).
+        resamples: Number of bootstrap resamples.
+        seed: Seed of the numpy ``Generator`` that draws the cluster counts.
+
+    Returns:
+        ``n`` (rows), ``clusters``, ``unit`` (``"cluster"``), ``estimate``, ``low``, ``high``, ``level``,
+        ``resamples``, ``undefined_resamples`` and ``method`` (``"cluster percentile"``); the bounds are None with
+        fewer than two clusters, when every resample is undefined or all give the same value.
+    """
+    check_settings(level, resamples)
+    arrays = [np.asarray(c) for c in columns]
+    n = len(clusters)
+    if any(len(a) != n for a in arrays):
+        raise ValueError(f"columns and clusters differ in length: {[len(a) for a in arrays]} vs {n}")
+    codes, k = cluster_codes(clusters)
+    result: dict[str, Any] = {
+        "n": n, "clusters": k, "unit": "cluster",
+        "estimate": finite_or_none(metric(np.ones((1, n)), *arrays)[0]) if n else None,
+        "low": None, "high": None, "level": level, "resamples": resamples, "undefined_resamples": 0,
+        "method": "cluster percentile"}
+    if k < 2:
+        return result
+    rng = np.random.default_rng(seed)
+    values = np.empty(resamples)
+    batch = max(1, BATCH_VALUES // max(n, k))
+    for start in range(0, resamples, batch):
+        size = min(batch, resamples - start)
+        counts = rng.multinomial(k, np.full(k, 1.0 / k), size=size)  # how often each cluster is drawn
+        values[start:start + size] = metric(counts[:, codes].astype(float), *arrays)
+    defined = values[np.isfinite(values)]
+    result["undefined_resamples"] = resamples - int(defined.size)
+    if defined.size and np.ptp(defined) > 0:
+        tail = (1 - level) / 2
+        low, high = np.quantile(defined, [tail, 1 - tail])
+        result.update(low=float(low), high=float(high))
+    return result
+
+
+def weighted_mean(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The weighted mean of ``values`` per row of ``weights``."""
+    return (weights @ np.asarray(values, dtype=float)) / weights.sum(axis=1)
+
+
+def weighted_kappa(weights: np.ndarray, a: np.ndarray, b: np.ndarray, n_labels: int) -> np.ndarray:
+    """Cohen's (nominal) kappa of two label-code columns with row weights, one value per row of ``weights``;
+    all-ones weights give :func:`runner.stats.coefficients.cohen_kappa` (tested). NaN where undefined (both
+    raters used one and the same label)."""
+    total = weights.sum(axis=1)
+    eye = np.eye(n_labels)
+    pa, pb = (weights @ eye[a]) / total[:, None], (weights @ eye[b]) / total[:, None]
+    observed = (weights @ (a == b).astype(float)) / total
+    expected = np.sum(pa * pb, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = (observed - expected) / (1.0 - expected)
+    return np.where(expected >= 1.0 - 1e-12, np.nan, kappa)
+
+
+def design_effect(successes: Sequence[float], clusters: Sequence[Hashable]) -> float | None:
+    """Kish's design effect of the proportion of ``successes`` (0/1 per row) over clustered rows.
+
+    The cluster-robust variance of the ratio estimator p = sum(y) / n over k clusters with totals y_c and sizes
+    n_c is k / (k - 1) * sum((y_c - p n_c)^2) / n^2; the design effect is its ratio to p (1 - p) / n, at least 1
+    (an effective sample size never above the row count, as Korn & Graubard 1998 truncate it).
+
+    Returns:
+        The design effect, or None where it is undefined: fewer than two clusters, or p is 0 or 1 (no
+        variance to compare).
+    """
+    y = np.asarray(successes, dtype=float)
+    codes, k = cluster_codes(clusters)
+    n = y.size
+    p = float(y.mean()) if n else 0.0
+    if k < 2 or p in (0.0, 1.0):
+        return None
+    totals = np.bincount(codes, weights=y, minlength=k)
+    sizes = np.bincount(codes, minlength=k).astype(float)
+    robust = k / (k - 1) * float(np.sum((totals - p * sizes) ** 2)) / n**2
+    return max(robust / (p * (1 - p) / n), 1.0)
