@@ -69,8 +69,9 @@ def test_the_sweep_comparison_prints_a_table_with_holm_corrected_p_values(compar
     assert "Holm over 15 pairs" in proc.stdout
     assert proc.stdout.count("judge=replay_gpt4,prompt=llmbar_vanilla_norules") == 5  # each run is in 5 pairs
     assert comparison["n_pairs"] == 15 and len(comparison["pairs"]) == 15
-    assert comparison["dataset"] == "llmbar_natural" and comparison["test"] == "mcnemar"
-    assert all(pair["n"] == 200 and pair["dropped_a"] == pair["dropped_b"] == 0 for pair in comparison["pairs"])
+    assert comparison["dataset"] == "llmbar_natural" and comparison["unit"] == "item"
+    # the item is the unit: 100 items, each one outcome (its two orders averaged), not 200 judgments
+    assert all(pair["n"] == 100 and pair["dropped_a"] == pair["dropped_b"] == 0 for pair in comparison["pairs"])
     # inter-judge agreement over all six runs' verdicts
     inter = comparison["inter_judge"]
     assert len(inter["judges"]) == 6 and inter["fleiss_n"] == 200 and 0 < inter["fleiss_kappa"] < 1
@@ -103,7 +104,9 @@ def test_gpt4_vs_chatgpt_vanilla_matches_the_published_accuracies(compared):
     assert pair["metric_b"] == pytest.approx(accuracy[pair["label_b"]])
     assert pair["difference"] == pytest.approx(accuracy[pair["label_b"]] - accuracy[pair["label_a"]])
     assert pair["ci_low"] <= pair["difference"] <= pair["ci_high"]
-    assert pair["test"] == "mcnemar" and pair["p_value"] < 0.05 and pair["significant"]
+    # an item right in one order of two is half right: not a 0/1 outcome, so the permutation test, per item
+    assert pair["test"] == "sign_flip_permutation" and pair["p_value"] < 0.05 and pair["significant"]
+    assert pair["ci_low"] > 0 or pair["ci_high"] < 0  # the interval inverts the test: it excludes 0 too
 
 
 def test_the_comparison_is_logged_as_an_mlflow_run_with_its_artifact(sweep, compared, tmp_path):
