@@ -80,14 +80,43 @@ def label_rows_agreement(rows: Sequence[tuple[str | None, str]], cfg: MetricsCon
     return out
 
 
+def both_orders(refs: Sequence[ItemRef], judgments: Sequence[Judgment], cfg: MetricsConfig) -> dict[str, Any] | None:
+    """A single judge's verdict per (item, repeat) judged in both orders against gold, under the two policies for
+    orders that disagree (runner.modes.sections.BothOrders); None without gold or without a pair in both orders."""
+    gold = {r.id: r.gold for r in refs if r.gold is not None}
+    pairs: dict[tuple[str, int], dict[Any, Judgment]] = {}
+    for j in final_judgments(judgments):
+        if j.item_id in gold and j.request.order is not None:
+            pairs.setdefault((j.item_id, j.request.repeat), {})[j.request.order] = j
+    both = [(key[0], list(p.values())) for key, p in pairs.items() if len(p) == 2]
+    if not both:
+        return None
+    items, as_tie, as_incorrect, inconsistent = [], [], [], 0
+    for item, (first, second) in both:
+        agree = first.status is second.status is Status.SCORED and first.winner == second.winner
+        inconsistent += not agree
+        verdict = first.winner if agree else TIE
+        items.append(item)
+        as_tie.append(float(verdict == gold[item]))
+        as_incorrect.append(float(agree and verdict == gold[item]))
+    level, method = cfg.ci_level, cfg.proportion_ci.value
+    return {"n_pairs": len(both), "inconsistent": inconsistent,
+            "inconsistent_as_tie": proportions.proportion_ci(as_tie, items, level, method),
+            "inconsistent_as_incorrect": proportions.proportion_ci(as_incorrect, items, level, method)}
+
+
 def pairwise_trust(refs: Sequence[ItemRef], judgments: Sequence[Judgment], results: Sequence[ItemResult],
                    ours: str, baseline: str, cfg: MetricsConfig, seed: int) -> dict[str, Any]:
-    """The ``trust`` section of a pairwise summary: win rate with ties and, with gold, agreement."""
+    """The ``trust`` section of a pairwise summary: win rate with ties and, with gold, agreement and the
+    both-orders verdict."""
     out: dict[str, Any] = {"bootstrap": bootstrap_settings(cfg, seed),
                            "win_rate": win_rate(results, ours, baseline, cfg, seed)}
     gold = gold_agreement(refs, judgments, cfg, seed)
     if gold is not None:
         out["gold_agreement"] = gold
+        paired = both_orders(refs, judgments, cfg)
+        if paired is not None:
+            out["both_orders"] = paired
     annotated = [r.annotations for r in refs if r.annotations]
     if annotated:  # several human labels per item: how well humans agree with each other is the ceiling
         out["human_ceiling"] = inter_rater.human_ceiling(annotated)
@@ -112,6 +141,12 @@ def trust_metrics(trust: TrustSection | Mapping[str, Any]) -> dict[str, float]:
                     "agreement/accuracy_all_ci_high": ga.accuracy_all_ci.high,
                     "agreement/cohen_kappa_ci_low": ga.cohen_kappa_ci.low,
                     "agreement/cohen_kappa_ci_high": ga.cohen_kappa_ci.high})
+    both = t.both_orders
+    if both:
+        for name, ci in (("tie", both.inconsistent_as_tie), ("incorrect", both.inconsistent_as_incorrect)):
+            raw.update({f"agreement/both_orders_inconsistent_as_{name}": ci.estimate,
+                        f"agreement/both_orders_inconsistent_as_{name}_ci_low": ci.low,
+                        f"agreement/both_orders_inconsistent_as_{name}_ci_high": ci.high})
     ceiling = t.human_ceiling
     if ceiling:
         raw.update({"agreement/human_fleiss_kappa": ceiling.fleiss_kappa,
@@ -143,6 +178,12 @@ def console_lines(trust: TrustSection | Mapping[str, Any]) -> list[str]:
         lines.append(f"agreement with gold (unscored as {ga.unscored_as}): accuracy {ga.accuracy_all * 100:.2f}"
                      f"{_interval(ga.accuracy_all_ci)}, kappa {kappa}{_interval(ga.cohen_kappa_ci, 1.0, 3)}, "
                      f"macro-F1 {f1}")
+    both = t.both_orders
+    if both:
+        tie, wrong = both.inconsistent_as_tie, both.inconsistent_as_incorrect
+        lines.append(f"both orders per item ({both.n_pairs} pairs, {both.inconsistent} inconsistent): accuracy with "
+                     f"inconsistent as tie {(tie.estimate or 0) * 100:.2f}{_interval(tie)}, as incorrect "
+                     f"{(wrong.estimate or 0) * 100:.2f}{_interval(wrong)} ({tie.method})")
     ceiling = t.human_ceiling
     if ceiling and ceiling.mean_leave_one_out_accuracy is not None:
         lines.append(f"human ceiling ({ceiling.annotators} annotators): each vs the others' majority "

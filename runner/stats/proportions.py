@@ -57,5 +57,7 @@ def proportion_ci(successes: Sequence[float], clusters: Sequence[Hashable] | Non
         from statsmodels.stats.proportion import proportion_confint
 
         low, high = proportion_confint(p * effective, effective, alpha=1 - level, method=METHODS[method])
-        out.update(low=finite_or_none(max(float(low), 0.0)), high=finite_or_none(min(float(high), 1.0)))
+        # exactly 0 / 1 at the edges (Wilson's formula leaves a rounding residue there)
+        out.update(low=0.0 if p == 0.0 else finite_or_none(max(float(low), 0.0)),
+                   high=1.0 if p == 1.0 else finite_or_none(min(float(high), 1.0)))
     return out

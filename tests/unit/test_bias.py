@@ -300,3 +300,24 @@ def test_pointwise_length_preference_beyond_the_human_scores() -> None:
     without_humans = length_score_bias(lengths, judge, [None] * 5)
     assert without_humans["human_length_spearman"] is None and without_humans["excess"] is None
     assert length_score_bias([1, 2], [1.0, 2.0], [None, None])["judge_length_spearman"] is None
+
+
+def test_a_single_judges_both_orders_verdict_under_both_policies():
+    from runner.core.config import MetricsConfig
+    from runner.modes.sections import TrustSection
+    from runner.modes.trust import both_orders, console_lines
+
+    refs = [ref("right", OURS), ref("flip", TIE), ref("flip2", OURS), ref("wrong", BASE), ref("half", OURS)]
+    js = [picking("right", OURS, AB), picking("right", OURS, BA),
+          picking("flip", OURS, AB), picking("flip", BASE, BA),  # inconsistent, gold a tie
+          picking("flip2", OURS, AB), picking("flip2", BASE, BA),  # inconsistent, gold ours
+          picking("wrong", OURS, AB), picking("wrong", OURS, BA),
+          judgment("half", AB, "A"), judgment("half", BA, None)]  # one order unreadable: inconsistent
+    got = both_orders(refs, js, MetricsConfig())
+    assert (got["n_pairs"], got["inconsistent"]) == (5, 3)
+    assert got["inconsistent_as_tie"]["estimate"] == pytest.approx(2 / 5)  # right, and flip (a tie is its gold)
+    assert got["inconsistent_as_incorrect"]["estimate"] == pytest.approx(1 / 5)  # right only
+    assert got["inconsistent_as_tie"]["method"] == "wilson" and got["inconsistent_as_tie"]["low"] > 0
+    trust = {"bootstrap": {"level": 0.95, "resamples": 10, "seed": 0}, "win_rate": None, "both_orders": got}
+    (line,) = console_lines(TrustSection.from_json(trust, "trust"))
+    assert line.startswith("both orders per item (5 pairs, 3 inconsistent): accuracy with inconsistent as tie 40.00")

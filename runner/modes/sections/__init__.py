@@ -4,6 +4,7 @@ it back with ``to_json`` (the same keys, order and values). See runner.modes.rec
 from runner.modes.record import Record, ReportFormatError
 from runner.modes.sections.agreement import (
     Bootstrap,
+    BothOrders,
     Confusion,
     GoldAgreement,
     HumanCeiling,
@@ -46,7 +47,8 @@ from runner.modes.sections.verdicts import AggregatedResult, GoldAccuracy, PairE
 
 __all__ = [
     "AggregatedResult", "BiasReport", "Bootstrap", "CheckSection", "CombineStats", "Confusion", "Consistency",
-    "DawidSkeneReport", "DetailedResult", "FailedExample", "Gate", "GoldAccuracy", "GoldAgreement", "HumanAgreement",
+    "BothOrders", "DawidSkeneReport", "DetailedResult", "FailedExample", "Gate", "GoldAccuracy", "GoldAgreement",
+    "HumanAgreement",
     "HumanCeiling", "InterJudge", "Interval", "JudgePair", "LengthBias", "LengthScoreBias", "MemberAgreement",
     "MemberHeadline", "PairAgreement", "PairErrors", "PairwiseEnsemble", "PairwiseReport", "PassVoteRow", "PassVotes",
     "Pearson",

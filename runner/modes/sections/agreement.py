@@ -80,6 +80,18 @@ class GoldAgreement(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class BothOrders(Record):
+    """A single judge's verdict per (item, repeat) judged in both orders, against gold: the two orders' common winner,
+    and when they disagree (or one has no verdict) a tie (``inconsistent_as_tie``) or a miss
+    (``inconsistent_as_incorrect``, as JudgeBench scores it). Intervals over items (runner.stats.proportions)."""
+
+    n_pairs: int
+    inconsistent: int
+    inconsistent_as_tie: Interval
+    inconsistent_as_incorrect: Interval
+
+
+@dataclass(frozen=True, kw_only=True)
 class PairAgreement(Record):
     """Two raters over the items both labelled."""
 
@@ -130,4 +142,5 @@ class TrustSection(Record):
     bootstrap: Bootstrap
     win_rate: WinRate | None
     gold_agreement: GoldAgreement | None = optional()
+    both_orders: BothOrders | None = optional()
     human_ceiling: HumanCeiling | None = optional()

@@ -1,0 +1,71 @@
+"""The item as the unit of intervals (runner.stats.clusters, runner.stats.proportions): a cluster bootstrap wider
+than the naive one where an item's judgments agree, Wilson / Clopper-Pearson bounds equal to statsmodels', never
+empty and never at 100% with an error, and the weighted kappa equal to sklearn's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from runner.stats.clusters import cluster_bootstrap_ci, design_effect, weighted_kappa, weighted_mean
+from runner.stats.coefficients import cohen_kappa, label_codes
+from runner.stats.proportions import proportion_ci
+from runner.stats.uncertainty import bootstrap_ci
+
+
+def _pairs(per_item: list[float]) -> tuple[list[float], list[int]]:
+    """Each item judged twice (both orders) with the same outcome: every judgment doubled."""
+    return [v for v in per_item for _ in range(2)], [k for k in range(len(per_item)) for _ in range(2)]
+
+
+def test_the_cluster_bootstrap_is_wider_than_the_naive_one_when_orders_agree():
+    rng = np.random.default_rng(0)
+    values, items = _pairs(rng.binomial(1, 0.8, size=100).astype(float).tolist())
+    naive = bootstrap_ci(values, "mean", resamples=2000, seed=1)
+    clustered = cluster_bootstrap_ci([values], items, weighted_mean, resamples=2000, seed=1)
+    assert clustered["estimate"] == pytest.approx(naive["estimate"])
+    ratio = (clustered["high"] - clustered["low"]) / (naive["high"] - naive["low"])
+    assert 1.25 < ratio < 1.6  # 200 copies of 100 outcomes: the variance is twice the naive one, the width sqrt(2)
+    assert clustered["clusters"] == 100 and clustered["unit"] == "cluster"
+
+
+def test_the_design_effect_of_doubled_outcomes_is_two_and_the_interval_widens():
+    values, items = _pairs([1.0] * 80 + [0.0] * 20)
+    assert design_effect(values, items) == pytest.approx(2 * 100 / 99)  # k / (k - 1) times 2
+    clustered, naive = proportion_ci(values, items), proportion_ci(values)
+    assert clustered["effective_n"] == pytest.approx(99.0)
+    low, high = proportion_confint(80, 100, alpha=0.05, method="wilson")  # as if the 100 items were judged once
+    assert clustered["low"] == pytest.approx(low, abs=0.002) and clustered["high"] == pytest.approx(high, abs=0.002)
+    assert clustered["high"] - clustered["low"] > naive["high"] - naive["low"]
+
+
+@pytest.mark.parametrize("method", ["wilson", "clopper_pearson"])
+def test_proportion_bounds_equal_statsmodels_and_hold_their_promises(method):
+    got = proportion_ci([1.0] * 98 + [0.0] * 2, level=0.95, method=method)
+    low, high = proportion_confint(98, 100, alpha=0.05, method={"wilson": "wilson", "clopper_pearson": "beta"}[method])
+    assert (got["low"], got["high"]) == pytest.approx((low, high))
+    assert got["high"] < 1.0  # two errors: 100% is outside the interval
+    perfect = proportion_ci([1.0] * 100, method=method)
+    assert perfect["low"] < 1.0 and perfect["high"] == 1.0  # never empty at 100/100
+    none = proportion_ci([0.0] * 3, method=method)
+    assert none["low"] == 0.0 and 0 < none["high"] < 1
+
+
+def test_no_error_in_clustered_rows_counts_each_item_once():
+    values, items = _pairs([1.0] * 50)
+    got = proportion_ci(values, items)
+    assert "design_effect" not in got and got["effective_n"] == 50.0
+    assert got["low"] == pytest.approx(proportion_confint(50, 50, alpha=0.05, method="wilson")[0])
+
+
+def test_weighted_kappa_with_unit_weights_is_sklearns_and_weights_repeat_rows():
+    rng = np.random.default_rng(3)
+    pred, gold = rng.choice(["A", "B", "tie"], size=60).tolist(), rng.choice(["A", "B"], size=60).tolist()
+    (a, b), n_labels = label_codes(pred, gold)
+    a, b = np.asarray(a), np.asarray(b)
+    assert weighted_kappa(np.ones((1, 60)), a, b, n_labels)[0] == pytest.approx(cohen_kappa(pred, gold))
+    weights = np.zeros((1, 60))
+    weights[0, :30] = 2.0  # the first 30 rows twice, the rest not at all
+    doubled = cohen_kappa(pred[:30] * 2, gold[:30] * 2)
+    assert weighted_kappa(weights, a, b, n_labels)[0] == pytest.approx(doubled)
