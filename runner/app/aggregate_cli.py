@@ -4,8 +4,9 @@ evaluation files without any judge call.
 The files are the users' per-run evaluation JSON files, judgesweep's own results.jsonl or generic JSONL votes
 (runner.inputs.evaluation_files). The overrides are Hydra's, composed with the compose API over the same config
 a run uses (``aggregation=weighted``, ``aggregation.params.weights=...``, ``experiment=robust_pairwise``,
-``tracking=off``), plus three of this command's own: ``output_dir=DIR``, ``ours=NAME`` and ``baseline=NAME`` (the
-compared systems' names; the role words ``ours`` / ``baseline`` in a file always mean them).
+``tracking=off``), plus four of this command's own: ``output_dir=DIR``, ``ours=NAME`` and ``baseline=NAME`` (the
+compared systems' names; the role words ``ours`` / ``baseline`` in a file always mean them) and
+``members=true|false|NAME,...`` (the files as an ensemble's members: runner.run.reaggregation_members).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from runner.run.reaggregation import AggregateJob, reaggregate
 
 __all__ = ["OWN_KEYS", "build_parser", "main", "script"]
 
-OWN_KEYS = ("output_dir", "ours", "baseline")  # this command's keys; every other override is Hydra's
+OWN_KEYS = ("output_dir", "ours", "baseline", "members")  # this command's keys; every other override is Hydra's
 ERRORS = (ConfigurationError, DatasetError, TemplateError, UnknownNameError, RubricError, HydraException,
           OmegaConfBaseException)
 PROG = "judgesweep aggregate"
@@ -51,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluation JSON files (k files = k votes per item), judgesweep's results.jsonl from several runs, or "
         "generic JSONL votes. Writes summary.json, results.jsonl, metrics.json, report.html and an MLflow run.",
         epilog="overrides: aggregation=majority_vote|weighted|dawid_skene|mean|median, aggregation.params.<p>=..., "
-               "experiment=..., tracking=off, output_dir=DIR, ours=NAME, baseline=NAME")
+               "experiment=..., tracking=off, output_dir=DIR, ours=NAME, baseline=NAME, "
+               "members=true|false|NAME,NAME,... (the files as an ensemble's members; weighted and dawid_skene "
+               "always take them so)")
     parser.add_argument("args", nargs="+", metavar="FILE|OVERRIDE", help="evaluation files and key=value overrides")
     parser.add_argument("--config-dir", metavar="DIR", help="your conf/ (default: ./conf when it exists)")
     return parser
@@ -123,7 +126,8 @@ def _job(dcfg: DictConfig, full: DictConfig, own: dict[str, str], n_files: int, 
     choices = {k: str(v) for k, v in full.hydra.runtime.choices.items() if not k.startswith("hydra") and v is not None}
     name = f"aggregate {n_files} file{'s' if n_files > 1 else ''} ({dcfg.aggregation.name})"
     return AggregateJob(run_dir=run_dir, run_name=name, resolved_config_yaml=OmegaConf.to_yaml(dcfg, resolve=True),
-                        prompts_dirs=tuple(locations.directories(str(dcfg.prompts_dir), roots)), choices=choices)
+                        prompts_dirs=tuple(locations.directories(str(dcfg.prompts_dir), roots)), choices=choices,
+                        members=own.get("members"))
 
 
 def script() -> None:

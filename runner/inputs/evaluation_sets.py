@@ -1,5 +1,8 @@
 """Several evaluation files put together for ``judgesweep aggregate``: the same items in every file, one kind of
-vote, each file's repeats numbered after the previous file's (k files of one run each give k votes per item)."""
+vote, each file's repeats numbered after the previous file's (k files of one run each give k votes per item).
+
+Read as an ensemble's members instead (:func:`members_of`), each vote belongs to a member: the name given for its
+file, else its ``judge`` column, else its file's name; a member's repeats are numbered from 0."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from pathlib import Path
 
 from runner.inputs.evaluation_files import EvaluationFile, EvaluationFileError, Systems, Vote, read_evaluation_file
 
-__all__ = ["EvaluationSet", "read_evaluation_set"]
+__all__ = ["EvaluationSet", "members_of", "read_evaluation_set"]
 
 SHOWN = 5  # ids named in a mismatch message
 
@@ -97,3 +100,36 @@ def _check_gold(votes: Sequence[Vote]) -> None:
         if other.gold != v.gold:
             raise EvaluationFileError(f"{v.where}: item {v.item_id!r} has gold {v.gold!r}, {other.where} "
                                       f"{other.gold!r}")
+
+
+def members_of(evaluation: EvaluationSet, names: Sequence[str] | None = None) -> dict[str, list[Vote]]:
+    """Member -> its votes, in file order, each member's repeats renumbered 0, 1, ...
+
+    A vote's member is ``names[n]`` for the n-th file when ``names`` is given, else its ``judge`` column (an
+    ensemble run's results.jsonl, a generic JSONL's ``judge``), else its file's stem (with the parent directory's
+    name when two files share a stem, as results.jsonl of several runs do). A ``/`` in a name becomes ``_``: the
+    ensemble's annotators are ``member/order/repeat``.
+
+    Raises:
+        EvaluationFileError: ``names`` does not give one name per file.
+    """
+    if names is not None and len(names) != len(evaluation.files):
+        raise EvaluationFileError(f"members={','.join(names)} names {len(names)} members for "
+                                  f"{len(evaluation.files)} files: give one name per file, in the files' order")
+    labels = list(names) if names is not None else _file_labels([f.path for f in evaluation.files])
+    members: dict[str, list[Vote]] = {}
+    repeats: dict[str, dict[int, int]] = {}
+    votes = iter(evaluation.votes)  # file by file, as read_evaluation_set put them
+    for label, f in zip(labels, evaluation.files, strict=True):
+        for _ in f.votes:
+            v = next(votes)
+            member = (label if names is not None or v.judge is None else v.judge).replace("/", "_")
+            numbers = repeats.setdefault(member, {})
+            members.setdefault(member, []).append(replace(v, repeat=numbers.setdefault(v.repeat, len(numbers))))
+    return members
+
+
+def _file_labels(paths: Sequence[Path]) -> list[str]:
+    stems = [p.stem for p in paths]
+    labels = [s if stems.count(s) == 1 else f"{p.parent.name}-{s}" for s, p in zip(stems, paths, strict=True)]
+    return [label if labels.count(label) == 1 else f"{label}{n + 1}" for n, label in enumerate(labels)]

@@ -19,13 +19,13 @@ from runner.core.config import RunConfig
 from runner.core.types import TIE, JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
 from runner.inputs.datasets import ItemRef
 from runner.inputs.evaluation_files import SCORE, EvaluationFileError, Vote
-from runner.inputs.evaluation_sets import EvaluationSet
+from runner.inputs.evaluation_sets import EvaluationSet, members_of
 from runner.judging.scoring import Scoring
 from runner.modes import base as modes
 from runner.modes import summary as summaries
 from runner.modes.base import ModeInputs
 from runner.outputs import console, html_report, tracking
-from runner.run import gates
+from runner.run import gates, reaggregation_members
 from runner.storage import store
 
 __all__ = ["AGGREGATION_KIND", "AggregateJob", "AggregateOutcome", "judgments_of", "reaggregate", "refs_of"]
@@ -44,6 +44,7 @@ class AggregateJob:
     resolved_config_yaml: str
     prompts_dirs: tuple[Path, ...]  # where the mode's templates are looked up (its start-up checks)
     choices: Mapping[str, str]  # the composed config's group choices (MLflow params choice.<group>)
+    members: str | None = None  # members=: true | false | name,name,... (None: members when the aggregation needs)
 
 
 @dataclass(frozen=True)
@@ -64,15 +65,23 @@ def reaggregate(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) ->
         fit the mode or the rubric, naming file and line).
     """
     mode = _mode(cfg, evaluation)
-    cfg = replace(cfg, repeats=evaluation.repeats)
+    members = None
+    if reaggregation_members.wants_members(cfg, job.members):
+        members = members_of(evaluation, reaggregation_members.member_names(job.members))
+        cfg = reaggregation_members.ensemble_config(cfg, members)
+    else:
+        cfg = replace(cfg, repeats=evaluation.repeats)
     setup = mode.prepare(cfg, job.prompts_dirs)
     scoring = None
     if setup.point is not None:  # no candidate texts here: the deterministic checks cannot run
         setup = replace(setup, point=replace(setup.point, checks=(), check_calls=(), enforced=frozenset()))
         scoring = setup.point.scoring
     refs = refs_of(evaluation)
-    judgments = judgments_of(evaluation, cfg, scoring)
-    report = mode.build(ModeInputs(cfg=cfg, setup=setup, refs=refs, judgments=judgments))
+    by_member = None if members is None else {m: _judgments(vs, cfg, scoring) for m, vs in members.items()}
+    judgments = judgments_of(evaluation, cfg, scoring) if by_member is None else [
+        j for js in by_member.values() for j in js]
+    judges = None if by_member is None else [m for m, js in by_member.items() for _ in js]
+    report = mode.build(ModeInputs(cfg=cfg, setup=setup, refs=refs, judgments=judgments, by_member=by_member))
     summary = report.to_json()
     metrics = dict(report.metrics)
     judge_stats = summaries.judge_metrics(judgments)
@@ -85,7 +94,7 @@ def reaggregate(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) ->
     crossed = [g.message for g in results if not g.passed]
     run_dir = job.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
-    store.write_results(run_dir / store.RESULTS_NAME, judgments, _labels(refs))
+    store.write_results(run_dir / store.RESULTS_NAME, judgments, _labels(refs, _posteriors(summary)), judges)
     store.write_json(run_dir / store.SUMMARY_NAME, summary)
     store.write_json(run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
     report_path = html_report.write_run_report(run_dir, {"gates": summary["gates"]} if results else {}, metrics,
@@ -134,8 +143,12 @@ def judgments_of(evaluation: EvaluationSet, cfg: RunConfig, scoring: Scoring | N
     Raises:
         EvaluationFileError: A score outside the rubric's scale or criteria it does not know, naming file and line.
     """
+    return _judgments(evaluation.votes, cfg, scoring)
+
+
+def _judgments(votes: Sequence[Vote], cfg: RunConfig, scoring: Scoring | None) -> list[Judgment]:
     ours = cfg.dataset.ours.name if cfg.dataset.ours is not None else "ours"
-    return [_judgment(v, ours, scoring) for v in evaluation.votes]
+    return [_judgment(v, ours, scoring) for v in votes]
 
 
 def _judgment(v: Vote, ours: str, scoring: Scoring | None) -> Judgment:
@@ -183,9 +196,21 @@ def _overall(v: Vote, scoring: Scoring) -> float:
     return scoring.overall(v.scores, criteria)
 
 
-def _labels(refs: Sequence[ItemRef]) -> dict[str, dict[str, Any]]:
-    return {r.id: {"gold": r.gold, "human_score": r.human_score} for r in refs
-            if r.gold is not None or r.human_score is not None}
+def _labels(refs: Sequence[ItemRef], posteriors: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Item id -> its gold and human score, and its ``posterior`` (an ensemble's Dawid-Skene), as a run adds them."""
+    labels: dict[str, dict[str, Any]] = {r.id: {"gold": r.gold, "human_score": r.human_score} for r in refs
+                                         if r.gold is not None or r.human_score is not None}
+    for item, posterior in posteriors.items():
+        labels.setdefault(item, {})["posterior"] = posterior
+    return labels
+
+
+def _posteriors(summary: Mapping[str, Any]) -> dict[str, Any]:
+    aggregated = summary.get("aggregated_results")
+    if not isinstance(aggregated, Mapping):  # a pointwise report has none
+        return {}
+    return {item: entry["details"]["posterior"] for item, entry in aggregated.items()
+            if "posterior" in entry.get("details", {})}
 
 
 def _params(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) -> dict[str, Any]:
@@ -195,6 +220,8 @@ def _params(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) -> dic
                    "aggregate.files": len(evaluation.files), "aggregate.repeats": evaluation.repeats,
                    "aggregate.kind": evaluation.kind, "aggregate.orders_known": evaluation.orders_known,
                    "n_items": len(evaluation.item_ids)})
+    if cfg.judge.members:
+        params["aggregate.members"] = ",".join(cfg.judge.members)
     for n, f in enumerate(evaluation.files):
         params[f"aggregate.file.{n}"] = str(f.path)
         params[f"aggregate.file.{n}.sha256"] = f.sha256

@@ -56,11 +56,6 @@ def test_one_users_file_is_one_vote_per_item(tmp_path):
     assert s["final_verdict_distribution"] == {"chat": 1, "simple-chat": 3, "tie": 0}
 
 
-def test_ensemble_combines_are_refused_with_the_reason(tmp_path, capsys):
-    assert aggregate(tmp_path / "agg", *EVALS, ROBUST, OFF, "aggregation=weighted") == 1
-    assert "weighted combines the members of an ensemble" in capsys.readouterr().err
-
-
 def test_ours_and_baseline_name_the_systems_the_role_words_stand_for(tmp_path):
     assert aggregate(tmp_path / "agg", *EVALS, ROBUST, OFF, "ours=new-bot", "baseline=old-bot") == 0
     s = summary(tmp_path / "agg")["summary"]
