@@ -78,6 +78,10 @@ def test_members_named_on_the_command_line_and_majority_over_members(tmp_path):
     doc = summary(tmp_path / "mv")
     assert doc["ensemble"]["combine"] == "majority_vote"
     assert finals(doc) == {"q1": "chat", "q2": "chat", "q3": "tie", "q4": "simple-chat"}
+    # mean of the members' preference for ours: q3 (1 + 0 + 1/2) / 3 = 1/2, a tie; q2 2/3, ours
+    assert aggregate(tmp_path / "mean", *EVALS, ROBUST, OFF, "members=true", "aggregation=mean") == 0
+    doc = summary(tmp_path / "mean")
+    assert doc["ensemble"]["combine"] == "mean" and finals(doc)["q3"] == "tie" and finals(doc)["q2"] == "chat"
 
 
 @pytest.mark.parametrize(("args", "expected"), [
@@ -127,3 +131,25 @@ def test_results_of_member_runs_give_the_ensemble_runs_report(tmp_path, run_cli)
         assert doc["trust"] == want["trust"]
         posteriors = {r["item_id"]: r["posterior"] for r in rows(out)}
         assert posteriors == {r["item_id"]: r["posterior"] for r in rows(ensemble.run_dir)}
+    # unnamed, two results.jsonl are told apart by their run directories
+    assert aggregate(tmp_path / "dirs", str(gpt4.run_dir / "results.jsonl"), str(chatgpt.run_dir / "results.jsonl"),
+                     "aggregation=dawid_skene", OFF) == 0
+    assert summary(tmp_path / "dirs")["ensemble"]["members"] == [f"{gpt4.run_dir.name}-results",
+                                                                 f"{chatgpt.run_dir.name}-results"]
+    assert finals(summary(tmp_path / "dirs")) == finals(want)
+
+
+def test_judge_column_members_of_a_pointwise_ensemble(tmp_path):
+    votes = tmp_path / "scores.jsonl"
+    lines = [{"id": "r1", "score": 8, "judge": "x/a"}, {"id": "r1", "score": 4, "judge": "b"},
+             {"id": "r2", "score": 3, "judge": "x/a"}, {"id": "r2", "score": 5, "judge": "b"}]
+    votes.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    args = (str(votes), "experiment=reply_quality", "gate.min_mean_score=null", OFF)
+    assert aggregate(tmp_path / "w", *args, "aggregation=weighted", "+aggregation.params.weights={x_a: 3}") == 0
+    doc = summary(tmp_path / "w")
+    assert {d["id"]: d["overall"] for d in doc["detailed_results"]} == {"r1": 7.0, "r2": 3.5}  # (3x + y) / 4
+    assert doc["ensemble"]["members"] == ["x_a", "b"]  # a / in a member's name becomes _
+    # without members= and with a repeats aggregation, the judge column's values stay repeats of one judge
+    assert aggregate(tmp_path / "mean", *args) == 0
+    doc = summary(tmp_path / "mean")
+    assert "ensemble" not in doc and {d["id"]: d["overall"] for d in doc["detailed_results"]} == {"r1": 6.0, "r2": 4.0}
