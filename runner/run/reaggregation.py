@@ -22,6 +22,7 @@ from runner.inputs.evaluation_files import SCORE, EvaluationFileError, Vote
 from runner.inputs.evaluation_sets import EvaluationSet, members_of
 from runner.judging.scoring import Scoring
 from runner.modes import base as modes
+from runner.modes import ensemble_check
 from runner.modes import summary as summaries
 from runner.modes.base import ModeInputs
 from runner.outputs import console, html_report, tracking
@@ -97,6 +98,8 @@ def reaggregate(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) ->
     store.write_results(run_dir / store.RESULTS_NAME, judgments, _labels(refs, _posteriors(summary)), judges)
     store.write_json(run_dir / store.SUMMARY_NAME, summary)
     store.write_json(run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
+    if by_member is not None:  # as an ensemble run: each member's own results, summary and metrics
+        reaggregation_members.write_members(run_dir, report.members, by_member, _labels(refs, {}))
     report_path = html_report.write_run_report(run_dir, {"gates": summary["gates"]} if results else {}, metrics,
                                                job.run_name, mode.name, report.typed)
     mlflow_run_id = None
@@ -216,12 +219,14 @@ def _posteriors(summary: Mapping[str, Any]) -> dict[str, Any]:
 def _params(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) -> dict[str, Any]:
     """The aggregation, the files (name, format, sha256) and the config's choices, as MLflow params."""
     params: dict[str, Any] = {f"choice.{k}": v for k, v in job.choices.items()}
-    params.update({"aggregation.name": cfg.aggregation.name, "aggregation.params": dict(cfg.aggregation.params),
+    chosen = ensemble_check.combine_of(cfg) if cfg.judge.members else cfg.aggregation  # the user's aggregation
+    params.update({"aggregation.name": chosen.name, "aggregation.params": dict(chosen.params),
                    "aggregate.files": len(evaluation.files), "aggregate.repeats": evaluation.repeats,
                    "aggregate.kind": evaluation.kind, "aggregate.orders_known": evaluation.orders_known,
                    "n_items": len(evaluation.item_ids)})
-    if cfg.judge.members:
-        params["aggregate.members"] = ",".join(cfg.judge.members)
+    if cfg.judge.members:  # the files as an ensemble's members; each member's repeats aggregated by this one
+        params.update({"aggregate.members": ",".join(cfg.judge.members),
+                       "aggregate.member_repeats_aggregation": cfg.aggregation.name})
     for n, f in enumerate(evaluation.files):
         params[f"aggregate.file.{n}"] = str(f.path)
         params[f"aggregate.file.{n}.sha256"] = f.sha256

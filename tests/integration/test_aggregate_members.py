@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,8 @@ def test_dawid_skene_over_three_users_files_is_the_fit_of_three_members(tmp_path
     written = rows(tmp_path / "ds")
     assert [r["judge"] for r in written[:5]] == ["eval1"] * 4 + ["eval2"]  # each vote under its member
     assert written[0]["posterior"] == doc["aggregated_results"][written[0]["item_id"]]["details"]["posterior"]
+    member = json.loads((tmp_path / "ds" / "members" / "eval2" / "summary.json").read_text())  # as a run's members/
+    assert finals(member) == {"q1": "chat", "q2": "simple-chat", "q3": "simple-chat", "q4": "simple-chat"}
 
 
 def test_weighted_breaks_the_tie_the_weights_say(tmp_path):
@@ -131,6 +134,10 @@ def test_results_of_member_runs_give_the_ensemble_runs_report(tmp_path, run_cli)
         assert doc["trust"] == want["trust"]
         posteriors = {r["item_id"]: r["posterior"] for r in rows(out)}
         assert posteriors == {r["item_id"]: r["posterior"] for r in rows(ensemble.run_dir)}
+        for member in ("replay_gpt4", "replay_chatgpt"):
+            own, theirs = (json.loads((d / "members" / member / "summary.json").read_text())
+                           for d in (out, ensemble.run_dir))
+            assert own["aggregated_results"] == theirs["aggregated_results"]
     # unnamed, two results.jsonl are told apart by their run directories
     assert aggregate(tmp_path / "dirs", str(gpt4.run_dir / "results.jsonl"), str(chatgpt.run_dir / "results.jsonl"),
                      "aggregation=dawid_skene", OFF) == 0
@@ -153,3 +160,19 @@ def test_judge_column_members_of_a_pointwise_ensemble(tmp_path):
     assert aggregate(tmp_path / "mean", *args) == 0
     doc = summary(tmp_path / "mean")
     assert "ensemble" not in doc and {d["id"]: d["overall"] for d in doc["detailed_results"]} == {"r1": 6.0, "r2": 4.0}
+
+
+def test_the_mlflow_run_names_the_members_and_logs_the_ensembles_metrics(tmp_path, empty_mlflow_store):
+    from mlflow.tracking import MlflowClient
+
+    shutil.copyfile(empty_mlflow_store(), tmp_path / "mlflow.db")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert aggregate(tmp_path / "agg", *EVALS, ROBUST, "aggregation=dawid_skene", f"tracking.uri={uri}",
+                     f"tracking.artifact_location={tmp_path / 'art'}") == 0
+    client = MlflowClient(tracking_uri=uri)
+    [run] = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id],
+                               "tags.`judgesweep.kind` = 'aggregation'")
+    assert run.data.params["aggregate.members"] == "eval1,eval2,eval3"
+    assert run.data.params["aggregation.name"] == "dawid_skene"
+    assert run.data.metrics["ensemble/dawid_skene/ours_win_rate"] == 0.5
+    assert "member/eval2/confidence/unanimous_count" in run.data.metrics
