@@ -81,6 +81,10 @@ def ensemble_config(cfg: RunConfig, members: Mapping[str, Sequence[Vote]]) -> Ru
     """
     chosen = cfg.aggregation
     names = list(members)
+    if len(names) < 2:
+        raise ConfigurationError(f"aggregation={chosen.name} over members: the files hold one member ({names[0]}), an "
+                                 f"ensemble needs two or more: give a file (or a judge column value) per member, or "
+                                 f"members=false with a repeats aggregation")
     weights = chosen.params.get("weights", {})
     unknown = sorted(set(weights) - set(names)) if isinstance(weights, Mapping) else []
     if unknown:

@@ -77,6 +77,10 @@ def test_members_named_on_the_command_line_and_majority_over_members(tmp_path):
     doc = summary(tmp_path / "m")
     assert doc["ensemble"]["members"] == ["a", "b", "c"]
     assert finals(doc)["q3"] == "tie" and finals(doc)["q2"] == "chat"  # c's verdicts: its weight is a majority
+    assert aggregate(tmp_path / "aab", *EVALS, ROBUST, OFF, "members=a,a,b") == 0  # one name twice: a's repeats
+    assert summary(tmp_path / "aab")["ensemble"]["members"] == ["a", "b"]
+    member_a = json.loads((tmp_path / "aab" / "members" / "a" / "summary.json").read_text())
+    assert member_a["summary"]["num_evaluation_runs"] == 2 and finals(member_a)["q2"] == "tie"  # chat vs simple-chat
     assert aggregate(tmp_path / "mv", *EVALS, ROBUST, OFF, "members=true") == 0
     doc = summary(tmp_path / "mv")
     assert doc["ensemble"]["combine"] == "majority_vote"
@@ -92,6 +96,7 @@ def test_members_named_on_the_command_line_and_majority_over_members(tmp_path):
      r"aggregation\.params\.weights\.eval9: not a member .*\['eval1', 'eval2', 'eval3'\]"),
     (("aggregation=weighted", "members=false"), r"weighted combines the members of an ensemble.*members="),
     (("aggregation=dawid_skene", "members=a,b"), r"members=a,b names 2 members for 3 files"),
+    (("aggregation=weighted", "members=a,a,a"), r"the files hold one member \(a\), an ensemble needs two or more"),
 ])
 def test_member_errors_name_the_key(tmp_path, capsys, args, expected):
     assert aggregate(tmp_path / "agg", *EVALS, ROBUST, OFF, *args) == 1
