@@ -2,7 +2,8 @@
 
 The files' votes (runner.inputs.evaluation_sets) become the run's judgments, and the run's own mode builds the
 report from them as it does at the end of a run (``RunMode.build``: the registered aggregation, the users'
-summary, trust, bias, statistics): there is no second aggregation path. What a run writes follows: summary.json,
+summary, trust, bias, statistics): there is no second aggregation path. Files that are an ensemble's members
+(runner.run.reaggregation_members) are built as a ``judge=ensemble`` run's, through the same mode. What a run writes follows: summary.json,
 results.jsonl, metrics.json, report.html, the gates and an MLflow run tagged ``judgesweep.kind=aggregation``.
 """
 
@@ -66,23 +67,10 @@ def reaggregate(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) ->
         fit the mode or the rubric, naming file and line).
     """
     mode = _mode(cfg, evaluation)
-    members = None
-    if reaggregation_members.wants_members(cfg, job.members):
-        members = members_of(evaluation, reaggregation_members.member_names(job.members))
-        cfg = reaggregation_members.ensemble_config(cfg, members)
-    else:
-        cfg = replace(cfg, repeats=evaluation.repeats)
-    setup = mode.prepare(cfg, job.prompts_dirs)
-    scoring = None
-    if setup.point is not None:  # no candidate texts here: the deterministic checks cannot run
-        setup = replace(setup, point=replace(setup.point, checks=(), check_calls=(), enforced=frozenset()))
-        scoring = setup.point.scoring
-    refs = refs_of(evaluation)
-    by_member = None if members is None else {m: _judgments(vs, cfg, scoring) for m, vs in members.items()}
-    judgments = judgments_of(evaluation, cfg, scoring) if by_member is None else [
-        j for js in by_member.values() for j in js]
+    inputs, scoring = _inputs(cfg, evaluation, job, mode)
+    cfg, refs, judgments, by_member = inputs.cfg, inputs.refs, inputs.judgments, inputs.by_member
     judges = None if by_member is None else [m for m, js in by_member.items() for _ in js]
-    report = mode.build(ModeInputs(cfg=cfg, setup=setup, refs=refs, judgments=judgments, by_member=by_member))
+    report = mode.build(inputs)
     summary = report.to_json()
     metrics = dict(report.metrics)
     judge_stats = summaries.judge_metrics(judgments)
@@ -115,6 +103,29 @@ def reaggregate(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) ->
     for line in lines:
         console.print_line(line)
     return AggregateOutcome(run_dir, bool(crossed), "; ".join(crossed), mlflow_run_id)
+
+
+def _inputs(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob, mode: modes.RunMode
+            ) -> tuple[ModeInputs, Scoring | None]:
+    """The mode's inputs (and the rubric's scoring, pointwise): the votes as one judge's repeats, or as an
+    ensemble's members with ``cfg`` as that ensemble's run (runner.run.reaggregation_members)."""
+    members = None
+    if reaggregation_members.wants_members(cfg, job.members):
+        members = members_of(evaluation, reaggregation_members.member_names(job.members))
+        cfg = reaggregation_members.ensemble_config(cfg, members)
+    else:
+        cfg = replace(cfg, repeats=evaluation.repeats)
+    setup = mode.prepare(cfg, job.prompts_dirs)
+    scoring = None
+    if setup.point is not None:  # no candidate texts here: the deterministic checks cannot run
+        setup = replace(setup, point=replace(setup.point, checks=(), check_calls=(), enforced=frozenset()))
+        scoring = setup.point.scoring
+    refs = refs_of(evaluation)
+    if members is None:
+        return ModeInputs(cfg=cfg, setup=setup, refs=refs, judgments=judgments_of(evaluation, cfg, scoring)), scoring
+    by_member = {m: _judgments(votes, cfg, scoring) for m, votes in members.items()}
+    judgments = [j for js in by_member.values() for j in js]
+    return ModeInputs(cfg=cfg, setup=setup, refs=refs, judgments=judgments, by_member=by_member), scoring
 
 
 def _mode(cfg: RunConfig, evaluation: EvaluationSet) -> modes.RunMode:
