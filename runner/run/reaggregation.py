@@ -3,8 +3,9 @@
 The files' votes (runner.inputs.evaluation_sets) become the run's judgments, and the run's own mode builds the
 report from them as it does at the end of a run (``RunMode.build``: the registered aggregation, the users'
 summary, trust, bias, statistics): there is no second aggregation path. Files that are an ensemble's members
-(runner.run.reaggregation_members) are built as a ``judge=ensemble`` run's, through the same mode. What a run writes follows: summary.json,
-results.jsonl, metrics.json, report.html, the gates and an MLflow run tagged ``judgesweep.kind=aggregation``.
+(runner.run.reaggregation_members) are built as a ``judge=ensemble`` run's, through the same mode. What a run
+writes follows: summary.json, results.jsonl, metrics.json, report.html, the gates and an MLflow run tagged
+``judgesweep.kind=aggregation``.
 """
 
 from __future__ import annotations
