@@ -174,7 +174,7 @@ def build_report(items: Sequence[ItemScore], scoring: Scoring, repeats: int, con
     level, resamples, seed = ci
     scored = [i for i in items if i.status == SCORED]
     summary["average_overall_ci"] = uncertainty.bootstrap_ci([_overall(i) for i in scored], "mean", level,
-                                                             resamples, seed)
+                                                             resamples, seed, unit="item")
     judged = [float(bool(i.passed)) for i in scored if i.passed is not None]
     if judged:
         summary["pass_rate_ci"] = proportions.proportion_ci(judged, None, level)  # Wilson over items

@@ -44,7 +44,7 @@ def win_rate(results: Sequence[ItemResult], ours: str, baseline: str, cfg: Metri
     se = statistics.stdev(scores) / math.sqrt(len(scores)) if len(scores) > 1 else None
     return {"n": len(scores), "wins": scores.count(1.0), "losses": scores.count(0.0), "ties": scores.count(0.5),
             "rate": statistics.fmean(scores), "standard_error": se,
-            "ci": uncertainty.bootstrap_ci(scores, "mean", cfg.ci_level, cfg.ci_resamples, seed)}
+            "ci": uncertainty.bootstrap_ci(scores, "mean", cfg.ci_level, cfg.ci_resamples, seed, unit="item")}
 
 
 def gold_agreement(refs: Sequence[ItemRef], judgments: Sequence[Judgment], cfg: MetricsConfig, seed: int

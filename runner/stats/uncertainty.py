@@ -38,6 +38,7 @@ def bootstrap_ci(
     level: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    unit: str | None = None,
 ) -> dict[str, Any]:
     """Bootstrap confidence interval of a statistic of one sample, via ``scipy.stats.bootstrap``.
 
@@ -53,6 +54,7 @@ def bootstrap_ci(
         level: Confidence level in (0, 1).
         resamples: Number of bootstrap resamples.
         seed: Seed of the numpy ``Generator`` that draws the resamples.
+        unit: What one value is (e.g. ``"item"``), written as ``unit`` after ``n``; None: no such key.
 
     Returns:
         ``n``, ``estimate`` (the statistic of ``values``), ``low``, ``high``, ``level``, ``resamples`` and
@@ -71,6 +73,7 @@ def bootstrap_ci(
     data = np.asarray(values, dtype=float)
     result: dict[str, Any] = {
         "n": int(data.size),
+        **({"unit": unit} if unit is not None else {}),
         "estimate": finite_or_none(func(data)) if data.size else None,
         "low": None,
         "high": None,
