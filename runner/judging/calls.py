@@ -29,12 +29,14 @@ class RunAborted(RuntimeError):
     """Too many judge calls failed: the run stops instead of paying for more failures.
 
     ``completed`` is what the judge stage finished before it stopped (a ``Judgments`` of the units that completed,
-    set by the stage on its way out; None when nothing was collected), so the run can summarize it.
+    set by the stage on its way out; None when nothing was collected), so the run can summarize it; an ensemble's
+    stage also sets ``completed_by_member`` (member name -> its completed judgments).
     """
 
     def __init__(self, message: str, completed: Sequence[Any] | None = None) -> None:
         super().__init__(message)
         self.completed = completed
+        self.completed_by_member: dict[str, Any] | None = None
 
 
 class ErrorBudget:

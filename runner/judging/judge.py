@@ -166,6 +166,7 @@ class Executor:
     def __init__(self, plan: JudgePlan, client: CallClient, sink: JudgmentSink,
                  sources: AnswerSource | None = None, messages: MessageSink | None = None) -> None:
         self.plan = plan
+        self.completed: Judgments | None = None  # set when a run stops early: the units it completed
         self.messages = messages
         self.client = client
         self.sink = sink
@@ -268,7 +269,11 @@ class Executor:
             await self._calls.run(self._units(items), lambda unit: self._judge_unit(*unit), keep)
         except RunAborted as exc:  # the units that completed go with the abort, so the run can summarize them
             done.reorder(np.argsort(np.frombuffer(units, dtype=np.int64), kind="stable"))
-            exc.completed = done
+            exc.completed = self.completed = done
+            raise
+        except asyncio.CancelledError:  # another ensemble member aborted: what this one completed stays readable
+            done.reorder(np.argsort(np.frombuffer(units, dtype=np.int64), kind="stable"))
+            self.completed = done
             raise
         done.reorder(np.argsort(np.frombuffer(units, dtype=np.int64), kind="stable"))  # a unit's own order is kept
         return done

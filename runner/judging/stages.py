@@ -138,7 +138,18 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
             executors[name] = Executor(plan, client, _sinks(journal, bar, answered), sources, messages)
 
         async def run_all() -> list[Judgments]:
-            return list(await asyncio.gather(*(executor.run(items()) for executor in executors.values())))
+            tasks = [asyncio.ensure_future(executor.run(items())) for executor in executors.values()]
+            try:
+                return list(await asyncio.gather(*tasks))
+            except RunAborted as exc:  # one member aborted: stop the others and keep what each completed
+                for task in tasks:
+                    task.cancel()
+                ended = await asyncio.gather(*tasks, return_exceptions=True)
+                completed = {name: result if isinstance(result, Judgments) else executor.completed
+                             for (name, executor), result in zip(executors.items(), ended, strict=True)}
+                exc.completed_by_member = {name: _in_dataset_order(js, refs) for name, js in completed.items()
+                                           if js is not None}
+                raise
 
         done = asyncio.run(run_all())
     return {name: _in_dataset_order(judgments, refs) for name, judgments in zip(executors, done, strict=True)}

@@ -189,3 +189,27 @@ def test_repeats_above_temperature_0_do_not_warn(run_cli, fake_server):
     assert run.proc.returncode == 0, run.output
     assert "temperature 0" not in run.output
     assert all("seed" not in body for body in fake_server.requests)  # no seed configured: none is sent
+
+
+def test_an_aborted_ensemble_writes_the_items_every_member_finished(run_cli, fake_server):
+    from tests.integration.test_ensemble import live_members
+
+    calls_of_b = itertools.count()
+
+    def reply(body: dict) -> Reply:  # member b (seed 2) fails from its 7th call on; member a always answers
+        if body.get("seed") == 2 and next(calls_of_b) >= 6:
+            return Reply(status=500)
+        return Reply(content="Better: [[A]]")
+
+    fake_server.reply = reply
+    run = run_cli(*live_members(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
+                  f"dataset.path={PAIRS}", "order=fixed", "concurrency=1", "cache.mode=off",
+                  "judge.members.b.max_retries=0")
+    assert run.proc.returncode == 1, run.output
+    doc = run.summary()
+    assert doc["partial"] is True and "stopped by max_error_rate" in doc["partial_reason"]
+    rows = results(run)
+    by_member = {m: {r["item_id"] for r in rows if r["judge"] == m} for m in ("a", "b")}
+    assert by_member["a"] == by_member["b"] and 0 < len(by_member["a"]) < 30  # the items both finished
+    assert doc["summary"]["total_subsets"] == len(by_member["a"]) == len(doc["aggregated_results"])
+    assert (run.run_dir / "members" / "a" / "summary.json").is_file()
