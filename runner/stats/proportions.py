@@ -47,9 +47,9 @@ def proportion_ci(successes: Sequence[float], clusters: Sequence[Hashable] | Non
     y = [float(s) for s in successes]
     n = len(y)
     k = n if clusters is None else cluster_codes(clusters)[1]
-    deff = design_effect(y, clusters) if clusters is not None else None
+    deff = design_effect(y, clusters) if clusters is not None and k < n else None  # one row per item: no clusters
     p = sum(y) / n if n else None
-    effective = n / deff if deff is not None else float(k)
+    effective = n / deff if deff is not None else float(k)  # k == n without clusters
     out: dict[str, Any] = {"n": n, "clusters": k, "unit": "item", "estimate": p, "low": None, "high": None,
                            "level": level, "method": method,
                            **({"design_effect": deff} if deff is not None else {}), "effective_n": effective}

@@ -69,3 +69,9 @@ def test_weighted_kappa_with_unit_weights_is_sklearns_and_weights_repeat_rows():
     weights[0, :30] = 2.0  # the first 30 rows twice, the rest not at all
     doubled = cohen_kappa(pred[:30] * 2, gold[:30] * 2)
     assert weighted_kappa(weights, a, b, n_labels)[0] == pytest.approx(doubled)
+
+
+def test_one_row_per_item_is_not_a_cluster():
+    got = proportion_ci([1.0] * 93 + [0.0] * 7, list(range(100)))
+    assert "design_effect" not in got and got["effective_n"] == 100.0
+    assert (got["low"], got["high"]) == pytest.approx(proportion_confint(93, 100, alpha=0.05, method="wilson"))
