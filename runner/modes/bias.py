@@ -142,6 +142,7 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
         "sign_test_p": float(scipy_stats.binomtest(toward[1], leaning, 0.5).pvalue) if leaning else None,
         "inconsistent_unscored": unscored,
         "inconsistent_by_type": dict(sorted(types.items())),
+        "unit": "pair",  # of the consistency and the sign test: an (item, repeat) judged in both orders
     }
 
 

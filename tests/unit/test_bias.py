@@ -200,7 +200,7 @@ def test_no_judgments_gives_none_everywhere():
         "pairs_both_orders": 0, "consistent": 0, "consistency_rate": None, "first_position_rate": None,
         "second_position_rate": None, "n_decisive": 0, "binomial_p": None,
         "inconsistent_toward_first": 0, "inconsistent_toward_second": 0, "sign_test_p": None,
-        "inconsistent_unscored": 0, "inconsistent_by_type": {},
+        "inconsistent_unscored": 0, "inconsistent_by_type": {}, "unit": "pair",
     }
     assert out["length"]["longer_wins_rate"] is None and out["length"]["excess"] is None
     assert out["self_preference"]["excess_error"] is None

@@ -25,6 +25,7 @@ class PositionBias(Record):
     sign_test_p: float | None
     inconsistent_unscored: int
     inconsistent_by_type: Mapping[str, int]
+    unit: str | None = optional()  # "pair"; absent from reports written before it was named
 
 
 @dataclass(frozen=True, kw_only=True)
