@@ -99,7 +99,7 @@ def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LI
     if cfg.resume and hc.mode == RunMode.MULTIRUN:
         from runner.run import sweep_resume
 
-        done = sweep_resume.finished(cfg, Path(hc.runtime.output_dir))
+        done = sweep_resume.finished(cfg.tracking, Path(hc.runtime.output_dir))
         if done is not None:
             return done
     prepare_run()

@@ -11,7 +11,7 @@ import json
 import logging
 from pathlib import Path
 
-from runner.core.config import RunConfig
+from runner.core.config import TrackingConfig
 from runner.outputs import sweep, tracking
 from runner.run.context import RunOutcome
 from runner.storage import store
@@ -31,19 +31,23 @@ def _complete_summary(run_dir: Path) -> bool:
     return isinstance(summary, dict) and not summary.get("partial") and (run_dir / store.METRICS_NAME).is_file()
 
 
-def _mlflow_closed(cfg: RunConfig, run_id: str | None) -> bool:
+def _mlflow_closed(cfg: TrackingConfig, run_id: str | None) -> bool:
     """The job's MLflow run was closed after its summary was written (tracking off or no run: nothing to close)."""
-    if not cfg.tracking.enabled or run_id is None:
+    if not cfg.enabled or run_id is None:
         return True
     try:
-        (run,) = tracking.get_runs(cfg.tracking, [run_id])
+        (run,) = tracking.get_runs(cfg, [run_id])
     except LookupError:  # the store lost it: run the job again, which reopens or makes its run
         return False
     return run.status in _CLOSED
 
 
-def finished(cfg: RunConfig, run_dir: Path) -> RunOutcome | None:
+def finished(cfg: TrackingConfig, run_dir: Path) -> RunOutcome | None:
     """The outcome of a sweep's job found finished on ``resume=`` (to skip it), or None to run it.
+
+    Args:
+        cfg: The job's tracking config (where its MLflow run is).
+        run_dir: The job's directory.
 
     Finished means: a complete summary (not partial), and its MLflow run closed. A job that failed when it finished
     (a gate; its failure.json) is skipped as failed, with the same reason.
