@@ -38,6 +38,7 @@ def test_processes_started_at_once_share_a_fresh_store_and_cache(fake_server, tm
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'outputs' / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id])
     assert len(runs) == PROCESSES and {r.info.status for r in runs} == {"FINISHED"}
+    assert (tmp_path / "outputs" / "mlflow.db.lock").is_file()  # the lock the store was created under (README)
     # every process wrote its answers (each its own seed: 2 items x 2 orders) to the one cache
     with contextlib.closing(sqlite3.connect(tmp_path / "outputs" / "cache" / "responses.sqlite")) as conn:
         assert conn.execute("SELECT count(*) FROM responses").fetchone()[0] == PROCESSES * 2 * 2
