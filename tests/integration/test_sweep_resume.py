@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -110,3 +111,37 @@ def test_a_killed_sweep_resumes_to_every_job_paying_nothing_twice(fake_server, t
     assert (sweep / "0" / "summary.json").stat().st_mtime_ns == summary_0
     runs = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id])
     assert len(runs) == JOBS + 1
+
+
+@pytest.mark.ray
+def test_a_ray_sweep_resumes_each_job_as_it_was_left(fake_server, tmp_path):
+    """The kill's aftermath built by hand (a Ray cluster is too slow to kill on cue): job 0 cut short after 3
+    answers (no summary), job 1 never started (no directory), job 2 finished. Resumed under Ray, job 0 pays for the
+    rest, job 1 for all and job 2 for nothing (skipped); the sweep keeps its one run."""
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = lambda body: "Verdict: [[A]]"
+    sweep = tmp_path / "multirun"
+    overrides = sweep_overrides(fake_server, dataset, ("hydra/launcher=ray_local",))
+    first = subprocess.run(cli_args(tmp_path, sweep, overrides, multirun=True), cwd=REPO, env=offline_env(),
+                           capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    journal = sweep / "0" / "journal.jsonl"
+    journal.write_text("".join(journal.read_text().splitlines(keepends=True)[:3]))
+    for name in ("summary.json", "metrics.json"):
+        (sweep / "0" / name).unlink()
+    shutil.rmtree(sweep / "1")
+    summary_2 = (sweep / "2" / "summary.json").stat().st_mtime_ns
+
+    fake_server.reset()
+    resumed = resume(tmp_path, sweep, overrides)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert len(fake_server.requests) == 2 * N_ITEMS - 3
+    assert all((sweep / job / "summary.json").is_file() for job in ("0", "1"))
+    assert (sweep / "2" / "summary.json").stat().st_mtime_ns == summary_2
+    client = MlflowClient(tracking_uri=mlflow_uri(tmp_path))
+    runs = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id])
+    (parent,) = [r for r in runs if r.data.tags.get("judgesweep.kind") == "sweep"]
+    assert parent.data.metrics["sweep/jobs"] == JOBS
+    (job_0,) = [r for r in runs if r.data.params.get("judge.seed") == "1"]  # continued, not duplicated
+    assert job_0.info.status == "FINISHED" and job_0.data.metrics["calls/resumed"] == 3
