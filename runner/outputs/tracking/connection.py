@@ -7,6 +7,7 @@ which a run with tracking=off should not pay.
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,8 @@ def _open_store(uri: str) -> None:
         return
     path = Path(database)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if not os.access(path.parent, os.W_OK):  # a store only read (results.load): no one can create it here
+        return
     with FileLock(f"{path}.lock", timeout=STORE_LOCK_TIMEOUT_S):
         MlflowClient(tracking_uri=uri).search_experiments(max_results=1)  # opens the store: creates or upgrades it
 
