@@ -81,6 +81,7 @@ class RunOutcome:
     failed: bool
     reason: str = ""
     mlflow_run_id: str | None = None
+    skipped: bool = False  # a sweep's job found finished on resume: not run again (its summary is on disk)
 
     @functools.cached_property
     def summary(self) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.hydra_config import HydraConfig
 from hydra.initialize import get_gh_backup, restore_gh_from_backup
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 # Only what composing the config needs is imported here: `judgesweep --help` and `--cfg job` never import
@@ -82,6 +83,9 @@ def prepare_run() -> None:
 def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LIMITERS) -> RunOutcome | None:
     """Check, type and run one composed job config; None for a dry run.
 
+    A sweep's job resumed (``resume=<sweep dir>``) that finished already is not run again: its outcome says
+    ``skipped`` (:mod:`runner.run.sweep_resume`).
+
     Args:
         dcfg: The job's config without its ``hydra`` node.
         hc: The ``hydra`` node it was composed with (run directory, choices, overrides, launcher).
@@ -92,6 +96,12 @@ def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LI
     """
     job_context.check_keys(dcfg)
     cfg: RunConfig = OmegaConf.to_object(dcfg)  # type: ignore[assignment]
+    if cfg.resume and hc.mode == RunMode.MULTIRUN:
+        from runner.run import sweep_resume
+
+        done = sweep_resume.finished(cfg.tracking, Path(hc.runtime.output_dir))
+        if done is not None:
+            return done
     prepare_run()
     from runner.run import pipeline
 

@@ -129,6 +129,11 @@ def _resume_state(ctx: RunContext) -> tuple[dict, str | None]:
                                                                          for d in members.values())]):
             raise ConfigurationError(f"{ctx.run_dir} already holds a journal; continue it with resume={ctx.run_dir}")
         return {}, None
+    if manifest is None and ctx.tags.get(tracking.SWEEP_TAG):
+        # a sweep resumed after a kill: this job never started (or was killed before writing its manifest, so
+        # before any call); it starts now as the sweep's other jobs continue
+        log.info("resuming the sweep: %s had not started, starting it", ctx.run_dir)
+        return {}, None
     if manifest is None:
         raise ConfigurationError(f"resume={ctx.cfg.resume}: {ctx.run_dir} holds no run to continue "
                                  f"(no {store.MANIFEST_NAME})")

@@ -1,0 +1,64 @@
+"""A sweep resumed with ``resume=<sweep dir>``: which of its jobs finished already and is skipped.
+
+A job the kill interrupted continues from its journal and a job that never started starts
+(:func:`runner.run.pipeline.prepare`'s resume state); a job that finished is not run again, so its summary,
+report and MLflow run stay as they were and nothing of it is logged twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from runner.core.config import TrackingConfig
+from runner.outputs import sweep, tracking
+from runner.run.context import RunOutcome
+from runner.storage import store
+
+log = logging.getLogger("judgesweep")
+
+# MLflow's statuses of a run that was closed (finish_run, fail_run); RUNNING is a job killed before it closed it.
+_CLOSED = frozenset({"FINISHED", "FAILED"})
+
+
+def _complete_summary(run_dir: Path) -> bool:
+    """summary.json and metrics.json are written, and the summary is not an aborted run's partial one."""
+    try:
+        summary = json.loads((run_dir / store.SUMMARY_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # absent, or torn by a kill while it was written
+        return False
+    return isinstance(summary, dict) and not summary.get("partial") and (run_dir / store.METRICS_NAME).is_file()
+
+
+def _mlflow_closed(cfg: TrackingConfig, run_id: str | None) -> bool:
+    """The job's MLflow run was closed after its summary was written (tracking off or no run: nothing to close)."""
+    if not cfg.enabled or run_id is None:
+        return True
+    try:
+        (run,) = tracking.get_runs(cfg, [run_id])
+    except LookupError:  # the store lost it: run the job again, which reopens or makes its run
+        return False
+    return run.status in _CLOSED
+
+
+def finished(cfg: TrackingConfig, run_dir: Path) -> RunOutcome | None:
+    """The outcome of a sweep's job found finished on ``resume=`` (to skip it), or None to run it.
+
+    Args:
+        cfg: The job's tracking config (where its MLflow run is).
+        run_dir: The job's directory.
+
+    Finished means: a complete summary (not partial), and its MLflow run closed. A job that failed when it finished
+    (a gate; its failure.json) is skipped as failed, with the same reason.
+    """
+    manifest = store.read_manifest(run_dir)
+    if manifest is None or not _complete_summary(run_dir) or not _mlflow_closed(cfg, manifest.mlflow_run_id):
+        return None
+    reason = ""
+    failure = run_dir / sweep.FAILURE_NAME
+    if failure.is_file():
+        reason = str(json.loads(failure.read_text(encoding="utf-8")).get("reason", "failed"))
+    log.info("resuming the sweep: %s finished already, skipped", run_dir)
+    return RunOutcome(run_dir / store.SUMMARY_NAME, None, {}, bool(reason), reason, manifest.mlflow_run_id,
+                      skipped=True)
