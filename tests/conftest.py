@@ -37,10 +37,10 @@ TMPFS = Path("/dev/shm")
 # resumed), longest first. They run first, so that with `-n 2 --dist loadscope` (one module to one worker) the many
 # short modules fill in at the end rather than one long module running alone after the other worker is done;
 # xdist's own order (scopes by number of tests, --loadscope-reorder) would start them last.
-LONGEST_FIRST = ("test_sweep_resume", "test_ray_launcher", "test_launchers", "test_shared_store", "test_calibration", "test_compare", "test_tracking_start",
-                 "test_llmbar_subsets", "test_presets", "test_published_figures", "test_rubric_judging",
-                 "test_hardening", "test_results_api", "test_default_run", "test_in_process", "test_resume",
-                 "test_secrets", "test_config")
+LONGEST_FIRST = ("test_sweep_resume", "test_ray_launcher", "test_launchers", "test_shared_store", "test_calibration",
+                 "test_compare", "test_tracking_start", "test_llmbar_subsets", "test_presets", "test_published_figures",
+                 "test_rubric_judging", "test_hardening", "test_results_api", "test_default_run", "test_in_process",
+                 "test_resume", "test_secrets", "test_config")
 
 
 def pytest_configure(config: pytest.Config) -> None:  # noqa: D103
