@@ -65,6 +65,9 @@ class JudgeConfig:
     # a 429 is sent again (paced by the judge's limiter, never counted against max_retries) as long as some call
     # to this judge succeeded within this many seconds; past that the provider is not letting anything through
     retry_rate_limited_s: float = 300.0
+    # a 200 without a usable answer (no choices) is paid for: kept unscored with reason empty_choices, or, when true,
+    # sent again within max_retries (each answer paid for is counted in calls/paid)
+    retry_malformed: bool = False
     structured_output: StructuredOutput = StructuredOutput.auto
     version: str = ""  # free text recorded with every run (e.g. a dated model snapshot)
     family: str | None = None  # the judge's model family (e.g. gpt-4): self-preference when a system shares it
