@@ -293,6 +293,8 @@ class RunConfig:
     max_items: int | None = None
     max_error_rate: float = 0.05  # more failed calls than this: abort (after 20 calls) and exit non-zero
     max_unscored_rate: float = 0.2  # pairwise: more items than this without a valid final verdict: exit non-zero
+    # SIGINT/SIGTERM: no new call is sent; the answers in flight get this many seconds to arrive and be journaled
+    shutdown_grace_s: float = 10.0
     prompts_dir: str = "prompts"
     on_bad_row: OnBadRow = OnBadRow.error
     cache: CacheConfig = field(default_factory=CacheConfig)

@@ -27,6 +27,7 @@ from runner.judging.calls import RunAborted
 from runner.judging.generation import GENERATIONS_NAME, Generation, Generator
 from runner.judging.judge import Executor, JudgePlan
 from runner.judging.progress import FirstAnswer, ProgressBar, ProgressOptions, Sinks
+from runner.judging.shutdown import run_stage
 from runner.llm import recorded
 from runner.llm.client import JudgeClient
 from runner.llm.pacing import RateLimiter
@@ -59,10 +60,11 @@ def prior_answers(run_dir: Path, name: str) -> Mapping[tuple, JudgeResponse]:
 def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, run_dir: Path, root: Path,
              cache_cfg: CacheConfig, api_keys: Mapping[str, Secret], limiter: RateLimiter | None, seed: int,
              concurrency: int, total: int, prior: Mapping[tuple, JudgeResponse], max_error_rate: float,
-             progress: ProgressOptions, neutralize: bool,
-             answered: threading.Event | None = None) -> dict[str, Generation]:
+             progress: ProgressOptions, neutralize: bool, answered: threading.Event | None = None,
+             shutdown_grace_s: float = 10.0) -> dict[str, Generation]:
     """Run the generation stage: one output per item, journaled to generations.jsonl as it completes;
-    ``answered`` is set at its first answer."""
+    ``answered`` is set at its first answer. SIGINT/SIGTERM stop it (runner.judging.shutdown: Interrupted) once the
+    answers in flight arrived or ``shutdown_grace_s`` passed."""
     client = JudgeClient(model, api_keys, limiter, None, seed)
     with _cache(cache_cfg, root) as cache:
         sources = AnswerSources(prior, cache, model.model, model.api_base, client.decoding_params)
@@ -70,16 +72,16 @@ def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, r
                 ProgressBar(total, progress, label="generating") as bar:
             generator = Generator(template, client, _sinks(journal, bar, answered), sources, concurrency,
                                   max_error_rate=max_error_rate, neutralize=neutralize)
-            return asyncio.run(generator.run(items))
+            return asyncio.run(run_stage(generator.run(items), shutdown_grace_s))
 
 
 def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: tuple[ItemRef, ...], *,
           run_dir: Path, root: Path, cache_cfg: CacheConfig, api_keys: Mapping[str, Secret],
           limiter: RateLimiter | None, response_format: dict[str, Any] | None, seed: int, total: int,
           prior: Mapping[tuple, JudgeResponse], progress: ProgressOptions,
-          answered: threading.Event | None = None) -> Judgments:
+          answered: threading.Event | None = None, shutdown_grace_s: float = 10.0) -> Judgments:
     """Run the judge stage over ``items``; judgments come back in dataset order (item, repeat, order, stage).
-    ``answered`` is set at the first answer."""
+    ``answered`` is set at the first answer. SIGINT/SIGTERM stop it as :func:`generate` says."""
     client = JudgeClient(judge_cfg, api_keys, limiter, response_format, seed)
     if recorded.is_recorded(judge_cfg.model):
         # a recorded answer is keyed by its call, not by the messages the cache keys on (and costs nothing): cached,
@@ -91,7 +93,7 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: 
                 ProgressBar(total, progress) as bar:
             executor = Executor(plan, client, _sinks(journal, bar, answered), sources, messages)
             try:
-                judgments = asyncio.run(executor.run(items))
+                judgments = asyncio.run(run_stage(executor.run(items), shutdown_grace_s))
             except RunAborted as exc:
                 if isinstance(exc.completed, Judgments):
                     exc.completed = _in_dataset_order(exc.completed, refs)
@@ -117,7 +119,7 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
                 api_keys: Mapping[str, Secret], limiters: Mapping[str, RateLimiter | None],
                 response_formats: Mapping[str, dict[str, Any] | None], seed: int, total: int,
                 priors: Mapping[str, Mapping[tuple, JudgeResponse]], progress: ProgressOptions,
-                answered: threading.Event | None = None) -> dict[str, Judgments]:
+                answered: threading.Event | None = None, shutdown_grace_s: float = 10.0) -> dict[str, Judgments]:
     """Run the judge stage of an ensemble: every member judges every item, all members at once in one event
     loop, each with its own client (limits, retries), concurrency slots and journal in ``member_dirs[name]``.
 
@@ -140,5 +142,5 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
         async def run_all() -> list[Judgments]:
             return list(await asyncio.gather(*(executor.run(items()) for executor in executors.values())))
 
-        done = asyncio.run(run_all())
+        done = asyncio.run(run_stage(run_all(), shutdown_grace_s))
     return {name: _in_dataset_order(judgments, refs) for name, judgments in zip(executors, done, strict=True)}
