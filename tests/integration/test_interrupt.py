@@ -10,8 +10,10 @@ import signal
 import subprocess
 import time
 
+from mlflow.tracking import MlflowClient
+
 from tests.fakes.openai_server import Reply
-from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
+from tests.integration.conftest import REPO, cli_args, live_judge, mlflow_uri, offline_env
 
 ITEMS, CONCURRENCY, LATENCY_S = 40, 16, 1.0
 
@@ -61,6 +63,10 @@ def test_sigint_journals_the_answers_in_flight_and_a_resume_pays_none_again(run_
     journal = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
     assert len(journal) == CONCURRENCY and all(row["status"] == "scored" for row in journal)  # ...and journaled
     paid = {json.dumps(r["messages"]) for r in fake_server.requests}
+    client = MlflowClient(tracking_uri=mlflow_uri(tmp_path))
+    [mlflow_run] = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id])
+    assert mlflow_run.info.status == "FAILED"
+    assert "interrupted by SIGINT" in mlflow_run.data.tags["judgesweep.abort_reason"]
 
     fake_server.reset()
     fake_server.reply = lambda _body: Reply(content="Verdict: [[A]]")
