@@ -120,6 +120,9 @@ class JudgeResponse:
     # answers paid for to obtain this one (source "call"): 0 for a call that failed without an answer, 2 or more
     # when a malformed answer was sent again (judge.retry_malformed)
     paid: int = 1
+    # 1 when an earlier process of the run had sent this call too and its answer never reached the journal (killed
+    # in flight): the answer was paid for again (calls/repaid)
+    repaid: int = 0
     # byte offset of the journal line holding this answer; once set, the executor may drop ``text`` (and the
     # request's messages hash) from memory: runner.storage.store.with_texts reads both back for the results file, so a
     # run's memory does not grow with its texts

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
 from runner.core.types import JudgeRequest, JudgeResponse, Message
@@ -117,6 +118,9 @@ class PaidCalls:
         """
         response = await self._answer(request, messages)
         journaled = journal(response)
+        finished = getattr(self.sources, "journaled", None)  # see _answer's "sending"
+        if response.source == "call" and finished is not None:
+            finished(request)
         self.budget.count(response)
         return journaled
 
@@ -128,11 +132,17 @@ class PaidCalls:
             shutdown = SHUTDOWN.get()
             if shutdown is not None and shutdown.requested:  # not sent: the resumed run sends it
                 raise Interrupted(shutdown.signum or 0)
+            # sources that note what is sent (runner.storage.sources.AnswerSources.sending) say whether an earlier
+            # process of the run had sent this call already
+            sending = getattr(self.sources, "sending", None)
+            again = bool(sending(request)) if sending is not None else False
             token = recorded.CURRENT_CALL.set(_recorded_key(request))
             try:
                 response = await self.client.complete(messages, repeat=request.repeat)
             finally:
                 recorded.CURRENT_CALL.reset(token)
+        if again and response.paid:  # an earlier process sent it and lost the answer: this one is paid again
+            response = replace(response, repaid=1)
         if self.sources is not None and response.error_type is None:
             self.sources.put(request, messages, response)
         return response

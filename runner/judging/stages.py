@@ -35,6 +35,7 @@ from runner.storage import store
 from runner.storage.cache import ResponseCache
 from runner.storage.journal import Journal, JournalAnswers
 from runner.storage.messages import MESSAGES_NAME, MessageStore
+from runner.storage.sent import SENT_NAME, SentLog
 from runner.storage.sources import AnswerSources
 
 
@@ -66,8 +67,8 @@ def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, r
     ``answered`` is set at its first answer. SIGINT/SIGTERM stop it (runner.judging.shutdown: Interrupted) once the
     answers in flight arrived or ``shutdown_grace_s`` passed."""
     client = JudgeClient(model, api_keys, limiter, None, seed)
-    with _cache(cache_cfg, root) as cache:
-        sources = AnswerSources(prior, cache, model.model, model.api_base, client.decoding_params)
+    with _cache(cache_cfg, root) as cache, SentLog(run_dir / SENT_NAME) as sent:
+        sources = AnswerSources(prior, cache, model.model, model.api_base, client.decoding_params, sent)
         with Journal(run_dir / GENERATIONS_NAME) as journal, \
                 ProgressBar(total, progress, label="generating") as bar:
             generator = Generator(template, client, _sinks(journal, bar, answered), sources, concurrency,
@@ -87,8 +88,8 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: 
         # a recorded answer is keyed by its call, not by the messages the cache keys on (and costs nothing): cached,
         # another recordings file's answer to the same messages would be served
         cache_cfg = replace(cache_cfg, mode=CacheMode.off)
-    with _cache(cache_cfg, root) as cache:
-        sources = AnswerSources(prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params)
+    with _cache(cache_cfg, root) as cache, SentLog(run_dir / SENT_NAME) as sent:
+        sources = AnswerSources(prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params, sent)
         with Journal(run_dir / store.JOURNAL_NAME) as journal, MessageStore(run_dir / MESSAGES_NAME) as messages, \
                 ProgressBar(total, progress) as bar:
             executor = Executor(plan, client, _sinks(journal, bar, answered), sources, messages)
@@ -133,9 +134,10 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
         executors = {}
         for name, member in members.items():
             client = JudgeClient(member, api_keys, limiters.get(name), response_formats.get(name), seed)
-            sources = AnswerSources(priors.get(name, {}), cache, member.model, member.api_base,
-                                    client.decoding_params)
             member_dirs[name].mkdir(parents=True, exist_ok=True)
+            sent = stack.enter_context(SentLog(member_dirs[name] / SENT_NAME))  # a member's keys are its own
+            sources = AnswerSources(priors.get(name, {}), cache, member.model, member.api_base,
+                                    client.decoding_params, sent)
             journal = stack.enter_context(Journal(member_dirs[name] / store.JOURNAL_NAME))
             executors[name] = Executor(plan, client, _sinks(journal, bar, answered), sources, messages)
 

@@ -108,3 +108,25 @@ def test_a_second_sigint_stops_at_once(fake_server, tmp_path):
     assert proc.returncode == 130, out
     assert time.monotonic() - started < 25  # did not wait for the 30 s answers, nor the 60 s grace period
     assert "Traceback" not in out, out
+
+
+def test_answers_lost_to_kill_9_show_as_repaid_on_resume(run_cli, fake_server, tmp_path):
+    """The cost of an interruption that journals nothing: the resumed run pays for the 16 calls in flight again
+    and says so in calls/repaid."""
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = lambda _body: Reply(content="Verdict: [[A]]", delay_s=LATENCY_S)
+    run_dir = tmp_path / "killed"
+    proc, _ = start_and_interrupt(cli_args(tmp_path, run_dir, tuple(overrides(fake_server, dataset))), fake_server,
+                                  signal.SIGKILL)
+    assert proc.returncode == -signal.SIGKILL
+    assert not (run_dir / "journal.jsonl").is_file() or not (run_dir / "journal.jsonl").read_text().strip()
+
+    fake_server.reset()
+    fake_server.reply = lambda _body: Reply(content="Verdict: [[A]]")
+    resumed = run_cli(*overrides(fake_server, dataset), f"resume={run_dir}", run_dir=run_dir)
+    assert resumed.proc.returncode == 0, resumed.output
+    client = MlflowClient(tracking_uri=resumed.mlflow_uri)
+    [mlflow_run] = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id])
+    metrics = mlflow_run.data.metrics
+    assert metrics["calls/paid"] == ITEMS and metrics["calls/repaid"] == CONCURRENCY
