@@ -9,8 +9,10 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 
+from runner.llm.client import price
 from tests.fakes.openai_server import Reply
 from tests.integration.conftest import live_judge
 
@@ -87,3 +89,14 @@ def test_a_resumed_run_reads_the_empty_answer_back_and_does_not_pay_for_it_again
     assert len(fake_server.requests) == sent  # every answer, the empty ones included, came from the journal
     rows = [json.loads(line) for line in (again.run_dir / "results.jsonl").read_text().splitlines()]
     assert sum(row["parse_error"] == "empty_choices" for row in rows) == ITEMS // 5
+
+
+def test_the_empty_answers_tokens_are_priced_into_the_spend(run_cli, fake_server):
+    fake_server.reply = lambda _body: EMPTY
+    run = run_cli(*pairwise(fake_server, "judge.model=openai/gpt-4o-mini", "max_unscored_rate=1",
+                            "max_items=5"))
+    assert len(fake_server.requests) == 5
+    each = price("openai/gpt-4o-mini", 100, 20)
+    assert each is not None and each > 0
+    m = metrics(run)
+    assert m["cost/usd_total"] == pytest.approx(5 * each) and m["cost/unknown_calls"] == 0
