@@ -278,6 +278,9 @@ class JudgeClient:
             kwargs["api_key"] = "no-key"
         return kwargs
 
+    def _error(self, exc: Exception, started: float, attempts: int, limited: int) -> JudgeResponse:
+        return failure(exc, self._secrets, started, attempts, limited)
+
     async def complete(self, messages: tuple[Message, ...], repeat: int = 0) -> JudgeResponse:
         """Make one judge call, with pacing and retries; never raises for provider errors.
 
@@ -316,9 +319,9 @@ class JudgeClient:
                 self._limiter.penalize(retry_after)
                 if self._progressing(call.first_attempt):
                     return None  # the limiter now holds this call back (pause, learned rate): no own backoff
-                return call.total(failure(exc, self._secrets, call.started, call.attempts, call.limited))
+                return call.total(self._error(exc, call.started, call.attempts, call.limited))
         if not _retryable(exc) or call.attempts - call.limited > self._retry.max_retries:
-            return call.total(failure(exc, self._secrets, call.started, call.attempts, call.limited))
+            return call.total(self._error(exc, call.started, call.attempts, call.limited))
         delay = self._retry.delay(call.attempts - call.limited, retry_after, self._rng)
         log.info("%s: %s, retry %d/%d in %.1fs", self.judge.name, type(exc).__name__, call.attempts,
                  self._retry.max_retries, delay)
