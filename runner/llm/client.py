@@ -166,6 +166,16 @@ def _retryable(exc: openai.APIError) -> bool:
     return isinstance(exc, litellm.APIError) and isinstance(status, int) and status >= 500
 
 
+def _answered(failover_kwargs: Mapping[str, Any]) -> bool:
+    """Whether the call the Router would fail over got a 2xx body (its RawBody, our logger_fn, holds one)."""
+    for name in ("kwargs", "input_kwargs"):
+        call = failover_kwargs.get(name)
+        body = call.get("logger_fn") if isinstance(call, Mapping) else None
+        if isinstance(body, RawBody) and body.text is not None:
+            return True
+    return False
+
+
 class ReplicaRouter(litellm.Router):
     """litellm's Router over the replicas of one judge, failing over only on errors worth retrying.
 
@@ -185,8 +195,9 @@ class ReplicaRouter(litellm.Router):
         self.failures: Counter[str] = Counter()  # api_base -> errors worth retrying it answered with
 
     async def _maybe_run_weighted_failover(self, exception: Exception, *args: Any, **kwargs: Any) -> Any | None:
-        # litellm fails over on any error; an auth or bad-request error is the caller's to see, not to hide.
-        if not (isinstance(exception, openai.APIError) and _retryable(exception)):
+        # litellm fails over on any error; an auth or bad-request error is the caller's to see, not to hide. Nor is
+        # a 2xx whose body litellm refused (no choices): that replica answered and was paid.
+        if not (isinstance(exception, openai.APIError) and _retryable(exception)) or _answered(kwargs):
             return None
         base = self.bases.get(getattr(exception, "failed_deployment_id", None) or "", "?")
         self.failures[base] += 1

@@ -13,7 +13,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from runner.llm.client import price
-from tests.fakes.openai_server import Reply
+from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from tests.integration.conftest import live_judge
 
 PAIRS = Path(__file__).resolve().parents[1] / "fixtures" / "users" / "failures" / "pairs.jsonl"
@@ -100,3 +100,19 @@ def test_the_empty_answers_tokens_are_priced_into_the_spend(run_cli, fake_server
     assert each is not None and each > 0
     m = metrics(run)
     assert m["cost/usd_total"] == pytest.approx(5 * each) and m["cost/unknown_calls"] == 0
+
+
+def test_a_replica_that_answers_without_choices_is_not_failed_over(run_cli):
+    """litellm's Router fails over on a 500-status error, which is what litellm makes of an empty 200: the replica
+    was paid, so the call is not sent to the other one."""
+    with FakeOpenAIServer() as one, FakeOpenAIServer() as two:
+        for server in (one, two):
+            server.reply = lambda _body: EMPTY
+        run = run_cli("judge=local_openai", "judge.api_base=null", "judge.model=openai/fake-judge",
+                      f"judge.replicas=[{{api_base:{one.base_url},rpm:60000}},{{api_base:{two.base_url},rpm:60000}}]",
+                      "prompt=mtbench_pair", "rubric=mtbench_verdict", "max_items=5", "order=fixed", "cache.mode=off",
+                      "max_unscored_rate=1")
+        sent = len(one.requests) + len(two.requests)
+    assert run.proc.returncode == 0, run.output
+    assert sent == 5
+    assert metrics(run)["calls/paid"] == 5 and metrics(run)["judge/parse_failures/empty_choices"] == 5
