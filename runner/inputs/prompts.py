@@ -111,7 +111,9 @@ def neutralize(value: str, delimiters: Iterable[str]) -> str:
         delimiters: The template's framing lines; entries that fold to fewer than two characters are ignored.
     """
     keys = _delimiter_keys(frozenset(delimiters))
-    quick = _quick_fold(value) if keys else ""
+    if value.isascii() and not any(char in value for char in _ascii_starts(keys)):
+        return value  # most text: no character any delimiter can start with, found at C speed
+    quick = _quick_fold(value, keys) if keys else ""
     if not any(key in quick for key in keys):
         return value
     folded, origin = _fold_with_origin(value)
@@ -166,11 +168,23 @@ def _fold_with_origin(value: str) -> tuple[str, list[int]]:
     return "".join(chars), origin
 
 
-def _quick_fold(value: str) -> str:
-    # ASCII text (most candidates) folds without a loop in Python; the same result as _fold_with_origin's
-    if value.isascii():
+def _quick_fold(value: str, keys: tuple[str, ...]) -> str:
+    """``value`` folded without a loop in Python where that finds the same keys as :func:`_fold_with_origin`."""
+    if value.isascii():  # most candidates: the same result as _fold_with_origin's
         return "".join(value.lower().translate(_QUOTES).split())
+    if all(key.isascii() for key in keys):
+        # NFKD of the whole text differs from the per-character one only in the order of adjacent combining marks,
+        # which never stand inside an ASCII key: the same keys are found
+        decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", value).casefold())
+        return "".join(decomposed.translate(_QUOTES).split())
     return _fold_with_origin(value)[0]
+
+
+@functools.lru_cache(maxsize=256)
+def _ascii_starts(keys: tuple[str, ...]) -> frozenset[str]:
+    """The ASCII characters that fold to the first character of one of ``keys``."""
+    firsts = {key[0] for key in keys}
+    return frozenset(c for c in map(chr, range(128)) if fold(c)[:1] in firsts)
 
 
 @functools.lru_cache(maxsize=256)
