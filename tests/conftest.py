@@ -14,6 +14,7 @@ SLOW_MODULES = frozenset({
     "test_calibration",  # Optuna sweeps and their held-out runs
     "test_compare",  # a sweep, then judgesweep-compare as a command
     "test_default_run",  # `make run`'s command line
+    "test_interrupt",  # SIGINT/SIGTERM to a running judgesweep process
     "test_launchers",  # joblib workers
     "test_llmbar_subsets",  # 24 runs over the published subsets
     "test_mlflow_server",  # a real `mlflow server`

@@ -24,6 +24,7 @@ from runner.core.registry import UnknownNameError
 from runner.inputs.prompts import TemplateError
 from runner.judging.calls import RunAborted
 from runner.judging.scoring import RubricError
+from runner.judging.shutdown import Interrupted
 
 # Only what composing the config and classifying errors needs is imported here: `judgesweep --help` and
 # `--cfg job` never import litellm, MLflow or the statistics stack. The modules that run a job (pipeline,
@@ -59,6 +60,9 @@ def _job(dcfg: DictConfig) -> float | None:
     failure.unlink(missing_ok=True)  # a resumed job that failed before
     try:
         outcome = run_job(dcfg, hc)
+    except Interrupted as exc:  # Ctrl-C or SIGTERM: one line, no traceback, and the sweep stops too
+        log.error("judgesweep: %s", exc)
+        sys.exit(exc.exit_code)
     except EXPECTED_ERRORS as exc:
         log.error("judgesweep: %s: %s", type(exc).__name__, exc)
         _fail(job, f"{type(exc).__name__}: {exc}")
@@ -142,7 +146,11 @@ def main() -> None:
         sys.exit(aggregate_cli.main(sys.argv[2:]))
     prepare_process()
     primary, sys.argv[1:] = _overlay(sys.argv[1:])
-    hydra.main(config_path=str(primary), config_name="config", version_base="1.3")(_job)()
+    try:
+        hydra.main(config_path=str(primary), config_name="config", version_base="1.3")(_job)()
+    except KeyboardInterrupt:  # Ctrl-C outside the paid calls (loading, summarizing): nothing paid is in flight
+        sys.stderr.write("judgesweep: interrupted by SIGINT\n")  # logging may already be torn down here
+        sys.exit(130)
     if _failed_jobs:
         sys.exit(1)
 

@@ -65,6 +65,9 @@ class JudgeConfig:
     # a 429 is sent again (paced by the judge's limiter, never counted against max_retries) as long as some call
     # to this judge succeeded within this many seconds; past that the provider is not letting anything through
     retry_rate_limited_s: float = 300.0
+    # a 200 without a usable answer (no choices) is paid for: kept unscored with reason empty_choices, or, when true,
+    # sent again within max_retries (each answer paid for is counted in calls/paid)
+    retry_malformed: bool = False
     structured_output: StructuredOutput = StructuredOutput.auto
     version: str = ""  # free text recorded with every run (e.g. a dated model snapshot)
     family: str | None = None  # the judge's model family (e.g. gpt-4): self-preference when a system shares it
@@ -290,6 +293,8 @@ class RunConfig:
     max_items: int | None = None
     max_error_rate: float = 0.05  # more failed calls than this: abort (after 20 calls) and exit non-zero
     max_unscored_rate: float = 0.2  # pairwise: more items than this without a valid final verdict: exit non-zero
+    # SIGINT/SIGTERM: no new call is sent; the answers in flight get this many seconds to arrive and be journaled
+    shutdown_grace_s: float = 10.0
     prompts_dir: str = "prompts"
     on_bad_row: OnBadRow = OnBadRow.error
     cache: CacheConfig = field(default_factory=CacheConfig)

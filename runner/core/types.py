@@ -117,6 +117,12 @@ class JudgeResponse:
     attempts: int = 1  # HTTP attempts made (retries included); 0 when served without a call
     rate_limited: int = 0  # how many of those attempts were answered 429
     source: str = "call"  # call | cache | journal (an interrupted run's answer, on resume)
+    # answers paid for to obtain this one (source "call"): 0 for a call that failed without an answer, 2 or more
+    # when a malformed answer was sent again (judge.retry_malformed)
+    paid: int = 1
+    # 1 when an earlier process of the run had sent this call too and its answer never reached the journal (killed
+    # in flight): the answer was paid for again (calls/repaid)
+    repaid: int = 0
     # byte offset of the journal line holding this answer; once set, the executor may drop ``text`` (and the
     # request's messages hash) from memory: runner.storage.store.with_texts reads both back for the results file, so a
     # run's memory does not grow with its texts

@@ -10,9 +10,11 @@ its block and speaks as the instructions; :func:`neutralize` defangs those insid
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,11 +64,12 @@ class Template:
     _compiled: jinja2.Template
 
     def find_delimiters_in(self, value: str) -> list[str]:
-        """Return, sorted, each of this template's delimiters that occurs in ``value``.
+        """Return, sorted, each of this template's delimiters that occurs in ``value`` (or a lookalike of it, see
+        :func:`neutralize`).
 
         Lets a caller count how many inserted values :meth:`render` neutralized.
         """
-        return sorted(d for d in self.delimiters if d in value)
+        return sorted(d for d in self.delimiters if neutralize(value, (d,)) != value)
 
     def render(self, variables: Mapping[str, object], neutralize: bool = True) -> tuple[Message, ...]:
         """Render each role block into one message with stripped content.
@@ -95,32 +98,100 @@ class Template:
 
 
 def neutralize(value: str, delimiters: Iterable[str]) -> str:
-    """Defang every occurrence of each delimiter in ``value``.
+    """Defang every occurrence of each delimiter in ``value``, and of every lookalike of it.
 
-    A ZERO WIDTH SPACE goes after the first character of each occurrence ("</response_a>" becomes
-    "<\\u200b/response_a>"), so the judge still reads the text but no delimiter survives, including
-    overlapping ones. A value without any delimiter is returned unchanged (the same bytes).
+    A lookalike is the same text up to case, whitespace, quote style and Unicode compatibility forms
+    (``[the start of assistant b's answer]``, ``Assistant A’s``, ``#  OUTPUT (B):``): both sides are compared
+    folded (see :func:`fold`). A ZERO WIDTH SPACE goes after the first character of each occurrence
+    ("</response_a>" becomes "<\\u200b/response_a>"), so the judge still reads the text but no delimiter
+    survives, including overlapping ones. A value without any delimiter is returned unchanged (the same bytes).
 
     Args:
         value: Text to be inserted into a template.
-        delimiters: Exact, case-sensitive strings; entries shorter than two characters are ignored.
+        delimiters: The template's framing lines; entries that fold to fewer than two characters are ignored.
     """
-    cuts: set[int] = set()
-    for delimiter in delimiters:
-        if len(delimiter) < 2:
-            continue
-        start = value.find(delimiter)
-        while start != -1:
-            cuts.add(start + 1)
-            start = value.find(delimiter, start + 1)
-    if not cuts:
+    keys = _delimiter_keys(frozenset(delimiters))
+    if value.isascii() and not any(char in value for char in _ascii_starts(keys)):
+        return value  # most text: no character any delimiter can start with, found at C speed
+    quick = _quick_fold(value, keys) if keys else ""
+    if not any(key in quick for key in keys):
         return value
+    folded, origin = _fold_with_origin(value)
+    cuts: set[int] = set()  # a ZERO WIDTH SPACE goes before value[cut]
+    spread: set[int] = set()  # a character whose fold alone holds a whole delimiter ("…" for "...")
+    for key in keys:
+        start = folded.find(key)
+        while start != -1:
+            first, last = origin[start], origin[start + len(key) - 1]
+            if last > first:
+                cuts.add(first + 1)
+            else:
+                spread.add(first)
+            start = folded.find(key, start + 1)
     pieces, previous = [], 0
-    for cut in sorted(cuts):
-        pieces.append(value[previous:cut])
-        previous = cut
+    for index in sorted(cuts | spread):
+        pieces.append(value[previous:index])
+        if index in cuts:
+            pieces.append(ZERO_WIDTH_SPACE)
+        previous = index
+        if index in spread:  # one character cannot take a space inside: it is written out, folded and spaced
+            pieces.append(ZERO_WIDTH_SPACE.join(fold(value[index])))
+            previous = index + 1
     pieces.append(value[previous:])
-    return ZERO_WIDTH_SPACE.join(pieces)
+    return "".join(pieces)
+
+
+_QUOTES = str.maketrans({**dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u2035`\u00b4", "'"),
+                         **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb", '"')})
+
+
+@functools.lru_cache(maxsize=4096)
+def fold(char: str) -> str:
+    """What one character counts as when delimiters are matched: its compatibility decomposition (NFKD: "ﬁ" is
+    "fi", a full-width "Ａ" is "A"), case-folded, curly quotes and apostrophes as straight ones, whitespace dropped.
+
+    Decomposition rather than NFKC's composition: it is defined character by character, so every folded character
+    maps back to the one it came from, and "é" and "e" + U+0301 fold alike.
+    """
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", char).casefold())
+    return "".join(c for c in decomposed.translate(_QUOTES) if not c.isspace())
+
+
+def _fold_with_origin(value: str) -> tuple[str, list[int]]:
+    """``value`` folded character by character, and for each folded character the index it came from."""
+    chars: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(value):
+        folded = fold(char)
+        chars.append(folded)
+        origin.extend([index] * len(folded))
+    return "".join(chars), origin
+
+
+def _quick_fold(value: str, keys: tuple[str, ...]) -> str:
+    """``value`` folded without a loop in Python where that finds the same keys as :func:`_fold_with_origin`."""
+    if value.isascii():  # most candidates: the same result as _fold_with_origin's
+        return "".join(value.lower().translate(_QUOTES).split())
+    if all(key.isascii() for key in keys):
+        # NFKD of the whole text differs from the per-character one only in the order of adjacent combining marks,
+        # which never stand inside an ASCII key: the same keys are found
+        decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", value).casefold())
+        return "".join(decomposed.translate(_QUOTES).split())
+    return _fold_with_origin(value)[0]
+
+
+@functools.lru_cache(maxsize=256)
+def _ascii_starts(keys: tuple[str, ...]) -> frozenset[str]:
+    """The ASCII characters that fold to the first character of one of ``keys``."""
+    firsts = {key[0] for key in keys}
+    return frozenset(c for c in map(chr, range(128)) if fold(c)[:1] in firsts)
+
+
+@functools.lru_cache(maxsize=256)
+def _delimiter_keys(delimiters: frozenset[str]) -> tuple[str, ...]:
+    # a zero width space in a delimiter would let the cut re-create the match: such a delimiter cannot be defanged
+    keys = {"".join(fold(c) for c in d) for d in delimiters}
+    return tuple(sorted(k for k in keys if len(k) >= 2 and ZERO_WIDTH_SPACE not in k))
 
 
 def _neutralize_values(variables: Mapping[str, object], delimiters: frozenset[str]) -> dict[str, object]:

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
 from runner.core.types import JudgeRequest, JudgeResponse, Message
+from runner.judging.shutdown import SHUTDOWN, Interrupted
 from runner.llm import recorded
 
 ABORT_MIN_CALLS = 20  # judge this many calls before an error rate can abort the run
@@ -118,6 +120,9 @@ class PaidCalls:
         """
         response = await self._answer(request, messages)
         journaled = journal(response)
+        finished = getattr(self.sources, "journaled", None)  # see _answer's "sending"
+        if response.source == "call" and finished is not None:
+            finished(request)
         self.budget.count(response)
         return journaled
 
@@ -126,11 +131,20 @@ class PaidCalls:
         if known is not None:
             return known
         async with self._slots:
+            shutdown = SHUTDOWN.get()
+            if shutdown is not None and shutdown.requested:  # not sent: the resumed run sends it
+                raise Interrupted(shutdown.signum or 0)
+            # sources that note what is sent (runner.storage.sources.AnswerSources.sending) say whether an earlier
+            # process of the run had sent this call already
+            sending = getattr(self.sources, "sending", None)
+            again = bool(sending(request)) if sending is not None else False
             token = recorded.CURRENT_CALL.set(_recorded_key(request))
             try:
                 response = await self.client.complete(messages, repeat=request.repeat)
             finally:
                 recorded.CURRENT_CALL.reset(token)
+        if again and response.paid:  # an earlier process sent it and lost the answer: this one is paid again
+            response = replace(response, repaid=1)
         if self.sources is not None and response.error_type is None:
             self.sources.put(request, messages, response)
         return response
@@ -156,21 +170,40 @@ async def run_windowed(units: Iterable[U], work: Callable[[U], Awaitable[R]], wi
     ``units`` is read lazily: the unit after a full window is taken, then waits for a place. Results reach
     ``keep`` as tasks finish while the window is full, then in submission order. When a unit raises (a
     RunAborted, say) the exception propagates, the units still in flight are cancelled (what completed is
-    already in the journal) and every other task's outcome is collected, so none is left unretrieved.
+    already in the journal) and every other task's outcome is collected, so none is left unretrieved. After a
+    signal (runner.judging.shutdown) no unit is started; the units in flight finish (their calls not yet sent
+    raise Interrupted, their answers arriving are kept) and then Interrupted is raised.
     """
     pending: dict[asyncio.Future[R], int] = {}
+    shutdown = SHUTDOWN.get()
+    stopped = False
+
+    def collect(task: asyncio.Future[R]) -> None:
+        nonlocal stopped
+        try:
+            keep(pending[task], task.result())
+        except Interrupted:  # the unit was stopped before (some of) its calls were sent: the resumed run sends them
+            stopped = True
+        del pending[task]  # a task leaves `pending` only once its result is kept: on an abort the others' errors
+        # are collected below
+
     try:
         for index, unit in enumerate(units):
+            if shutdown is not None and shutdown.requested:
+                break
             if len(pending) >= window:
                 finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for task in finished:  # a task leaves `pending` only once its result is kept, so on an
-                    keep(pending[task], task.result())  # abort the others' errors are collected below
-                    del pending[task]
+                for task in finished:
+                    collect(task)
+                if shutdown is not None and shutdown.requested:
+                    break
             pending[asyncio.ensure_future(work(unit))] = index
         for task in list(pending):
-            keep(pending[task], await task)
-            del pending[task]
+            await asyncio.wait([task])
+            collect(task)
     finally:  # on abort: stop paying; what completed is already in the journal
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+    if stopped or (shutdown is not None and shutdown.requested):
+        raise Interrupted(shutdown.signum or 0 if shutdown is not None else 0)

@@ -41,6 +41,7 @@ from runner.judging.calls import AnswerSource, CallClient, PaidCalls, RunAborted
 from runner.judging.parsing import parse_verdict
 from runner.judging.score_parsing import parse_scores
 from runner.judging.scoring import Scoring
+from runner.llm.responses import EMPTY_CHOICES
 
 log = logging.getLogger(__name__)
 
@@ -132,9 +133,12 @@ def _winner(label: str | None, item: Item, order: Order | None) -> str | None:
 
 
 def _unreadable(response: JudgeResponse, score_truncated: bool = False) -> Verdict | None:
-    """Why a response cannot be read at all (a failed call, an answer cut off at max_tokens), or None."""
+    """Why a response cannot be read at all (a failed call, a 200 without an answer, an answer cut off at max_tokens),
+    or None."""
     if response.error_type is not None:
         return Verdict(label=None, reason=f"call_failed: {response.error_type}")
+    if response.finish_reason == EMPTY_CHOICES:  # a 200 that held no answer
+        return Verdict(label=None, reason=EMPTY_CHOICES)
     if response.finish_reason == "length" and not score_truncated:
         return Verdict(label=None, reason=TRUNCATED)
     return None

@@ -27,6 +27,7 @@ from runner.judging.calls import RunAborted
 from runner.judging.generation import GENERATIONS_NAME, Generation, Generator
 from runner.judging.judge import Executor, JudgePlan
 from runner.judging.progress import FirstAnswer, ProgressBar, ProgressOptions, Sinks
+from runner.judging.shutdown import run_stage
 from runner.llm import recorded
 from runner.llm.client import JudgeClient
 from runner.llm.pacing import RateLimiter
@@ -34,6 +35,7 @@ from runner.storage import store
 from runner.storage.cache import ResponseCache
 from runner.storage.journal import Journal, JournalAnswers
 from runner.storage.messages import MESSAGES_NAME, MessageStore
+from runner.storage.sent import SENT_NAME, SentLog
 from runner.storage.sources import AnswerSources
 
 
@@ -59,39 +61,40 @@ def prior_answers(run_dir: Path, name: str) -> Mapping[tuple, JudgeResponse]:
 def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, run_dir: Path, root: Path,
              cache_cfg: CacheConfig, api_keys: Mapping[str, Secret], limiter: RateLimiter | None, seed: int,
              concurrency: int, total: int, prior: Mapping[tuple, JudgeResponse], max_error_rate: float,
-             progress: ProgressOptions, neutralize: bool,
-             answered: threading.Event | None = None) -> dict[str, Generation]:
+             progress: ProgressOptions, neutralize: bool, answered: threading.Event | None = None,
+             shutdown_grace_s: float = 10.0) -> dict[str, Generation]:
     """Run the generation stage: one output per item, journaled to generations.jsonl as it completes;
-    ``answered`` is set at its first answer."""
+    ``answered`` is set at its first answer. SIGINT/SIGTERM stop it (runner.judging.shutdown: Interrupted) once the
+    answers in flight arrived or ``shutdown_grace_s`` passed."""
     client = JudgeClient(model, api_keys, limiter, None, seed)
-    with _cache(cache_cfg, root) as cache:
-        sources = AnswerSources(prior, cache, model.model, model.api_base, client.decoding_params)
+    with _cache(cache_cfg, root) as cache, SentLog(run_dir / SENT_NAME) as sent:
+        sources = AnswerSources(prior, cache, model.model, model.api_base, client.decoding_params, sent)
         with Journal(run_dir / GENERATIONS_NAME) as journal, \
                 ProgressBar(total, progress, label="generating") as bar:
             generator = Generator(template, client, _sinks(journal, bar, answered), sources, concurrency,
                                   max_error_rate=max_error_rate, neutralize=neutralize)
-            return asyncio.run(generator.run(items))
+            return asyncio.run(run_stage(generator.run(items), shutdown_grace_s))
 
 
 def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: tuple[ItemRef, ...], *,
           run_dir: Path, root: Path, cache_cfg: CacheConfig, api_keys: Mapping[str, Secret],
           limiter: RateLimiter | None, response_format: dict[str, Any] | None, seed: int, total: int,
           prior: Mapping[tuple, JudgeResponse], progress: ProgressOptions,
-          answered: threading.Event | None = None) -> Judgments:
+          answered: threading.Event | None = None, shutdown_grace_s: float = 10.0) -> Judgments:
     """Run the judge stage over ``items``; judgments come back in dataset order (item, repeat, order, stage).
-    ``answered`` is set at the first answer."""
+    ``answered`` is set at the first answer. SIGINT/SIGTERM stop it as :func:`generate` says."""
     client = JudgeClient(judge_cfg, api_keys, limiter, response_format, seed)
     if recorded.is_recorded(judge_cfg.model):
         # a recorded answer is keyed by its call, not by the messages the cache keys on (and costs nothing): cached,
         # another recordings file's answer to the same messages would be served
         cache_cfg = replace(cache_cfg, mode=CacheMode.off)
-    with _cache(cache_cfg, root) as cache:
-        sources = AnswerSources(prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params)
+    with _cache(cache_cfg, root) as cache, SentLog(run_dir / SENT_NAME) as sent:
+        sources = AnswerSources(prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params, sent)
         with Journal(run_dir / store.JOURNAL_NAME) as journal, MessageStore(run_dir / MESSAGES_NAME) as messages, \
                 ProgressBar(total, progress) as bar:
             executor = Executor(plan, client, _sinks(journal, bar, answered), sources, messages)
             try:
-                judgments = asyncio.run(executor.run(items))
+                judgments = asyncio.run(run_stage(executor.run(items), shutdown_grace_s))
             except RunAborted as exc:
                 if isinstance(exc.completed, Judgments):
                     exc.completed = _in_dataset_order(exc.completed, refs)
@@ -117,7 +120,7 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
                 api_keys: Mapping[str, Secret], limiters: Mapping[str, RateLimiter | None],
                 response_formats: Mapping[str, dict[str, Any] | None], seed: int, total: int,
                 priors: Mapping[str, Mapping[tuple, JudgeResponse]], progress: ProgressOptions,
-                answered: threading.Event | None = None) -> dict[str, Judgments]:
+                answered: threading.Event | None = None, shutdown_grace_s: float = 10.0) -> dict[str, Judgments]:
     """Run the judge stage of an ensemble: every member judges every item, all members at once in one event
     loop, each with its own client (limits, retries), concurrency slots and journal in ``member_dirs[name]``.
 
@@ -131,9 +134,10 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
         executors = {}
         for name, member in members.items():
             client = JudgeClient(member, api_keys, limiters.get(name), response_formats.get(name), seed)
-            sources = AnswerSources(priors.get(name, {}), cache, member.model, member.api_base,
-                                    client.decoding_params)
             member_dirs[name].mkdir(parents=True, exist_ok=True)
+            sent = stack.enter_context(SentLog(member_dirs[name] / SENT_NAME))  # a member's keys are its own
+            sources = AnswerSources(priors.get(name, {}), cache, member.model, member.api_base,
+                                    client.decoding_params, sent)
             journal = stack.enter_context(Journal(member_dirs[name] / store.JOURNAL_NAME))
             executors[name] = Executor(plan, client, _sinks(journal, bar, answered), sources, messages)
 
@@ -151,5 +155,5 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
                                            if js is not None}
                 raise
 
-        done = asyncio.run(run_all())
+        done = asyncio.run(run_stage(run_all(), shutdown_grace_s))
     return {name: _in_dataset_order(judgments, refs) for name, judgments in zip(executors, done, strict=True)}

@@ -25,6 +25,7 @@ import time
 import weakref
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -38,7 +39,7 @@ from runner.core.config import JudgeConfig
 from runner.core.types import JudgeResponse, Message, Secret
 from runner.llm import recorded, replay, replicas
 from runner.llm.pacing import RateLimiter, estimate_tokens
-from runner.llm.responses import answer, failure, served_by
+from runner.llm.responses import CallTally, RawBody, answer, failure, malformed, served_by
 from runner.llm.retry import RetryPolicy, retry_after_of
 from runner.storage.keys import repeat_params
 
@@ -165,6 +166,16 @@ def _retryable(exc: openai.APIError) -> bool:
     return isinstance(exc, litellm.APIError) and isinstance(status, int) and status >= 500
 
 
+def _answered(failover_kwargs: Mapping[str, Any]) -> bool:
+    """Whether the call the Router would fail over got a 2xx body (its RawBody, our logger_fn, holds one)."""
+    for name in ("kwargs", "input_kwargs"):
+        call = failover_kwargs.get(name)
+        body = call.get("logger_fn") if isinstance(call, Mapping) else None
+        if isinstance(body, RawBody) and body.text is not None:
+            return True
+    return False
+
+
 class ReplicaRouter(litellm.Router):
     """litellm's Router over the replicas of one judge, failing over only on errors worth retrying.
 
@@ -184,8 +195,9 @@ class ReplicaRouter(litellm.Router):
         self.failures: Counter[str] = Counter()  # api_base -> errors worth retrying it answered with
 
     async def _maybe_run_weighted_failover(self, exception: Exception, *args: Any, **kwargs: Any) -> Any | None:
-        # litellm fails over on any error; an auth or bad-request error is the caller's to see, not to hide.
-        if not (isinstance(exception, openai.APIError) and _retryable(exception)):
+        # litellm fails over on any error; an auth or bad-request error is the caller's to see, not to hide. Nor is
+        # a 2xx whose body litellm refused (no choices): that replica answered and was paid.
+        if not (isinstance(exception, openai.APIError) and _retryable(exception)) or _answered(kwargs):
             return None
         base = self.bases.get(getattr(exception, "failed_deployment_id", None) or "", "?")
         self.failures[base] += 1
@@ -252,8 +264,8 @@ class JudgeClient:
         replica when one was left untried in that attempt (replicas only)."""
         return self._router.failures if self._router is not None else {}
 
-    async def _send(self, payload: list[dict[str, str]], repeat: int) -> Any:
-        params = repeat_params(self.decoding_params, repeat)
+    async def _send(self, payload: list[dict[str, str]], repeat: int, body: RawBody) -> Any:
+        params = {**repeat_params(self.decoding_params, repeat), "logger_fn": body}
         if self._router is None:
             return await litellm.acompletion(messages=payload, **self._kwargs(params))
         # the Router adds each replica's api_base and key; the model group is the judge's name. cast: litellm types
@@ -284,36 +296,61 @@ class JudgeClient:
         """Make one judge call, with pacing and retries; never raises for provider errors.
 
         Repeat ``repeat`` of a request is sent with ``seed + repeat`` when the judge has a seed (see
-        :func:`runner.storage.keys.repeat_params`), so repeats are independent samples.
+        :func:`runner.storage.keys.repeat_params`), so repeats are independent samples. A 200 without a usable
+        answer is paid for: it comes back unscored (``empty_choices``) with its tokens, or is sent again when
+        ``judge.retry_malformed`` says so, its tokens and cost added to the call's.
         """
         payload = [{"role": m.role, "content": m.content} for m in messages]
         estimate = estimate_tokens(sum(len(m.content) for m in messages), self.judge.max_tokens)
-        started, attempts, limited = time.perf_counter(), 0, 0
-        first_attempt = time.monotonic()
+        call = CallTally(started=time.perf_counter(), first_attempt=time.monotonic())
         while True:
-            attempts += 1
+            call.attempts += 1
             if self._limiter is not None:
                 await self._limiter.acquire(estimate)
+            body = RawBody()
             try:
-                resp = await self._send(payload, repeat)
+                resp = await self._send(payload, repeat, body)
             except openai.APIError as exc:
-                retry_after = None
-                if isinstance(exc, litellm.RateLimitError):
-                    limited += 1
-                    retry_after = retry_after_of(exc)
-                    if self._limiter is not None:
-                        self._limiter.penalize(retry_after)
-                        if self._progressing(first_attempt):
-                            continue  # the limiter now holds this call back (pause, learned rate): no own backoff
-                        return self._error(exc, started, attempts, limited)
-                if not _retryable(exc) or attempts - limited > self._retry.max_retries:
-                    return self._error(exc, started, attempts, limited)
-                delay = self._retry.delay(attempts - limited, retry_after, self._rng)
-                log.info("%s: %s, retry %d/%d in %.1fs", self.judge.name, type(exc).__name__, attempts,
-                         self._retry.max_retries, delay)
-                await asyncio.sleep(delay)
-                continue
-            return self._response(resp, started, attempts, limited, estimate)
+                final = await self._after_error(exc, body, call, estimate)
+                if final is None:
+                    continue
+                return final
+            return call.total(self._response(resp, call.started, call.attempts, call.limited, estimate))
+
+    async def _after_error(self, exc: openai.APIError, body: RawBody, call: CallTally,
+                           estimate: int) -> JudgeResponse | None:
+        """The call's response when ``exc`` ends it, None once it is worth another attempt (after the backoff)."""
+        if body.text is not None:  # the provider answered 2xx and litellm refused the body: paid all the same
+            return self._malformed(body.text, call, estimate)
+        retry_after = None
+        if isinstance(exc, litellm.RateLimitError):
+            call.limited += 1
+            retry_after = retry_after_of(exc)
+            if self._limiter is not None:
+                self._limiter.penalize(retry_after)
+                if self._progressing(call.first_attempt):
+                    return None  # the limiter now holds this call back (pause, learned rate): no own backoff
+                return call.total(self._error(exc, call.started, call.attempts, call.limited))
+        if not _retryable(exc) or call.attempts - call.limited > self._retry.max_retries:
+            return call.total(self._error(exc, call.started, call.attempts, call.limited))
+        delay = self._retry.delay(call.attempts - call.limited, retry_after, self._rng)
+        log.info("%s: %s, retry %d/%d in %.1fs", self.judge.name, type(exc).__name__, call.attempts,
+                 self._retry.max_retries, delay)
+        await asyncio.sleep(delay)
+        return None
+
+    def _malformed(self, body: str, call: CallTally, estimate: int) -> JudgeResponse | None:
+        """A paid answer without a usable one: the call's response, or None when it is sent again."""
+        bad = malformed(body, call.started, call.attempts, call.limited)
+        bad = replace(bad, cost_usd=price(self.judge.model, bad.prompt_tokens, bad.completion_tokens))
+        if self._limiter is not None:
+            self._limiter.settle(estimate, bad.prompt_tokens + bad.completion_tokens)
+        if not self.judge.retry_malformed or call.attempts - call.limited > self._retry.max_retries:
+            return call.total(bad)
+        call.spent.append(bad)
+        log.info("%s: a 200 without an answer (%s), sent again (retry_malformed) %d/%d", self.judge.name,
+                 bad.finish_reason, call.attempts, self._retry.max_retries)
+        return None
 
     def _progressing(self, first_attempt: float) -> bool:
         """Whether a 429 may be sent again: a call to this judge succeeded (or this call was first sent) less

@@ -181,7 +181,7 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
     # their responses would be 100,000 objects alive at the run's peak.
     status: Counter[Status] = Counter()
     reasons: Counter[str] = Counter()
-    prompt = completion = made = cache_hits = resumed = retries = rate_limited = unknown_cost = 0
+    prompt = completion = made = paid = repaid = cache_hits = resumed = retries = rate_limited = unknown_cost = 0
     latencies: list[float] = []
     paid_costs, saved_costs = array("d"), array("d")  # summed in judgment order, as the costs were
     for j in judgments:
@@ -196,6 +196,8 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
         resumed += r.source == "journal"
         if r.source == "call":
             made += 1
+            paid += r.paid
+            repaid += r.repaid
             retries += max(r.attempts - 1, 0)
             rate_limited += r.rate_limited
             if r.error_type is None and r.error is None:
@@ -218,6 +220,8 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
         "cost/usd_saved": float(sum(saved_costs)),
         "cost/unknown_calls": unknown_cost,
         "calls/made": made,
+        "calls/paid": paid,
+        "calls/repaid": repaid,
         "calls/cache_hits": cache_hits,
         "calls/resumed": resumed,
         "calls/retries": retries,

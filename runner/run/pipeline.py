@@ -28,6 +28,7 @@ from runner.judging.judge import JudgePlan, planned_calls
 from runner.judging.progress import ProgressOptions
 from runner.judging.recorded_plan import check as check_recorded
 from runner.judging.recorded_plan import resolved as resolved_judge
+from runner.judging.shutdown import Interrupted
 from runner.llm.client import litellm_version, supports_json_schema
 from runner.modes import base as modes
 from runner.modes import ensemble_check
@@ -178,7 +179,7 @@ def _generate(ctx: RunContext, prepared: Prepared, answered: threading.Event) ->
         seed=cfg.seed, concurrency=gen.concurrency, total=len(prepared.refs),
         prior=stages.prior_answers(ctx.run_dir, GENERATIONS_NAME) if cfg.resume else {},
         max_error_rate=cfg.max_error_rate, progress=_progress(cfg), neutralize=cfg.prompt.neutralize_delimiters,
-        answered=answered)
+        answered=answered, shutdown_grace_s=cfg.shutdown_grace_s)
 
 
 def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
@@ -189,7 +190,7 @@ def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
         run_dir=ctx.run_dir, member_dirs=member_dirs(ctx),
         root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiters=ctx.member_limiters,
         response_formats=prepared.member_formats or {}, seed=cfg.seed, total=total, priors=prior,
-        progress=_progress(cfg), answered=answered)
+        progress=_progress(cfg), answered=answered, shutdown_grace_s=cfg.shutdown_grace_s)
 
 
 def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict,
@@ -214,7 +215,7 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict,
             prepared.refs, run_dir=ctx.run_dir,
             root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.limiter,
             response_format=prepared.response_format, seed=cfg.seed, total=total, prior=prior, progress=_progress(cfg),
-            answered=answered)
+            answered=answered, shutdown_grace_s=cfg.shutdown_grace_s)
     except RunAborted as exc:
         answered.set()  # the MLflow run is created now if it was still waiting
         mlflow_run_id, traces = mlflow_run.result()  # an error creating the run surfaces here, the abort as context
@@ -226,6 +227,13 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict,
             tracking.fail_run(cfg.tracking, mlflow_run_id, str(exc))
         raise RunAborted(f"{exc}. The journal keeps every answer so far: fix the cause and continue with "
                          f"resume={ctx.run_dir}") from None
+    except Interrupted as exc:
+        answered.set()
+        mlflow_run_id, traces = mlflow_run.result()
+        traces.cancel()
+        if mlflow_run_id is not None:
+            tracking.fail_run(cfg.tracking, mlflow_run_id, f"{exc}; resume={ctx.run_dir} continues it")
+        raise Interrupted(exc.signum, resume=str(ctx.run_dir)) from None
     return outcome.Judged(generations, judgments)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from runner.core.types import JudgeRequest, JudgeResponse, Message
 from runner.storage.cache import ResponseCache
 from runner.storage.keys import cache_key, repeat_params
+from runner.storage.sent import SentLog
 
 
 class AnswerSources:
@@ -21,12 +22,14 @@ class AnswerSources:
         model: The judge's litellm model string (part of the cache key).
         api_base: The judge's api_base (part of the cache key).
         params: Decoding parameters sent with every call (part of the cache key).
+        sent: Where the calls sent are noted (runner.storage.sent), or None.
     """
 
     def __init__(self, prior: Mapping[tuple, JudgeResponse], cache: ResponseCache | None, model: str,
-                 api_base: str | None, params: Mapping[str, Any]) -> None:
+                 api_base: str | None, params: Mapping[str, Any], sent: SentLog | None = None) -> None:
         self._prior = prior
         self._cache = cache
+        self._sent = sent
         self._identity = (model, api_base, dict(params))
 
     def _key(self, request: JudgeRequest, messages: tuple[Message, ...]) -> str:
@@ -45,6 +48,16 @@ class AnswerSources:
         if cached is None:
             return None
         return replace(cached, source="cache", attempts=0, rate_limited=0)
+
+    def sending(self, request: JudgeRequest) -> bool:
+        """Note that ``request`` is being sent; True when an earlier process of the run had sent it too (its answer
+        did not reach the journal, so it is paid for again)."""
+        return self._sent is not None and self._sent.record(request.key)
+
+    def journaled(self, request: JudgeRequest) -> None:
+        """Note that the outcome of the call ``request`` that was sent is in the journal."""
+        if self._sent is not None:
+            self._sent.finished(request.key)
 
     def put(self, request: JudgeRequest, messages: tuple[Message, ...], response: JudgeResponse) -> None:
         """Remember a fresh, successful answer in the cache (the cache decides by its mode)."""

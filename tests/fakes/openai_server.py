@@ -54,6 +54,7 @@ class Reply:
         prompt_tokens: Reported prompt tokens; None estimates ``len(prompt text) // 4 + 1``.
         completion_tokens: Reported completion tokens; None estimates from the content likewise.
         error_message: The ``error.message`` of the error body for non-200 statuses.
+        no_choices: Send a 200 with ``"choices": []`` (and the usage), as providers do when a filter ate the answer.
     """
 
     content: str | None = ""
@@ -64,6 +65,7 @@ class Reply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     error_message: str = ""
+    no_choices: bool = False
 
 
 ReplyPolicy = Callable[[dict], "Reply | str"]
@@ -119,7 +121,7 @@ def _completion_body(request: dict, reply: Reply) -> dict:
             "logprobs": None,
             "finish_reason": reply.finish_reason,
         }
-        for i in range(n)
+        for i in range(0 if reply.no_choices else n)
     ]
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",

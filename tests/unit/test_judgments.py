@@ -33,6 +33,8 @@ WHOLE = [  # judgments the columns cannot hold exactly: kept as they are
              None, Status.SCORED, score=4.0),
     journaled(latency_s=1),  # an int where a float belongs: its type is kept too
     journaled(cost_usd=float("nan")),
+    journaled(paid=2),  # a malformed answer sent again (judge.retry_malformed): paid for twice
+    journaled(repaid=1),  # sent by an earlier process of the run, whose answer never reached its journal
 ]
 COMPACT = [
     journaled(),
@@ -116,5 +118,5 @@ def test_the_columns_cover_every_field_of_a_judgment() -> None:
     assert {f.name for f in fields(JudgeRequest)} == {"item_id", "repeat", "order", "stage", "messages_hash"}
     assert {f.name for f in fields(JudgeResponse)} == {
         "text", "finish_reason", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s", "error_type", "error",
-        "attempts", "rate_limited", "source", "journal_at"}
+        "attempts", "rate_limited", "source", "journal_at", "paid", "repaid"}
     assert {f.name for f in fields(Verdict)} == {"label", "reason", "scores", "extras"}
