@@ -24,3 +24,23 @@ def test_canary_key_is_used_but_never_written(run_process, fake_server, tmp_path
     assert any(p.name == "mlflow.db" for p in written) and any(p.name == "journal.jsonl" for p in written)
     leaks = [str(p) for p in written if CANARY.encode() in p.read_bytes()]
     assert leaks == []
+
+
+def test_canary_key_never_reaches_a_log_with_litellm_and_httpx_at_debug(run_process, fake_server, tmp_path):
+    # a process: Hydra's file handler and stdout are the point. litellm's DEBUG logger prints the request it sends
+    # (api_key='sk-...') and httpx's logs headers; the filter on every handler redacts the key from both.
+    fake_server.enqueue(Reply(status=401, error_message=f"Incorrect API key provided: {CANARY}"))
+    fake_server.reply = lambda body: "[[A]]"
+    result = run_process(*live_judge(fake_server), "judge.api_key_env=JUDGESWEEP_CANARY_KEY", "prompt=mtbench_pair",
+                         "rubric=mtbench_verdict", "dataset=chat_vs_simple", "max_items=2", "max_error_rate=1.0",
+                         "hydra.job_logging.loggers.LiteLLM.level=DEBUG", "hydra.job_logging.loggers.httpx.level=DEBUG",
+                         "+hydra.job_logging.loggers.httpcore.level=DEBUG", "hydra.job_logging.root.level=DEBUG",
+                         env={"JUDGESWEEP_CANARY_KEY": CANARY})
+    assert result.proc.returncode == 0, result.output
+    log_file = result.run_dir / "judgesweep.log"
+    logged = log_file.read_text()
+    assert "api_key" in logged or "LiteLLM" in logged, "litellm's DEBUG records should be in the log"
+    assert "***" in logged  # the key was there and was redacted
+    assert CANARY not in result.output
+    leaks = [str(p) for p in tmp_path.rglob("*") if p.is_file() and CANARY.encode() in p.read_bytes()]
+    assert leaks == []
