@@ -22,6 +22,13 @@ OUT_OF_RANGE = [
     ("metrics.ci_resamples=0", "metrics.ci_resamples=0: must be >= 1"),
     ("progress_interval_s=-1", "progress_interval_s=-1.0: must be >= 0"),
     ("dataset.split_test_fraction=1.5", "dataset.split_test_fraction=1.5: must be in [0, 1]"),
+    ("judge.max_tokens=0", "judge.max_tokens=0: must be >= 1"),
+    ("judge.retry_max_s=-1", "judge.retry_max_s=-1.0: must be >= 0"),
+    ("max_items=0", "max_items=0: must be >= 1"),
+    ("gate.min_pass_rate=2", "gate.min_pass_rate=2.0: must be in [0, 1]"),
+    ("metrics.ci_level=nan", "metrics.ci_level=nan: must be in (0, 1)"),
+    ("gate.max_drop=-0.1", "gate.max_drop=-0.1: must be >= 0"),
+    ("judge.retry_rate_limited_s=-1", "judge.retry_rate_limited_s=-1.0: must be >= 0"),
 ]
 
 
@@ -34,6 +41,17 @@ def test_out_of_range_value_names_key_and_range_before_any_call(run_cli, fake_se
     assert message in result.output
     assert "Traceback" not in result.output
     assert fake_server.requests == []
+
+
+def test_every_out_of_range_value_of_an_ensemble_is_named_at_once(run_cli):
+    result = run_cli("judge=ensemble", "judge.weights.replay_gpt4=0", "judge.members.replay_chatgpt.rpm=0",
+                     "judge.combine={name: weighted, params: {weights: {replay_gpt4: -1}}}", "tracking=off")
+    assert result.proc.returncode == 1
+    for message in ("judge.weights.replay_gpt4=0.0: must be > 0",
+                    "judge.members.replay_chatgpt.rpm=0: must be > 0 or null",
+                    "judge.combine.params.weights.replay_gpt4=-1: must be > 0"):
+        assert message in result.output
+    assert not (result.run_dir / "journal.jsonl").exists()
 
 
 @pytest.mark.parametrize("override", ["+hydra.callbacks.evil._target_=os.makedirs",
@@ -59,8 +77,9 @@ def test_a_planted_callback_never_runs(run_process, tmp_path, planted_in):
         (conf / "experiment" / "sneaky.yaml").write_text(
             f"# @package _global_\nhydra:\n  callbacks:\n    evil:\n      _target_: os.makedirs\n"
             f"      name: {target}\n")
-        args = ["+experiment=sneaky", "--config-dir", str(conf)]
-    result = run_process(*args, "tracking=off", "dry_run=true")
+        args = ["+experiment=sneaky"]
+    options = ["--config-dir", str(tmp_path / "conf")] if planted_in == "yaml" else []
+    result = run_process(*args, "tracking=off", "dry_run=true", *options)
     assert result.proc.returncode != 0
     assert "hydra.callbacks.evil._target_: Hydra instantiate keys are not allowed" in result.output
     assert not target.exists()

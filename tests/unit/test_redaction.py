@@ -54,3 +54,13 @@ def test_short_and_empty_values_are_not_registered() -> None:
     # a 3-character "key" would redact ordinary words everywhere; real keys are long
     redaction.protect(["", "abc"])
     assert "" not in redaction.protected() and "abc" not in redaction.protected()
+
+
+def test_a_jobs_keys_and_mlflows_credentials_are_protected(monkeypatch) -> None:
+    from runner.core.types import Secret
+    from runner.run import job_context
+
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "mlflow-password-42")
+    job_context.protect_secrets({"JUDGE_KEY": Secret("sk-judge-key-1234")})
+    assert {"mlflow-password-42", "sk-judge-key-1234"} <= redaction.protected()
+    assert redaction.redact("u:mlflow-password-42 k:sk-judge-key-1234") == "u:*** k:***"
