@@ -51,11 +51,12 @@ def _model(model: JudgeConfig, path: str) -> Iterator[Check]:
         yield from ((f"{path}.replicas[{n}].{k}", getattr(replica, k), POSITIVE_OR_NULL) for k in ("rpm", "tpm"))
     for name, member in model.members.items():
         yield from _model(member, f"{path}.members.{name}")
-    yield from ((f"{path}.weights.{name}", w, POSITIVE) for name, w in model.weights.items())
+    # a weight of 0 mutes a member (all 0 is refused by runner.modes.ensemble_check, with the other ensemble rules)
+    yield from ((f"{path}.weights.{name}", w, NON_NEGATIVE) for name, w in model.weights.items())
     combine = model.combine
     weights = combine.get("params", {}).get("weights") if isinstance(combine, dict) else None
     if isinstance(weights, dict):
-        yield from ((f"{path}.combine.params.weights.{name}", w, POSITIVE) for name, w in weights.items())
+        yield from ((f"{path}.combine.params.weights.{name}", w, NON_NEGATIVE) for name, w in weights.items())
 
 
 def _checks(cfg: RunConfig) -> Iterator[Check]:

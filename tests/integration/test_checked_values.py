@@ -44,12 +44,12 @@ def test_out_of_range_value_names_key_and_range_before_any_call(run_cli, fake_se
 
 
 def test_every_out_of_range_value_of_an_ensemble_is_named_at_once(run_cli):
-    result = run_cli("judge=ensemble", "judge.weights.replay_gpt4=0", "judge.members.replay_chatgpt.rpm=0",
+    result = run_cli("judge=ensemble", "judge.weights.replay_gpt4=-0.5", "judge.members.replay_chatgpt.rpm=0",
                      "judge.combine={name: weighted, params: {weights: {replay_gpt4: -1}}}", "tracking=off")
     assert result.proc.returncode == 1
-    for message in ("judge.weights.replay_gpt4=0.0: must be > 0",
+    for message in ("judge.weights.replay_gpt4=-0.5: must be >= 0",
                     "judge.members.replay_chatgpt.rpm=0: must be > 0 or null",
-                    "judge.combine.params.weights.replay_gpt4=-1: must be > 0"):
+                    "judge.combine.params.weights.replay_gpt4=-1: must be >= 0"):
         assert message in result.output
     assert not (result.run_dir / "journal.jsonl").exists()
 
