@@ -37,8 +37,17 @@ judge_text = st.one_of(
 )
 
 
+def _rubric(name: str) -> dict[str, Any]:
+    """A shipped rubric with its defaults list applied (agent_output_strict extends agent_output)."""
+    own = yaml.safe_load((RUBRICS / f"{name}.yaml").read_text())
+    merged: dict[str, Any] = {}
+    for entry in own.pop("defaults", ["_self_"]):
+        merged.update(own if entry == "_self_" else _rubric(entry))
+    return merged
+
+
 def _rubrics() -> list[tuple[str, dict[str, Any]]]:
-    return [(p.stem, yaml.safe_load(p.read_text())) for p in sorted(RUBRICS.glob("*.yaml"))]
+    return [(p.stem, _rubric(p.stem)) for p in sorted(RUBRICS.glob("*.yaml"))]
 
 
 LABEL_RUBRICS = [(name, r) for name, r in _rubrics() if not r.get("criteria")]
@@ -55,6 +64,7 @@ def _criteria(rubric: dict[str, Any]) -> list[Criterion]:
 @given(text=judge_text)
 def test_a_label_parser_never_crashes_and_returns_only_offered_labels(name, rubric, text) -> None:
     labels = rubric.get("labels", ["A", "B", "tie"])
+    assert "parser" in rubric
     for node in ("parser", "synthesis_parser"):
         if node in rubric:
             verdict = parse_verdict(rubric[node]["name"], text, labels, rubric[node].get("params") or {})
