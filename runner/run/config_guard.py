@@ -33,9 +33,11 @@ _PACKAGE_HEADER = re.compile(r"^#\s*@package\s+(\S+)", re.MULTILINE)
 
 
 def _refusal(key: str, where: str = "") -> ForbiddenKey:
+    # worded as check_keys words the same refusal of a composed job config
     prefix = f"{where}: " if where else ""
-    return ForbiddenKey(f"{prefix}{key}: Hydra instantiate keys are not allowed in judgesweep configs (only under "
-                        f"{' and '.join(p.rstrip('.') for p in ALLOWED_PREFIXES)}, and judgesweep's own callbacks)")
+    allowed = " and ".join(p.rstrip(".") for p in ALLOWED_PREFIXES)
+    return ForbiddenKey(f"{prefix}instantiate keys are not allowed in judgesweep configs: [{key!r}] (only under "
+                        f"{allowed}, and judgesweep's own callbacks)")
 
 
 def _instantiate_paths(node: Any, path: str) -> Iterator[tuple[str, Any]]:
