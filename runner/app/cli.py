@@ -31,7 +31,7 @@ from runner.judging.shutdown import Interrupted
 # client, and through them litellm) are imported by experiment.prepare_run, those that end a sweep by
 # SweepSummary.
 from runner.outputs import sweep
-from runner.run import naming
+from runner.run import config_guard, naming
 from runner.run.experiment import prepare_process, run_job
 from runner.storage import store
 
@@ -164,8 +164,13 @@ def _overlay(argv: list[str]) -> tuple[Path, list[str]]:
     args = get_args_parser().parse_args(argv)
     try:
         user = locations.user_conf_dir(Path.cwd(), args.config_dir)
+        # before Hydra composes: it instantiates hydra.callbacks before the job could refuse them
+        config_guard.check_overrides(args.overrides)
+        config_guard.check_user_conf(user)
     except FileNotFoundError as exc:
         sys.exit(f"judgesweep: {exc}")
+    except ConfigurationError as exc:
+        sys.exit(f"judgesweep: {type(exc).__name__}: {exc}")
     if user is None:
         return locations.PACKAGED_CONF, argv
     return user, [*argv, "--config-dir", str(locations.PACKAGED_CONF)]

@@ -117,7 +117,18 @@ def _candidates(row: dict, cfg: DatasetConfig, shape: Shape) -> tuple[Candidate,
         systems = (cfg.ours, cfg.baseline)
     else:
         systems = (cfg.candidate,) if shape.with_candidate else ()
-    return tuple(Candidate(system=s.name, text=_text(row, s.field)) for s in systems if s is not None)
+    return tuple(Candidate(system=s.name, text=_judged_text(row, s.field)) for s in systems if s is not None)
+
+
+def _judged_text(row: dict, name: str) -> str:
+    """A candidate output: a JSON string, or a JSON object or list (a structured answer, e.g. an agent's, shown to
+    the judge as indented JSON). A number, boolean or null there is a wrong field or a broken export, not an answer
+    to judge, so it is not converted."""
+    value = _field(row, name)
+    if not isinstance(value, (str, dict, list)):
+        raise RowError(f"field {name!r} must be a JSON string (the judged text) or a JSON object or list, "
+                       f"got {type(value).__name__}")
+    return _text(row, name)
 
 
 def to_item(row: Any, cfg: DatasetConfig, where: str, ordinal: int, shape: Shape) -> Item:

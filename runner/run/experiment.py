@@ -33,8 +33,9 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from runner.core import locations
 from runner.core.config import RunConfig
 from runner.core.config_store import register_configs
+from runner.core.values import check_values
 from runner.llm.limiter_pool import LimiterPool
-from runner.run import job_context
+from runner.run import config_guard, job_context
 
 if TYPE_CHECKING:
     from runner.run.context import RunOutcome
@@ -96,6 +97,7 @@ def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LI
     """
     job_context.check_keys(dcfg)
     cfg: RunConfig = OmegaConf.to_object(dcfg)  # type: ignore[assignment]
+    check_values(cfg)
     if cfg.resume and hc.mode == RunMode.MULTIRUN:
         from runner.run import sweep_resume
 
@@ -105,7 +107,9 @@ def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LI
     prepare_run()
     from runner.run import pipeline
 
-    return pipeline.run(job_context.context(dcfg, cfg, hc, limiters))
+    ctx = job_context.context(dcfg, cfg, hc, limiters)
+    job_context.protect_secrets(ctx.api_keys)  # Hydra configured this job's handlers before the job started
+    return pipeline.run(ctx)
 
 
 @contextlib.contextmanager
@@ -149,6 +153,8 @@ def run_experiment(overrides: Sequence[str] = (), config_dir: str | Path | None 
         RunAborted when too many calls fail.
     """
     prepare_process()
+    config_guard.check_overrides(overrides)
+    config_guard.check_user_conf(locations.user_conf_dir(Path.cwd(), config_dir))
     with _hydra_initialized(config_dir):
         full = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
     HydraConfig.instance().set_config(full)  # resolves ${hydra:...} (the default store's runtime.cwd)

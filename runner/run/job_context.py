@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError
 
-from runner.core import locations
+from runner.core import locations, redaction
 from runner.core.config import JudgeConfig, RunConfig
 from runner.core.errors import ConfigurationError
 from runner.core.types import Secret
@@ -80,6 +81,18 @@ def _api_keys(cfg: RunConfig) -> dict[str, Secret]:
                                 f"another {role}")
         keys[name] = Secret(value)
     return keys
+
+
+# MLflow's own credential variables (read by MLflow itself, never by judgesweep): redacted from logs like the keys.
+MLFLOW_SECRET_VARIABLES = ("MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN")
+
+
+def protect_secrets(keys: Mapping[str, Secret]) -> None:
+    """Redact the job's API keys and MLflow's credentials from every log record of this process
+    (:mod:`runner.core.redaction`), on every handler configured now: the root's and Hydra's file handler included."""
+    redaction.protect([key.reveal() for key in keys.values()])
+    redaction.protect(os.environ.get(name, "") for name in MLFLOW_SECRET_VARIABLES)
+    redaction.install_everywhere()
 
 
 INSTANTIATE_KEYS = frozenset({"_target_", "_partial_", "_args_", "_recursive_", "_convert_"})

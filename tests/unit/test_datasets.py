@@ -78,11 +78,12 @@ def test_without_id_field_the_id_is_the_row_number(tmp_path: Path) -> None:
     assert [it.id for it in items] == ["1", "2"]
 
 
-def test_numeric_id_and_numeric_text_become_strings(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "d.jsonl", [row(1, id=7, out_x=42, out_y=1.5)])
+def test_numeric_id_and_numeric_variable_become_strings(tmp_path: Path) -> None:
+    # issue 17: a number as the judged text is an error (test_a_number_as_the_judged_text...); a variable may be one
+    path = write_jsonl(tmp_path / "d.jsonl", [row(1, id=7, input=1.5)])
     item = load_items(dataset_cfg(), path).items[0]
     assert item.id == "7"
-    assert [c.text for c in item.candidates] == ["42", "1.5"]
+    assert item.variables["instruction"] == "1.5"
 
 
 @pytest.mark.parametrize("value", [{"a": 1, "b": ["x", "é"]}, [1, "two", None]])
@@ -417,3 +418,49 @@ def test_split_fraction_outside_zero_one_is_refused_when_loading(tmp_path: Path,
     path = write_jsonl(tmp_path / "d.jsonl", [row(1)])
     with pytest.raises(DatasetError, match=re.escape(f"dataset.split_test_fraction={fraction}")):
         load_items(dataset_cfg(split="dev", split_test_fraction=fraction), path)
+
+
+# --- text that cannot be sent (issue 17) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("escaped", ["\\ud800", "tail \\udfff", "\\ud83d alone"])
+@pytest.mark.parametrize("fld", ["input", "out_x"])
+def test_lone_surrogate_is_an_error_naming_file_line_and_field(tmp_path: Path, fld: str, escaped: str) -> None:
+    bad = json.dumps(row(2)).replace(f'"{fld}": "', f'"{fld}": "{escaped}', 1)
+    path = write_jsonl(tmp_path / "d.jsonl", [row(1), bad, row(3)])
+    with pytest.raises(DatasetError) as info:
+        load_items(dataset_cfg(), path)
+    assert f"{path}:2" in str(info.value)
+    assert repr(fld) in str(info.value) and "surrogate" in str(info.value)
+
+
+def test_lone_surrogate_in_a_json_file_names_the_row(tmp_path: Path) -> None:
+    path = tmp_path / "d.json"
+    path.write_text("[" + json.dumps(row(1)) + ", " + json.dumps(row(2)).replace('"q', '"\\udc00q') + "]")
+    with pytest.raises(DatasetError) as info:
+        load_items(dataset_cfg(), path)
+    assert f"{path}[row 1]" in str(info.value) and "'input'" in str(info.value)
+
+
+def test_escaped_surrogate_pair_is_one_valid_character(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [json.dumps(row(1)).replace('"x answer', '"\\ud83d\\ude00 x answer')])
+    assert load_items(dataset_cfg(), path).items[0].candidates[0].text.startswith("\U0001f600 x answer")
+
+
+def test_lone_surrogate_is_skipped_and_listed_under_skip(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [row(1), json.dumps(row(2)).replace('"q', '"\\ud800q')])
+    loaded = load_items(dataset_cfg(), path, on_bad_row=OnBadRow.skip)
+    assert [r.id for r in loaded.refs] == ["r1"]
+    assert loaded.skipped[0].where == f"{path}:2" and "surrogate" in loaded.skipped[0].reason
+
+
+@pytest.mark.parametrize("value", [42, 1.5, -0.0])
+def test_a_number_as_the_judged_text_names_field_and_line(tmp_path: Path, value: object) -> None:
+    # a number in a candidate field was converted to text on db5e2c4 and judged
+    path = write_jsonl(tmp_path / "d.jsonl", [row(1), row(2, out_y=value)])
+    with pytest.raises(DatasetError) as info:
+        load_items(dataset_cfg(), path)
+    assert f"{path}:2" in str(info.value)
+    expected = ("field 'out_y' must be a JSON string (the judged text) or a JSON object or list, "
+                f"got {type(value).__name__}")
+    assert expected in str(info.value)
