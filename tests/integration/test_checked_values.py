@@ -21,6 +21,7 @@ OUT_OF_RANGE = [
     ("metrics.ci_level=1", "metrics.ci_level=1.0: must be in (0, 1)"),
     ("metrics.ci_resamples=0", "metrics.ci_resamples=0: must be >= 1"),
     ("progress_interval_s=-1", "progress_interval_s=-1.0: must be >= 0"),
+    ("shutdown_grace_s=-1", "shutdown_grace_s=-1.0: must be >= 0"),
     ("dataset.split_test_fraction=1.5", "dataset.split_test_fraction=1.5: must be in [0, 1]"),
     ("judge.max_tokens=0", "judge.max_tokens=0: must be >= 1"),
     ("judge.retry_max_s=-1", "judge.retry_max_s=-1.0: must be >= 0"),
