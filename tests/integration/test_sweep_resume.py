@@ -117,14 +117,15 @@ def test_a_killed_sweep_resumes_to_every_job_paying_nothing_twice(fake_server, t
 def test_a_ray_sweep_resumes_each_job_as_it_was_left(fake_server, tmp_path):
     """The kill's aftermath built by hand (a Ray cluster is too slow to kill on cue): job 0 cut short after 3
     answers (no summary), job 1 never started (no directory), job 2 finished. Resumed under Ray, job 0 pays for the
-    rest, job 1 for all and job 2 for nothing (skipped); the sweep keeps its one run."""
+    rest, job 1 for all and job 2 for nothing (skipped); the sweep keeps its one run. The first sweep runs under the
+    basic launcher (the files a job leaves do not depend on the launcher; one Ray cluster start instead of two)."""
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
     fake_server.reply = lambda body: "Verdict: [[A]]"
     sweep = tmp_path / "multirun"
     overrides = sweep_overrides(fake_server, dataset, ("hydra/launcher=ray_local",))
-    first = subprocess.run(cli_args(tmp_path, sweep, overrides, multirun=True), cwd=REPO, env=offline_env(),
-                           capture_output=True, text=True, timeout=600)
+    first = subprocess.run(cli_args(tmp_path, sweep, sweep_overrides(fake_server, dataset, ()), multirun=True),
+                           cwd=REPO, env=offline_env(), capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stdout + first.stderr
     journal = sweep / "0" / "journal.jsonl"
     journal.write_text("".join(journal.read_text().splitlines(keepends=True)[:3]))
