@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.config import RunConfig
+from runner.core.judgments import Judgments
 from runner.core.types import Judgment, Status
+from runner.inputs.datasets import ItemRef
+from runner.judging.calls import RunAborted
 from runner.judging.estimate import run_list_cost
 from runner.judging.generation import Generation, generation_metrics
 from runner.modes import drilldown
@@ -60,12 +63,13 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     cfg, judgments = ctx.cfg, judged.judgments
     judges = [name for name, js in judged.by_member.items() for _ in js] if judged.by_member is not None else None
     # Results first: they need no statistic, so a bug in one still leaves every answer in results.jsonl.
-    store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged), _labels(prepared), judges)
+    store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged), item_labels(prepared.refs),
+                        judges)
     typed, summary, gold, metrics = _summarize(ctx, prepared, judged)
-    posteriors = _posteriors(summary)
-    if posteriors:  # the ensemble's posterior per item (Dawid-Skene), a statistic: added once it exists
+    found = posteriors(summary)
+    if found:  # the ensemble's posterior per item (Dawid-Skene), a statistic: added once it exists
         store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged),
-                            _labels(prepared, posteriors), judges)
+                            item_labels(prepared.refs, found), judges)
     judge_stats = summaries.judge_metrics(judgments)
     metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
     metrics.update(run_list_cost(cfg.judge, judgments, judged.by_member))
@@ -106,6 +110,20 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
     return RunOutcome(ctx.run_dir / store.SUMMARY_NAME, gold, judge_stats, failed, reason, mlflow_run_id)
 
 
+def completed_part(exc: RunAborted, generations: dict[str, Generation] | None, members: int) -> Judged | None:
+    """What an aborted judge stage completed, for the partial summary: a single judge's judgments, or an ensemble's
+    on the items every member finished (an item some member had not judged has no ensemble verdict yet); None
+    when nothing was completed."""
+    by_member = exc.completed_by_member
+    if by_member:
+        common = set.intersection(*({j.request.item_id for j in js} for js in by_member.values()))
+        kept = {name: Judgments(j for j in js if j.request.item_id in common) for name, js in by_member.items()}
+        if not common or len(kept) < members:  # a member with nothing completed: no item has every vote
+            return None
+        return Judged(generations, Judgments(j for js in kept.values() for j in js), kept)
+    return Judged(generations, exc.completed) if exc.completed else None
+
+
 def finish_partial(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: str | None, started: float,
                    reason: str) -> None:
     """An aborted run's summary.json, results.jsonl, report and MLflow metrics for the items it judged, marked
@@ -139,17 +157,17 @@ def _drilldown(ctx: RunContext, prepared: Prepared, judged: Judged, typed: Recor
                            judges)
 
 
-def _labels(prepared: Prepared, posteriors: Mapping[str, Any] | None = None) -> dict[str, dict]:
+def item_labels(refs: Sequence[ItemRef], posterior_of: Mapping[str, Any] | None = None) -> dict[str, dict]:
     """Item id -> its gold label and human score, for the items that have either, and its ``posterior`` (label -> p,
-    the ensemble's) for the items that have one."""
-    labels: dict[str, dict] = {r.id: {"gold": r.gold, "human_score": r.human_score} for r in prepared.refs
+    the ensemble's) for the items that have one: what results.jsonl adds to each judgment of the item."""
+    labels: dict[str, dict] = {r.id: {"gold": r.gold, "human_score": r.human_score} for r in refs
                                if r.gold is not None or r.human_score is not None}
-    for item, posterior in (posteriors or {}).items():
+    for item, posterior in (posterior_of or {}).items():
         labels.setdefault(item, {})["posterior"] = posterior
     return labels
 
 
-def _posteriors(summary: Mapping[str, Any]) -> dict[str, Any]:
+def posteriors(summary: Mapping[str, Any]) -> dict[str, Any]:
     """Item id -> the posterior its aggregation gave (``aggregated_results.<id>.details.posterior``), if any."""
     aggregated = summary.get("aggregated_results")
     if not isinstance(aggregated, Mapping):  # a pointwise report has none
@@ -168,7 +186,7 @@ def _summarize(ctx: RunContext, prepared: Prepared, judged: Judged
     report = prepared.mode.build(inputs)
     summary, metrics = report.to_json(), dict(report.metrics)
     if judged.by_member is not None:
-        _write_members(ctx, report.members, judged.by_member, _labels(prepared))
+        _write_members(ctx, report.members, judged.by_member, item_labels(prepared.refs))
     if judged.generations is not None:
         metrics.update({k: float(v) for k, v in generation_metrics(list(judged.generations.values())).items()
                         if v is not None})

@@ -220,7 +220,7 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict,
         answered.set()  # the MLflow run is created now if it was still waiting
         mlflow_run_id, traces = mlflow_run.result()  # an error creating the run surfaces here, the abort as context
         traces.cancel()
-        judged = _completed(exc, generations, len(cfg.judge.members or {}))
+        judged = outcome.completed_part(exc, generations, len(cfg.judge.members or {}))
         if judged is not None:
             outcome.finish_partial(ctx, prepared, judged, mlflow_run_id, started, str(exc))
         if mlflow_run_id is not None:
@@ -235,20 +235,6 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict,
             tracking.fail_run(cfg.tracking, mlflow_run_id, f"{exc}; resume={ctx.run_dir} continues it")
         raise Interrupted(exc.signum, resume=str(ctx.run_dir)) from None
     return outcome.Judged(generations, judgments)
-
-
-def _completed(exc: RunAborted, generations: dict[str, Generation] | None, members: int) -> outcome.Judged | None:
-    """What an aborted judge stage completed, for the partial summary: a single judge's judgments, or an ensemble's
-    on the items every member finished (an item some member had not judged has no ensemble verdict yet); None
-    when nothing was completed."""
-    by_member = exc.completed_by_member
-    if by_member:
-        common = set.intersection(*({j.request.item_id for j in js} for js in by_member.values()))
-        kept = {name: Judgments(j for j in js if j.request.item_id in common) for name, js in by_member.items()}
-        if not common or len(kept) < members:  # a member with nothing completed: no item has every vote
-            return None
-        return outcome.Judged(generations, Judgments(j for js in kept.values() for j in js), kept)
-    return outcome.Judged(generations, exc.completed) if exc.completed else None
 
 
 def _write_manifest(ctx: RunContext, mlflow_run_id: str | None) -> None:

@@ -28,7 +28,7 @@ from runner.modes import ensemble_check
 from runner.modes import summary as summaries
 from runner.modes.base import ModeInputs
 from runner.outputs import console, html_report, tracking
-from runner.run import gates, reaggregation_members
+from runner.run import gates, outcome, reaggregation_members
 from runner.storage import store
 
 __all__ = ["AGGREGATION_KIND", "AggregateJob", "AggregateOutcome", "judgments_of", "reaggregate", "refs_of"]
@@ -84,11 +84,11 @@ def reaggregate(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) ->
     crossed = [g.message for g in results if not g.passed]
     run_dir = job.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
-    store.write_results(run_dir / store.RESULTS_NAME, judgments, _labels(refs, _posteriors(summary)), judges)
+    store.write_results(run_dir / store.RESULTS_NAME, judgments, outcome.item_labels(refs, outcome.posteriors(summary)), judges)
     store.write_json(run_dir / store.SUMMARY_NAME, summary)
     store.write_json(run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
     if by_member is not None:  # as an ensemble run: each member's own results, summary and metrics
-        reaggregation_members.write_members(run_dir, report.members, by_member, _labels(refs, {}))
+        reaggregation_members.write_members(run_dir, report.members, by_member, outcome.item_labels(refs))
     report_path = html_report.write_run_report(run_dir, {"gates": summary["gates"]} if results else {}, metrics,
                                                job.run_name, mode.name, report.typed)
     mlflow_run_id = None
@@ -209,23 +209,6 @@ def _overall(v: Vote, scoring: Scoring) -> float:
         raise EvaluationFileError(f"{v.where}: item {v.item_id!r}: no score for {missing} (give every criterion "
                                   f"of the rubric, or an overall \"score\")")
     return scoring.overall(v.scores, criteria)
-
-
-def _labels(refs: Sequence[ItemRef], posteriors: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Item id -> its gold and human score, and its ``posterior`` (an ensemble's Dawid-Skene), as a run adds them."""
-    labels: dict[str, dict[str, Any]] = {r.id: {"gold": r.gold, "human_score": r.human_score} for r in refs
-                                         if r.gold is not None or r.human_score is not None}
-    for item, posterior in posteriors.items():
-        labels.setdefault(item, {})["posterior"] = posterior
-    return labels
-
-
-def _posteriors(summary: Mapping[str, Any]) -> dict[str, Any]:
-    aggregated = summary.get("aggregated_results")
-    if not isinstance(aggregated, Mapping):  # a pointwise report has none
-        return {}
-    return {item: entry["details"]["posterior"] for item, entry in aggregated.items()
-            if "posterior" in entry.get("details", {})}
 
 
 def _params(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) -> dict[str, Any]:
