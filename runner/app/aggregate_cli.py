@@ -27,7 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from runner.core import locations
 from runner.core.config import RunConfig
-from runner.core.errors import ConfigurationError, DatasetError
+from runner.core.errors import TRACKING_FAILED, ConfigurationError, DatasetError
 from runner.core.registry import UnknownNameError
 from runner.inputs.evaluation_files import Systems
 from runner.inputs.evaluation_sets import read_evaluation_set
@@ -94,7 +94,8 @@ def compose_config(overrides: Sequence[str], config_dir: str | None) -> tuple[Di
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command; 0 when done, 1 on input that cannot be aggregated or a failed gate."""
+    """Run the command; 0 when done, 1 on input that cannot be aggregated or a failed gate, 3 (TRACKING_FAILED) when
+    the files are written but MLflow could not be."""
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -114,6 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if outcome.failed:
         sys.stderr.write(f"{PROG}: gate failed: {outcome.reason}\n")
         return 1
+    if outcome.tracking_error:
+        sys.stderr.write(f"{PROG}: {outcome.tracking_error}\n")
+        return TRACKING_FAILED
     return 0
 
 

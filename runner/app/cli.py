@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 
 from runner.core import locations
 from runner.core.config_store import multirun_tracking
-from runner.core.errors import ConfigurationError, DatasetError
+from runner.core.errors import TRACKING_FAILED, ConfigurationError, DatasetError
 from runner.core.registry import UnknownNameError
 from runner.inputs.prompts import TemplateError
 from runner.judging.calls import RunAborted
@@ -41,9 +41,12 @@ log = logging.getLogger("judgesweep")
 # its traceback.
 EXPECTED_ERRORS = (ConfigurationError, DatasetError, TemplateError, UnknownNameError, RubricError, RunAborted)
 
-# Process-wide state: jobs of this process that failed (bad input, too many failed calls). A multirun goes on
-# after a failed job and the process exits non-zero at the end. (The rate limiters: runner.run.experiment.)
+# Process-wide state: jobs of this process that failed (bad input, too many failed calls), and jobs whose files are
+# complete but whose MLflow tracking failed. A multirun goes on after either and the process exits non-zero at the
+# end: 1 for a failed job, else TRACKING_FAILED. (The rate limiters: runner.run.experiment.)
 _failed_jobs: list[str] = []
+_untracked_jobs: list[str] = []
+
 
 
 def _job(dcfg: DictConfig) -> float | None:
@@ -58,6 +61,8 @@ def _job(dcfg: DictConfig) -> float | None:
     job = hc.runtime.output_dir
     failure = Path(job) / sweep.FAILURE_NAME
     failure.unlink(missing_ok=True)  # a resumed job that failed before
+    untracked = Path(job) / sweep.UNTRACKED_NAME
+    untracked.unlink(missing_ok=True)
     try:
         outcome = run_job(dcfg, hc)
     except Interrupted as exc:  # Ctrl-C or SIGTERM: one line, no traceback, and the sweep stops too
@@ -67,6 +72,9 @@ def _job(dcfg: DictConfig) -> float | None:
         log.error("judgesweep: %s: %s", type(exc).__name__, exc)
         _fail(job, f"{type(exc).__name__}: {exc}")
         return None
+    if outcome is not None and outcome.tracking_error:  # said in one line by the run; a launcher worker's list
+        _untracked_jobs.append(job)                     # never reaches main(): the file does
+        store.write_json(untracked, {"reason": outcome.tracking_error})
     if outcome is not None and outcome.failed:
         log.error("judgesweep: run failed: %s", outcome.reason)
         _fail(job, outcome.reason)
@@ -117,6 +125,7 @@ class SweepSummary(Callback):
         rows = sweep.collect(sweep_dir)
         # jobs that ran in other processes (joblib workers) marked their failure in their directory
         _failed_jobs.extend(str(path.parent) for path in sweep_dir.glob(f"*/{sweep.FAILURE_NAME}"))
+        _untracked_jobs.extend(str(path.parent) for path in sweep_dir.glob(f"*/{sweep.UNTRACKED_NAME}"))
         pages = html_report.write_sweep_report(sweep_dir, rows)  # frontier.csv/png (with labels), report.html
         files = [*sweep.write(sweep_dir, rows), *pages]
         sweep.render(rows)
@@ -128,13 +137,20 @@ class SweepSummary(Callback):
             log.warning("sweep table not logged to MLflow: %s", exc)
             return
         if tracking_cfg.enabled:
-            run_id = tracking.log_sweep(tracking_cfg, sweep_dir, files, sweep.summary_metrics(rows))
-            log.info("sweep table %s logged to MLflow run %s", files[0], run_id)
+            try:
+                run_id = tracking.log_sweep(tracking_cfg, sweep_dir, files, sweep.summary_metrics(rows))
+                log.info("sweep table %s logged to MLflow run %s", files[0], run_id)
+            except Exception as exc:  # noqa: BLE001 - the table is written; `judgesweep sync` logs it later
+                log.error("judgesweep: tracking failed: the sweep table was not logged to MLflow (%s: %s); finish "
+                          "it with: judgesweep sync %s", type(exc).__name__, " ".join(str(exc).split())[:300],
+                          sweep_dir)
+                _untracked_jobs.append(str(sweep_dir))
 
 
 def main() -> None:
     """Console-script entry point: ``judgesweep init [DIR]`` writes a project, ``judgesweep aggregate FILE ...``
-    re-aggregates evaluation files (runner.app.aggregate_cli); anything else composes the config
+    re-aggregates evaluation files (runner.app.aggregate_cli), ``judgesweep sync DIR`` publishes run directories to
+    MLflow (runner.app.sync_cli); anything else composes the config
     (the user's conf/ overlaid on the packaged one), runs the job(s) and exits non-zero on failure."""
     if sys.argv[1:2] == ["init"]:  # before Hydra, which would read "init" as an override
         from runner.app import init_project
@@ -144,6 +160,10 @@ def main() -> None:
         from runner.app import aggregate_cli
 
         sys.exit(aggregate_cli.main(sys.argv[2:]))
+    if sys.argv[1:2] == ["sync"]:  # publish run directories to MLflow: what the store lacks, nothing twice
+        from runner.app import sync_cli
+
+        sys.exit(sync_cli.main(sys.argv[2:]))
     prepare_process()
     primary, sys.argv[1:] = _overlay(sys.argv[1:])
     try:
@@ -153,6 +173,8 @@ def main() -> None:
         sys.exit(130)
     if _failed_jobs:
         sys.exit(1)
+    if _untracked_jobs:
+        sys.exit(TRACKING_FAILED)
 
 
 def _overlay(argv: list[str]) -> tuple[Path, list[str]]:

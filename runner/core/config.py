@@ -263,6 +263,7 @@ class TrackingConfig:
     experiment: str = "judgesweep"
     artifact_location: str | None = None  # for a new experiment; None lets the store decide
     traces: bool = True  # one MLflow trace per judgment, prompts in the registry, the dataset as a run input
+    timeout_s: float = 600.0  # how long a finished run waits for MLflow before it ends saying `judgesweep sync`
 
 
 @dataclass

@@ -67,6 +67,7 @@ def _checks(cfg: RunConfig) -> Iterator[Check]:
     yield "max_items", cfg.max_items, AT_LEAST_ONE
     yield "progress_interval_s", cfg.progress_interval_s, NON_NEGATIVE  # 0: no progress records
     yield "shutdown_grace_s", cfg.shutdown_grace_s, NON_NEGATIVE  # 0: stop at the first signal
+    yield "tracking.timeout_s", cfg.tracking.timeout_s, NON_NEGATIVE
     yield "metrics.ci_level", cfg.metrics.ci_level, OPEN_UNIT
     yield "metrics.ci_resamples", cfg.metrics.ci_resamples, AT_LEAST_ONE
     yield "dataset.split_test_fraction", cfg.dataset.split_test_fraction, UNIT

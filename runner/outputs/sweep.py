@@ -25,6 +25,7 @@ from runner.modes.base import cell
 TABLE_CSV = "sweep_table.csv"
 TABLE_JSON = "sweep_table.json"
 FAILURE_NAME = "failure.json"  # written into a job directory by the job that failed (runner/app/cli.py)
+UNTRACKED_NAME = "tracking_failure.json"  # a job whose files are complete but whose MLflow tracking failed
 # metric -> column; those no job has are left out
 HEADLINE = {
     "accuracy/mean": "accuracy", "agreement/accuracy_all": "agreement", "agreement/accuracy_all_ci_low": "agr low",

@@ -82,6 +82,7 @@ class RunOutcome:
     reason: str = ""
     mlflow_run_id: str | None = None
     skipped: bool = False  # a sweep's job found finished on resume: not run again (its summary is on disk)
+    tracking_error: str | None = None  # the run's files are complete but MLflow could not be written (one line)
 
     @functools.cached_property
     def summary(self) -> dict[str, Any]:

@@ -1,14 +1,14 @@
 """The end of a run, once the judges have answered: the summary and metrics (pairwise, pointwise or an
-ensemble's), the gates, the run directory's files, the HTML report, the MLflow run and the console summary.
-Nothing here makes a call."""
+ensemble's), the gates, the run directory's files (view.json, what MLflow will show, among them), the HTML report
+and the console summary. Nothing here makes a call or writes to MLflow: the run directory, complete, is then
+published (runner.outputs.publishing)."""
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,15 +25,12 @@ from runner.modes import summary as summaries
 from runner.modes.base import Document, MemberReport, ModeInputs, RunMode
 from runner.modes.record import Record
 from runner.modes.sections import PairwiseReport
-from runner.outputs import console, html_report, tracking
-from runner.run import gates
+from runner.outputs import console, html_report
+from runner.run import gates, view
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
-from runner.run.genai import TraceLogging
 from runner.storage import journal, store
 
 log = logging.getLogger(__name__)
-
-TABLE_ROWS = 20_000  # judgments in the MLflow results table (results.jsonl, also logged, holds every one)
 
 
 @dataclass(frozen=True)
@@ -45,18 +42,17 @@ class Judged:
     by_member: Mapping[str, Sequence[Judgment]] | None = None  # an ensemble's judgments per member
 
 
-def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: str | None,
-           started: float, traces: TraceLogging | None = None, partial: str | None = None) -> RunOutcome:
-    """Summarize the judgments, check the gates, write the run directory and its report, finish the MLflow
-    run and print the summary.
+def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, started_ns: int = 0,
+           partial: str | None = None) -> RunOutcome:
+    """Summarize the judgments, check the gates, write the run directory (view.json last) and its report, and
+    print the summary.
 
     Args:
         ctx: The run's context.
         prepared: Its validated inputs.
         judged: What the judges answered.
-        mlflow_run_id: The run's MLflow run, or None with tracking off.
         started: ``time.monotonic()`` when the run started (for ``run/wall_s``).
-        traces: The run's trace writer, joined before the MLflow run is finished.
+        started_ns: ``time.time_ns()`` when the run started (where its traces' spans start).
         partial: Why the run stopped before judging every item (an aborted run's summary of what completed:
             marked ``"partial": true`` with this reason, and failed), or None.
     """
@@ -98,16 +94,11 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: s
         failed, reason = True, "; ".join(crossed)
     if partial is not None:
         failed, reason = True, partial
-    if traces is not None:
-        traces.join()
-    if mlflow_run_id is not None:
-        tracking.finish_run(cfg.tracking, mlflow_run_id, tracking.RunRecord(
-            metrics=metrics, run_dir=ctx.run_dir, resolved_config_yaml=ctx.resolved_config_yaml,
-            rows=table_rows(_with_texts(ctx, judged), judges, TABLE_ROWS), failed=failed))
+    view.write(ctx, prepared, failed, reason, started_ns or time.time_ns())
     notes = [f"PARTIAL: {partial}"] if partial is not None else []
     notes += [("PASS " if g.passed else "FAIL ") + g.message for g in gate_results]
     _print(ctx.run_name, prepared.mode, typed, gold, judge_stats, notes, report_path)
-    return RunOutcome(ctx.run_dir / store.SUMMARY_NAME, gold, judge_stats, failed, reason, mlflow_run_id)
+    return RunOutcome(ctx.run_dir / store.SUMMARY_NAME, gold, judge_stats, failed, reason)
 
 
 def completed_part(exc: RunAborted, generations: dict[str, Generation] | None, members: int) -> Judged | None:
@@ -124,18 +115,20 @@ def completed_part(exc: RunAborted, generations: dict[str, Generation] | None, m
     return Judged(generations, exc.completed) if exc.completed else None
 
 
-def finish_partial(ctx: RunContext, prepared: Prepared, judged: Judged, mlflow_run_id: str | None, started: float,
-                   reason: str) -> None:
-    """An aborted run's summary.json, results.jsonl, report and MLflow metrics for the items it judged, marked
-    partial with why it stopped (:func:`finish` with ``partial``); a failure here is logged, never raised over the
-    abort, which is what the user must see (the journal keeps every answer)."""
+def finish_partial(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, started_ns: int,
+                   reason: str) -> bool:
+    """An aborted run's summary.json, results.jsonl, report and view for the items it judged, marked partial with
+    why it stopped (:func:`finish` with ``partial``); a failure here is logged, never raised over the abort, which is
+    what the user must see (the journal keeps every answer). Returns whether the files were written."""
     judged_ids = {j.request.item_id for j in judged.judgments}
     done = dataclasses.replace(prepared, dataset=prepared.dataset.only(judged_ids))
     why = f"stopped by max_error_rate after {len(judged_ids)} of {len(prepared.refs)} items: {reason}"
     try:
-        finish(ctx, done, judged, mlflow_run_id, started, partial=why)
+        finish(ctx, done, judged, started, started_ns, partial=why)
     except Exception:  # noqa: BLE001 - see the docstring
         log.exception("the partial summary of the aborted run could not be written")
+        return False
+    return True
 
 
 def _with_texts(ctx: RunContext, judged: Judged) -> Iterator[Judgment]:
@@ -250,17 +243,3 @@ def _print(title: str, mode: RunMode, summary: Document, gold: dict | None, judg
     console.print_title(title)
     for line in lines:
         console.print_line(line)
-
-
-def table_rows(judgments: Iterable[Judgment], judges: list[str] | None, limit: int) -> list[dict[str, Any]]:
-    """The MLflow results table: the first ``limit`` judgments' rows (with their member for an ensemble).
-
-    results.jsonl (logged beside it) holds every row; a table of a million rows would cost gigabytes to build
-    in memory and to render, so a larger run's table is cut at ``limit`` (TABLE_ROWS) and says so in the log.
-    """
-    pairs = zip(judges, judgments, strict=True) if judges is not None else ((None, j) for j in judgments)
-    rows = [journal.judgment_record(j) if judge is None else {"judge": judge, **journal.judgment_record(j)}
-            for judge, j in itertools.islice(pairs, limit)]
-    if len(rows) == limit and next(pairs, None) is not None:
-        log.info("the MLflow results table holds the first %d judgments; results.jsonl holds them all", limit)
-    return rows

@@ -7,10 +7,14 @@ resumed run's config matches the one that was interrupted.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
+import signal
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from runner.core import locations, metric_names
@@ -29,13 +33,13 @@ from runner.judging.progress import ProgressOptions
 from runner.judging.recorded_plan import check as check_recorded
 from runner.judging.recorded_plan import resolved as resolved_judge
 from runner.judging.shutdown import Interrupted
-from runner.llm.client import litellm_version, supports_json_schema
+from runner.llm.client import supports_json_schema
 from runner.modes import base as modes
 from runner.modes import ensemble_check
 from runner.outputs import console, tracking
+from runner.outputs.publisher import Publisher, describe
 from runner.run import gates, outcome
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
-from runner.run.genai import TraceLogging
 from runner.storage import store
 
 __all__ = ["execute", "prepare", "run"]
@@ -120,8 +124,8 @@ def _baseline(ctx: RunContext) -> gates.Baseline | None:
     return gates.Baseline(gate.baseline_run, run_id, value)
 
 
-def _resume_state(ctx: RunContext) -> tuple[dict, str | None]:
-    """Answers already in the journal and the MLflow run to continue; checks the run may be resumed."""
+def _resume_state(ctx: RunContext) -> tuple[dict, store.Manifest | None]:
+    """Answers already in the journal and the run's manifest; checks the run may be resumed."""
     journal = ctx.run_dir / store.JOURNAL_NAME
     members = member_dirs(ctx)
     manifest = store.read_manifest(ctx.run_dir)
@@ -129,7 +133,7 @@ def _resume_state(ctx: RunContext) -> tuple[dict, str | None]:
         if any(j.is_file() and j.stat().st_size > 0 for j in [journal, *(d / store.JOURNAL_NAME
                                                                          for d in members.values())]):
             raise ConfigurationError(f"{ctx.run_dir} already holds a journal; continue it with resume={ctx.run_dir}")
-        return {}, None
+        return {}, manifest
     if manifest is None and ctx.tags.get(tracking.SWEEP_TAG):
         # a sweep resumed after a kill: this job never started (or was killed before writing its manifest, so
         # before any call); it starts now as the sweep's other jobs continue
@@ -151,18 +155,7 @@ def _resume_state(ctx: RunContext) -> tuple[dict, str | None]:
         answers = stages.prior_answers(ctx.run_dir, store.JOURNAL_NAME)
         count = len(answers)
     log.info("resuming %s: %d answers already in the journal", ctx.run_dir, count)
-    return answers, manifest.mlflow_run_id
-
-
-def _run_params(ctx: RunContext, prepared: Prepared) -> dict[str, Any]:
-    plan = prepared.plan
-    return {**ctx.params,
-            "prompt_sha256": plan.template.sha256,
-            "synthesis_prompt_sha256": plan.synthesis_template.sha256 if plan.synthesis_template else "",
-            "litellm_version": litellm_version(),
-            "judge_version": ctx.cfg.judge.version,
-            "response_format": "json_schema" if prepared.response_format else "none",
-            "n_items": len(prepared.refs)}
+    return answers, manifest
 
 
 def _progress(cfg: RunConfig) -> ProgressOptions:
@@ -193,15 +186,9 @@ def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
         progress=_progress(cfg), answered=answered, shutdown_grace_s=cfg.shutdown_grace_s)
 
 
-def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict,
-                 mlflow_run: Future[tuple[str | None, TraceLogging]],
-                 answered: threading.Event, started: float) -> outcome.Judged:
-    """Generation (optional) and judging; an ensemble's judgments also come back per member.
-
-    ``mlflow_run`` gives the MLflow run id (None without one) once the run exists; an aborted run waits for it
-    to write what completed (summary.json and results.jsonl marked partial) and mark it failed. ``answered`` is set
-    at the first answer of a stage.
-    """
+def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, answered: threading.Event) -> outcome.Judged:
+    """Generation (optional) and judging; an ensemble's judgments also come back per member. ``answered`` is set at
+    the first answer of a stage."""
     cfg = ctx.cfg
     generations = None
     try:
@@ -217,103 +204,99 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict,
             response_format=prepared.response_format, seed=cfg.seed, total=total, prior=prior, progress=_progress(cfg),
             answered=answered, shutdown_grace_s=cfg.shutdown_grace_s)
     except RunAborted as exc:
-        answered.set()  # the MLflow run is created now if it was still waiting
-        mlflow_run_id, traces = mlflow_run.result()  # an error creating the run surfaces here, the abort as context
-        traces.cancel()
-        judged = outcome.completed_part(exc, generations, len(cfg.judge.members or {}))
-        if judged is not None:
-            outcome.finish_partial(ctx, prepared, judged, mlflow_run_id, started, str(exc))
-        if mlflow_run_id is not None:
-            tracking.fail_run(cfg.tracking, mlflow_run_id, str(exc))
-        raise RunAborted(f"{exc}. The journal keeps every answer so far: fix the cause and continue with "
-                         f"resume={ctx.run_dir}") from None
-    except Interrupted as exc:
-        answered.set()
-        mlflow_run_id, traces = mlflow_run.result()
-        traces.cancel()
-        if mlflow_run_id is not None:
-            tracking.fail_run(cfg.tracking, mlflow_run_id, f"{exc}; resume={ctx.run_dir} continues it")
-        raise Interrupted(exc.signum, resume=str(ctx.run_dir)) from None
+        exc.generations = generations  # type: ignore[attr-defined]  # what the partial summary needs
+        raise
     return outcome.Judged(generations, judgments)
 
 
-def _write_manifest(ctx: RunContext, mlflow_run_id: str | None) -> None:
-    store.write_manifest(ctx.run_dir, store.Manifest(ctx.identity_sha256, dict(ctx.identity), mlflow_run_id))
+def _write_manifest(ctx: RunContext, manifest: store.Manifest | None) -> None:
+    """The run's manifest: its identity (what a resume must match) and its uid (kept from an earlier manifest)."""
+    uid = manifest.run_uid if manifest is not None and manifest.run_uid else uuid.uuid4().hex
+    mlflow_run_id = manifest.mlflow_run_id if manifest is not None else None
+    store.write_manifest(ctx.run_dir, store.Manifest(ctx.identity_sha256, dict(ctx.identity), mlflow_run_id, uid))
 
 
-def _start_tracking(ctx: RunContext, prepared: Prepared, mlflow_run_id: str | None) -> str | None:
-    """Create the MLflow run (or reopen the resumed one) and record its id in the manifest at once, so that
-    resuming an interrupted run continues this MLflow run."""
-    mlflow_run_id = tracking.start_run(ctx.cfg.tracking, ctx.run_name, _run_params(ctx, prepared), ctx.tags,
-                                       run_id=mlflow_run_id)
-    _write_manifest(ctx, mlflow_run_id)
-    return mlflow_run_id
+@contextlib.contextmanager
+def _signals_raise(ctx: RunContext) -> Iterator[None]:
+    """SIGINT and SIGTERM after the paid calls (summary, files, publishing) raise Interrupted with the resume
+    command, as during the calls: the CLI exits 130 / 143 with one line. Only the main thread may set handlers (a
+    launcher's worker thread keeps the defaults)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
 
+    def stop(signum: int, frame: Any) -> None:
+        raise Interrupted(signum, resume=str(ctx.run_dir))
 
-def _tracking_run(answered: threading.Event, ctx: RunContext, prepared: Prepared,
-                  mlflow_run_id: str | None) -> tuple[str | None, TraceLogging]:
-    """Once the calls are under way, create the MLflow run (or reopen the resumed one) and start writing its
-    traces: importing mlflow and opening its store take seconds of the interpreter, which would otherwise delay
-    the first request."""
-    answered.wait()
-    if ctx.cfg.tracking.enabled:
-        mlflow_run_id = _start_tracking(ctx, prepared, mlflow_run_id)
-        return mlflow_run_id, TraceLogging(ctx, prepared, mlflow_run_id)
-    return mlflow_run_id, TraceLogging(ctx, prepared, None)
-
-
-def _created(ctx: RunContext, mlflow_run: Future[tuple[str | None, TraceLogging]]
-             ) -> tuple[str | None, TraceLogging]:
-    """The MLflow run id once the run exists, and its trace writer; an error creating it is raised, after saying how
-    to keep the answers."""
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return mlflow_run.result()
-    except Exception:
-        log.error("the MLflow run could not be created; the journal keeps every answer: fix tracking and "
-                  "continue with resume=%s", ctx.run_dir)
-        raise
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _publish(ctx: RunContext, publisher: Publisher | None, result: RunOutcome | None = None) -> RunOutcome | None:
+    """Hand the finished run directory to the publishing process; a tracking failure is the outcome's
+    ``tracking_error`` (the run's files stand), said in one line with the command that finishes it."""
+    if publisher is None:
+        return result
+    cfg = ctx.cfg.tracking
+    run_id, error = publisher.publish(ctx.run_dir, cfg.timeout_s)
+    if error is not None:
+        error = (f"tracking failed: {describe(cfg)}: {error}. The run's files are complete in {ctx.run_dir}; "
+                 f"finish the tracking with: judgesweep sync {ctx.run_dir}")
+        log.error("judgesweep: %s", error)
+    else:
+        log.info("MLflow run %s at %s", run_id, describe(cfg))
+    if result is None:
+        return None
+    return dataclasses.replace(result, mlflow_run_id=run_id, tracking_error=error)
 
 
 def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
-    """Generate (optional), judge every item, write the run directory, log to MLflow, print the summary.
+    """Generate (optional), judge every item, write the run directory, publish it to MLflow, print the summary.
 
-    The MLflow run is created in a thread beside the paid stages once their first answer is in (importing mlflow
-    and opening the store take seconds, ~3 s for a new sqlite store), so the first judge request does not wait
-    for it, nor share the interpreter with it. The manifest is
-    written before any call and again with the MLflow run id as soon as the run exists; an error creating the
-    run is raised when the paid stages end, and the journal keeps their answers for ``resume=``.
+    With tracking on, the publishing process (runner.outputs.publisher) starts beside the calls, so importing
+    mlflow and opening the store cost the run no time after its last answer; it is handed the run directory once
+    every file is written. The manifest is written before any call; an aborted run writes what completed (marked
+    partial) and publishes that, failed.
     """
     cfg = ctx.cfg
-    started = time.monotonic()
+    started, started_ns = time.monotonic(), time.time_ns()
     ctx.run_dir.mkdir(parents=True, exist_ok=True)
-    prior, mlflow_run_id = _resume_state(ctx)
-    _write_manifest(ctx, mlflow_run_id)
-    answered = threading.Event()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-first-answer") as pool:
-        mlflow_run = pool.submit(_tracking_run, answered, ctx, prepared, mlflow_run_id)
-        try:
-            judged = _paid_stages(ctx, prepared, prior, mlflow_run, answered, started)
-        except BaseException:
-            answered.set()
-            pool.shutdown(wait=True)  # the MLflow run and its trace writer, if they were being started
-            if mlflow_run.exception() is None:
-                mlflow_run.result()[1].cancel()
-            raise
-        finally:
-            answered.set()  # no answer at all (nothing to judge, or an error): the background work starts now
-        mlflow_run_id, traces = _created(ctx, mlflow_run)
-    del prior  # a resumed run's journal answers (~600 bytes each): the judgments hold what the summary needs
+    prior, manifest = _resume_state(ctx)
+    _write_manifest(ctx, manifest)
+    publisher = Publisher(cfg.tracking) if cfg.tracking.enabled else None
     try:
-        return outcome.finish(ctx, prepared, judged, mlflow_run_id, started, traces)
-    except Exception as exc:  # a bug after the paid stages: every answer is kept, and the run says it failed
-        log.error("the run's answers are all in %s; summarizing them failed. Once the cause is fixed, "
-                  "resume=%s rebuilds the summary without calling the judge", ctx.run_dir / store.JOURNAL_NAME,
-                  ctx.run_dir)
-        if mlflow_run_id is not None:
-            tracking.fail_run(cfg.tracking, mlflow_run_id, f"summary failed: {type(exc).__name__}: {exc}")
-        raise
+        try:
+            judged = _paid_stages(ctx, prepared, prior, threading.Event())
+        except RunAborted as exc:
+            with _signals_raise(ctx):
+                judged_part = outcome.completed_part(exc, getattr(exc, "generations", None),
+                                                     len(cfg.judge.members or {}))
+                if judged_part is not None and outcome.finish_partial(ctx, prepared, judged_part, started,
+                                                                      started_ns, str(exc)):
+                    _publish(ctx, publisher)
+            raise RunAborted(f"{exc}. The journal keeps every answer so far: fix the cause and continue with "
+                             f"resume={ctx.run_dir}") from None
+        except Interrupted as exc:
+            raise Interrupted(exc.signum, resume=str(ctx.run_dir)) from None
+        del prior  # a resumed run's journal answers (~600 bytes each): the judgments hold what the summary needs
+        with _signals_raise(ctx):
+            try:
+                result = outcome.finish(ctx, prepared, judged, started, started_ns)
+            except Exception:  # a bug after the paid stages: every answer is kept, and the run says it failed
+                log.error("the run's answers are all in %s; summarizing them failed. Once the cause is fixed, "
+                          "resume=%s rebuilds the summary without calling the judge", ctx.run_dir / store.JOURNAL_NAME,
+                          ctx.run_dir)
+                raise
+            published = _publish(ctx, publisher, result)
+            assert published is not None
+            return published
     finally:
-        traces.cancel()  # joined by finish; stopped if finishing failed
+        if publisher is not None:
+            publisher.close()
 
 
 def _warn_identical_repeats(cfg: RunConfig) -> None:

@@ -11,6 +11,7 @@ writes follows: summary.json, results.jsonl, metrics.json, report.html, the gate
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,7 +28,8 @@ from runner.modes import base as modes
 from runner.modes import ensemble_check
 from runner.modes import summary as summaries
 from runner.modes.base import ModeInputs
-from runner.outputs import console, html_report, tracking
+from runner.outputs import console, html_report, publishing, tracking
+from runner.outputs.publisher import describe
 from runner.run import gates, outcome, reaggregation_members
 from runner.storage import store
 
@@ -58,6 +60,7 @@ class AggregateOutcome:
     failed: bool
     reason: str
     mlflow_run_id: str | None
+    tracking_error: str | None = None  # the files are written; MLflow could not be (one line, with `judgesweep sync`)
 
 
 def reaggregate(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) -> AggregateOutcome:
@@ -92,19 +95,25 @@ def reaggregate(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) ->
         reaggregation_members.write_members(run_dir, report.members, by_member, outcome.item_labels(refs))
     report_path = html_report.write_run_report(run_dir, {"gates": summary["gates"]} if results else {}, metrics,
                                                job.run_name, mode.name, report.typed)
-    mlflow_run_id = None
-    if cfg.tracking.enabled:
-        mlflow_run_id = tracking.start_run(cfg.tracking, job.run_name, _params(cfg, evaluation, job),
-                                           {tracking.KIND_TAG: AGGREGATION_KIND})
-        tracking.finish_run(cfg.tracking, mlflow_run_id, tracking.RunRecord(
-            metrics=metrics, run_dir=run_dir, resolved_config_yaml=job.resolved_config_yaml, failed=bool(crossed)))
+    publishing.write_view(run_dir, {
+        "run_uid": uuid.uuid4().hex, "run_name": job.run_name, "params": _params(cfg, evaluation, job),
+        "tags": {tracking.KIND_TAG: AGGREGATION_KIND}, "failed": bool(crossed), "reason": "; ".join(crossed),
+        "traces": False, "config_yaml": job.resolved_config_yaml})
+    mlflow_run_id, tracking_error = None, None
+    if cfg.tracking.enabled:  # the same publishing path as a run's, in this process (no calls to overlap it with)
+        try:
+            mlflow_run_id = publishing.publish(run_dir, cfg.tracking).run_id
+        except Exception as exc:  # noqa: BLE001 - the files are written; said in one line with the command
+            tracking_error = (f"tracking failed: {describe(cfg.tracking)}: {type(exc).__name__}: "
+                              f"{' '.join(str(exc).split())[:500]}. The files are complete in {run_dir}; finish the "
+                              f"tracking with: judgesweep sync {run_dir}")
     lines = [*mode.console_lines(report.typed, summary.get("gold"), judge_stats),
              *[("PASS " if g.passed else "FAIL ") + g.message for g in results],
              *([f"report: {report_path}"] if report_path is not None else []), f"written to {run_dir}"]
     console.print_title(job.run_name)
     for line in lines:
         console.print_line(line)
-    return AggregateOutcome(run_dir, bool(crossed), "; ".join(crossed), mlflow_run_id)
+    return AggregateOutcome(run_dir, bool(crossed), "; ".join(crossed), mlflow_run_id, tracking_error)
 
 
 def _inputs(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob, mode: modes.RunMode

@@ -12,14 +12,11 @@ import logging
 from pathlib import Path
 
 from runner.core.config import TrackingConfig
-from runner.outputs import sweep, tracking
+from runner.outputs import publishing, sweep
 from runner.run.context import RunOutcome
 from runner.storage import store
 
 log = logging.getLogger("judgesweep")
-
-# MLflow's statuses of a run that was closed (finish_run, fail_run); RUNNING is a job killed before it closed it.
-_CLOSED = frozenset({"FINISHED", "FAILED"})
 
 
 def _complete_summary(run_dir: Path) -> bool:
@@ -31,15 +28,10 @@ def _complete_summary(run_dir: Path) -> bool:
     return isinstance(summary, dict) and not summary.get("partial") and (run_dir / store.METRICS_NAME).is_file()
 
 
-def _mlflow_closed(cfg: TrackingConfig, run_id: str | None) -> bool:
-    """The job's MLflow run was closed after its summary was written (tracking off or no run: nothing to close)."""
-    if not cfg.enabled or run_id is None:
-        return True
-    try:
-        (run,) = tracking.get_runs(cfg, [run_id])
-    except LookupError:  # the store lost it: run the job again, which reopens or makes its run
-        return False
-    return run.status in _CLOSED
+def _tracked(cfg: TrackingConfig, run_dir: Path) -> bool:
+    """The job's publish into this store completed (tracking off: nothing to publish). Read from the run directory
+    (mlflow.json): deciding to skip a job never opens the store."""
+    return not cfg.enabled or publishing.is_published(run_dir, cfg)
 
 
 def finished(cfg: TrackingConfig, run_dir: Path) -> RunOutcome | None:
@@ -49,11 +41,12 @@ def finished(cfg: TrackingConfig, run_dir: Path) -> RunOutcome | None:
         cfg: The job's tracking config (where its MLflow run is).
         run_dir: The job's directory.
 
-    Finished means: a complete summary (not partial), and its MLflow run closed. A job that failed when it finished
-    (a gate; its failure.json) is skipped as failed, with the same reason.
+    Finished means: a complete summary (not partial), published to the job's store (tracking on); a job finished
+    but not published runs again, which finds every answer in its journal and publishes it. A job that failed when
+    it finished (a gate; its failure.json) is skipped as failed, with the same reason.
     """
     manifest = store.read_manifest(run_dir)
-    if manifest is None or not _complete_summary(run_dir) or not _mlflow_closed(cfg, manifest.mlflow_run_id):
+    if manifest is None or not _complete_summary(run_dir) or not _tracked(cfg, run_dir):
         return None
     reason = ""
     failure = run_dir / sweep.FAILURE_NAME

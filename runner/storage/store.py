@@ -29,12 +29,15 @@ class Manifest:
         config_sha256: Hash of ``config``.
         config: The flattened settings that decide what is asked and how it is read (operational knobs
             such as concurrency, rate limits or tracking are left out, so they may change on resume).
-        mlflow_run_id: The MLflow run to continue, when tracking is on.
+        mlflow_run_id: The MLflow run that shows the run (the last store it was published to), if any.
+        run_uid: The run's own id, made when the directory is first written: its MLflow run in any store carries it
+            (``judgesweep.run_uid``), which is how publishing the directory again finds that run.
     """
 
     config_sha256: str
     config: dict[str, Any]
     mlflow_run_id: str | None = None
+    run_uid: str | None = None
 
 
 def read_manifest(run_dir: Path) -> Manifest | None:
@@ -44,13 +47,13 @@ def read_manifest(run_dir: Path) -> Manifest | None:
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
     return Manifest(config_sha256=data["config_sha256"], config=data.get("config", {}),
-                    mlflow_run_id=data.get("mlflow_run_id"))
+                    mlflow_run_id=data.get("mlflow_run_id"), run_uid=data.get("run_uid"))
 
 
 def write_manifest(run_dir: Path, manifest: Manifest) -> None:
     """Write (replace) the run directory's manifest."""
     write_json(run_dir / MANIFEST_NAME, {"config_sha256": manifest.config_sha256, "config": manifest.config,
-                                         "mlflow_run_id": manifest.mlflow_run_id})
+                                         "mlflow_run_id": manifest.mlflow_run_id, "run_uid": manifest.run_uid})
 
 
 def write_json(path: Path, obj: Any) -> None:

@@ -34,15 +34,24 @@ from runner.outputs.tracking.records import (
     TrackedRun,
     safe_params,
 )
-from runner.outputs.tracking.runs import BASELINE_LATEST, fail_run, find_baseline, finish_run, start_run
+from runner.outputs.tracking.runs import (
+    BASELINE_LATEST,
+    close_run,
+    ensure_run,
+    fail_run,
+    find_baseline,
+    finish_run,
+    log_new_artifacts,
+    log_new_metrics,
+    start_run,
+)
 from runner.outputs.tracking.summaries import log_comparison, log_sweep
 from runner.outputs.tracking.traces import TraceRecord, TraceWriter, human_feedback, log_traces
 
 __all__ = [
     "ARTIFACTS", "BASELINE_LATEST", "BATCH", "COMPARISON_KIND", "CONFIG_TAG", "KIND_TAG", "MAX_PARAM_CHARS",
-    "SECRET_KEY", "SWEEP_KIND", "SWEEP_TAG", "RunRecord", "TraceRecord", "TraceWriter", "TrackedRun", "_client",
-    "_experiment_id",
-    "download_artifact", "fail_run", "find_baseline", "find_sweep_runs", "finish_run", "get_run_metrics", "get_runs",
-    "human_feedback", "log_comparison", "log_dataset", "log_sweep", "log_traces", "register_prompt", "safe_params",
-    "start_run",
+    "RunRecord", "SECRET_KEY", "SWEEP_KIND", "SWEEP_TAG", "TraceRecord", "TraceWriter", "TrackedRun", "_client",
+    "_experiment_id", "close_run", "download_artifact", "ensure_run", "fail_run", "find_baseline", "find_sweep_runs",
+    "finish_run", "get_run_metrics", "get_runs", "human_feedback", "log_comparison", "log_dataset",
+    "log_new_artifacts", "log_new_metrics", "log_sweep", "log_traces", "register_prompt", "safe_params", "start_run",
 ]

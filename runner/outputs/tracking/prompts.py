@@ -79,4 +79,8 @@ def log_dataset(cfg: TrackingConfig, run_id: str, name: str, source: str, rows: 
     with warnings.catch_warnings():  # MLflow registers its local-file source twice ("local" and "file") and says so
         warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted in multiple ways")
         dataset = mlflow.data.from_pandas(frame, source=source, name=name)
-    connection.client(cfg).log_inputs(run_id, datasets=[DatasetInput(dataset=dataset._to_mlflow_entity())])
+    client = connection.client(cfg)
+    entity = dataset._to_mlflow_entity()
+    have = client.get_run(run_id).inputs.dataset_inputs
+    if not any(d.dataset.name == entity.name and d.dataset.digest == entity.digest for d in have):
+        client.log_inputs(run_id, datasets=[DatasetInput(dataset=entity)])

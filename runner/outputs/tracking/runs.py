@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import re
 import tempfile
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,90 @@ def finish_run(cfg: TrackingConfig, run_id: str, record: RunRecord) -> None:
         client.log_table(run_id, data=pd.DataFrame(record.rows), artifact_file="results_table.json")
     status = RunStatus.FAILED if record.failed else RunStatus.FINISHED
     client.set_terminated(run_id, status=RunStatus.to_string(status))
+
+
+def ensure_run(cfg: TrackingConfig, uid: str, run_name: str, tags: Mapping[str, str], params: Mapping[str, Any]
+               ) -> tuple[str, bool]:
+    """The MLflow run tagged ``judgesweep.run_uid`` = ``uid`` in ``cfg.experiment``, created if there is none (a
+    sweep's job nested under the sweep's parent run, found or created), with the tags and params it lacks.
+
+    Returns:
+        (run id, whether it was created now).
+    """
+    from mlflow.entities import Param, RunTag
+
+    client = connection.client(cfg)
+    experiment = connection.experiment_id(client, cfg)
+    quoted = uid.replace("\\", "\\\\").replace("'", "\\'")
+    found = client.search_runs([experiment], filter_string=f"tags.`judgesweep.run_uid` = '{quoted}'", max_results=1)
+    created = not found
+    if found:
+        run = found[0]
+    else:
+        run = client.create_run(experiment, run_name=run_name, tags=sweeps.parent_tags(client, experiment, dict(tags),
+                                                                                       create=True))
+    run_id = run.info.run_id
+    have_tags, have_params = run.data.tags, run.data.params
+    new_tags = [RunTag(k, v) for k, v in tags.items() if have_tags.get(k) != v]
+    new_params = [Param(k, v) for k, v in safe_params(params).items() if k not in have_params]
+    for start in range(0, max(len(new_params), len(new_tags)), BATCH):
+        client.log_batch(run_id, params=new_params[start:start + BATCH], tags=new_tags[start:start + BATCH])
+    log.info("MLflow run %s in experiment %r at %s", run_id, cfg.experiment, client.tracking_uri)
+    return run_id, created
+
+
+def log_new_metrics(cfg: TrackingConfig, run_id: str, metrics: Mapping[str, float]) -> None:
+    """Log each metric the run does not have with this value: a new key at step 0, a changed value (a resumed run's
+    summary) one step after its last point; a metric already logged with this value is not logged again."""
+    import math
+
+    from mlflow.entities import Metric
+
+    client = connection.client(cfg)
+    have = client.get_run(run_id).data.metrics
+    stamp = int(time.time() * 1000)
+    new = []
+    for key, value in metrics.items():
+        value = float(value)
+        if key in have and (have[key] == value or (math.isnan(have[key]) and math.isnan(value))):
+            continue
+        step = 0 if key not in have else max(m.step for m in client.get_metric_history(run_id, key)) + 1
+        new.append(Metric(key, value, stamp, step))
+    for start in range(0, len(new), 1000):
+        client.log_batch(run_id, metrics=new[start:start + 1000])
+
+
+def log_new_artifacts(cfg: TrackingConfig, run_id: str, run_dir: Path, config_yaml: str,
+                      table_rows: Callable[[], list[dict[str, Any]]]) -> None:
+    """Log the run's files (and its resolved config as config.yaml, its results table) the run does not have, or
+    has with another size (a resumed run rewrote them)."""
+    import pandas as pd
+
+    client = connection.client(cfg)
+    have = {f.path: f.file_size for f in client.list_artifacts(run_id)}
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg_path = Path(tmp) / "config.yaml"
+        cfg_path.write_text(config_yaml, encoding="utf-8")
+        for path in [cfg_path, *(run_dir / name for name in ARTIFACTS)]:
+            if path.is_file() and have.get(path.name) != path.stat().st_size:
+                client.log_artifact(run_id, str(path))
+    if "results_table.json" not in have:
+        rows = table_rows()
+        if rows:
+            client.log_table(run_id, data=pd.DataFrame(rows), artifact_file="results_table.json")
+
+
+def close_run(cfg: TrackingConfig, run_id: str, failed: bool, reason: str = "") -> None:
+    """End the run FINISHED, or FAILED with ``reason`` as its ``judgesweep.abort_reason`` tag, unless it is."""
+    from mlflow.entities import RunStatus
+
+    client = connection.client(cfg)
+    status = RunStatus.to_string(RunStatus.FAILED if failed else RunStatus.FINISHED)
+    run = client.get_run(run_id)
+    if failed and reason and run.data.tags.get("judgesweep.abort_reason") != reason[:5000]:
+        client.set_tag(run_id, "judgesweep.abort_reason", reason[:5000])
+    if run.info.status != status or not run.info.end_time:
+        client.set_terminated(run_id, status=status)
 
 
 def fail_run(cfg: TrackingConfig, run_id: str, reason: str) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.config import TrackingConfig
-from runner.outputs.tracking import connection, sweeps
+from runner.outputs.tracking import connection, runs, sweeps
 from runner.outputs.tracking.records import (
     COMPARISON_KIND,
     KIND_TAG,
@@ -34,7 +34,7 @@ def log_sweep(cfg: TrackingConfig, sweep_dir: Path, files: list[Path], metrics: 
     Returns:
         The new run's id.
     """
-    from mlflow.entities import Metric, RunStatus
+    from mlflow.entities import RunStatus
 
     client = connection.client(cfg)
     tags = {KIND_TAG: kind, SWEEP_TAG: str(sweep_dir.resolve())}
@@ -42,10 +42,11 @@ def log_sweep(cfg: TrackingConfig, sweep_dir: Path, files: list[Path], metrics: 
     # the sweep's parent run, opened when it started (runner.outputs.tracking.sweeps), takes its table
     run_id = sweeps.sweep_run_id(client, experiment, tags[SWEEP_TAG]) if kind == SWEEP_KIND else None
     run_id = run_id or client.create_run(experiment, run_name=f"{kind} {sweep_dir.name}", tags=tags).info.run_id
-    stamp = int(time.time() * 1000)
-    client.log_batch(run_id, metrics=[Metric(k, float(v), stamp, 0) for k, v in metrics.items()])
+    runs.log_new_metrics(cfg, run_id, metrics)  # a sweep resumed or synced again: no second point of a metric
+    have = {f.path: f.file_size for f in client.list_artifacts(run_id)}
     for path in files:
-        client.log_artifact(run_id, str(path))
+        if have.get(path.name) != path.stat().st_size:
+            client.log_artifact(run_id, str(path))
     client.set_terminated(run_id, status=RunStatus.to_string(RunStatus.FINISHED))
     return run_id
 

@@ -41,8 +41,15 @@ def open_sweep(cfg: TrackingConfig, sweep_dir: Path, label: str) -> str:
     return str(client.create_run(experiment, run_name=label, tags=tags).info.run_id)
 
 
-def parent_tags(client: Any, experiment_id: str, tags: dict[str, str]) -> dict[str, str]:
-    """``tags`` of a sweep's job with ``mlflow.parentRunId`` added when the sweep has its run (none: as given)."""
+def parent_tags(client: Any, experiment_id: str, tags: dict[str, str], create: bool = False) -> dict[str, str]:
+    """``tags`` of a sweep's job with ``mlflow.parentRunId`` added when the sweep has its run (none: as given, or
+    with ``create`` a parent run made now, as a sweep synced into another store needs)."""
     sweep = tags.get(SWEEP_TAG)
-    parent = sweep_run_id(client, experiment_id, sweep) if sweep and PARENT_TAG not in tags else None
+    if not sweep or PARENT_TAG in tags:
+        return tags
+    parent = sweep_run_id(client, experiment_id, sweep)
+    if parent is None and create:
+        label = tags.get("judgesweep.sweep_label") or Path(sweep).name
+        parent = str(client.create_run(experiment_id, run_name=label, tags={
+            KIND_TAG: SWEEP_KIND, SWEEP_TAG: sweep, "judgesweep.sweep_label": label}).info.run_id)
     return {**tags, PARENT_TAG: parent} if parent else tags

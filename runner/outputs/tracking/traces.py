@@ -5,11 +5,12 @@ as events) and parse, the verdict or scores as ``Feedback`` from the judge model
 the gold label / human score as ``Expectation``. Its ``mlflow.sourceRun`` metadata links it to the run (what
 ``search_traces(run_id=...)`` and the run's Evaluations tab read); the run gets ``mlflow.runType=genai_evaluate``.
 
-Traces are written from the journal and the message store, never in the call path (the run writes them
-in a process of its own while its calls go on: runner.run.genai).
-Their ids are derived from the run and the judgment, and the ones the run already has are skipped, so a resumed
-run adds no duplicate. Each trace's info and assessments go in one ``start_trace`` call (MLflow has no batch
-form of it); the spans of many traces go in one ``log_spans`` call. mlflow is imported inside the functions.
+Traces are written from the run directory (its journal and message store) once the run's files are complete,
+never in the call path (:mod:`runner.outputs.publishing`). Their ids are derived from the MLflow run and the
+judgment, and the ones the run already has are skipped, so publishing again adds no duplicate. A batch of traces
+goes into a SQL store in one transaction (:mod:`~runner.outputs.tracking.trace_rows`, which says why it goes
+below MLflow's public API), into any other store through MLflow's tracing client. mlflow is imported inside the
+functions.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from runner.outputs.tracking import connection
 log = logging.getLogger(__name__)
 
 RUN_TYPE_TAG, EVALUATE_RUN_TYPE = "mlflow.runType", "genai_evaluate"  # mlflow.utils.mlflow_tags
-SPAN_BATCH = 500  # traces whose spans (4 each) go in one log_spans call (one database transaction)
+SPAN_BATCH = 1000  # traces written in one transaction (a SQL store) or one log_spans call (another store)
 SPANS_LOGGED = "mlflow.trace.spansLocation"  # the trace tag log_spans sets
 PREVIEW_CHARS = 1000
 KEY_PREFIX = "judgesweep."
@@ -71,8 +72,9 @@ def trace_id(run_id: str, record: TraceRecord) -> str:
 
 
 class TraceWriter:
-    """Writes a run's judgments as traces into its experiment, linked to the run, one :meth:`write` at a time;
-    the ones already there are skipped (see the module docstring).
+    """Writes a run's judgments as traces into its experiment, linked to the run, a batch at a time (into a SQL
+    store in bulk: :mod:`~runner.outputs.tracking.trace_rows`); the ones already there are skipped (see the module
+    docstring).
 
     Args:
         cfg: Where MLflow records runs.
@@ -81,39 +83,39 @@ class TraceWriter:
     """
 
     def __init__(self, cfg: TrackingConfig, run_id: str, started_ns: int) -> None:
-        from mlflow.tracing.client import TracingClient
+        from runner.outputs.tracking import trace_rows
 
         client = connection.client(cfg)
         self.run_id, self._started = run_id, started_ns
         self._experiment = client.get_run(run_id).info.experiment_id
-        self._tracing = TracingClient(cfg.uri) if cfg.uri else TracingClient()
-        self._existing = _existing_trace_ids(self._tracing, self._experiment, run_id)
-        client.set_tag(run_id, RUN_TYPE_TAG, EVALUATE_RUN_TYPE)
-        self._spans: list[Any] = []
+        self._sink = trace_rows.sink(client, self._experiment)
+        self._existing = self._sink.existing(run_id)
+        if client.get_run(run_id).data.tags.get(RUN_TYPE_TAG) != EVALUATE_RUN_TYPE:
+            client.set_tag(run_id, RUN_TYPE_TAG, EVALUATE_RUN_TYPE)
+        self._batch: list[tuple[Any, list[Any]]] = []
         self._seen = 0  # records offered so far: the n-th starts n ms after started_ns
-        self.written = 0  # traces written (a trace whose info an interrupted logging wrote gets its spans, uncounted)
+        self.written = 0  # traces written
 
     def write(self, record: TraceRecord) -> None:
-        """Write one judgment's trace info and assessments now; its spans go with the next batch (:meth:`flush`)."""
+        """Queue one judgment's trace (info, assessments, spans); a full batch is written at once (:meth:`flush`)."""
         n, self._seen = self._seen, self._seen + 1
         tid = trace_id(self.run_id, record)
-        if self._existing.get(tid):
+        if tid in self._existing:
             return
+        self._existing.add(tid)  # a judgment offered twice is written once
         # 1 ms apart in the run's order (the calls have no wall-clock stamps of their own), each lasting its latency
         start = self._started + n * 1_000_000
         trace_spans, end = _spans(tid, record, start)
-        if tid not in self._existing:  # else an interrupted logging wrote its info but not its spans yet
-            self._tracing.start_trace(_trace_info(tid, self._experiment, self.run_id, record, start, end))
-            self.written += 1
-        self._spans += trace_spans
-        if len(self._spans) >= 4 * SPAN_BATCH:
+        self._batch.append((_trace_info(tid, self._experiment, self.run_id, record, start, end), trace_spans))
+        if len(self._batch) >= SPAN_BATCH:
             self.flush()
 
     def flush(self) -> None:
-        """Write the spans of the traces written so far (one ``log_spans`` call)."""
-        if self._spans:
-            self._tracing.log_spans(self._experiment, self._spans)
-            self._spans = []
+        """Write the queued traces (one transaction on a SQL store)."""
+        if self._batch:
+            self._sink.write(self._batch)
+            self.written += len(self._batch)
+            self._batch = []
 
 
 def log_traces(cfg: TrackingConfig, run_id: str, records: Iterable[TraceRecord], started_ns: int) -> int:
@@ -127,18 +129,6 @@ def log_traces(cfg: TrackingConfig, run_id: str, records: Iterable[TraceRecord],
         writer.write(record)
     writer.flush()
     return writer.written
-
-
-def _existing_trace_ids(tracing: Any, experiment: str, run_id: str) -> dict[str, bool]:
-    """The run's traces already in the store -> whether their spans are too (see log_traces)."""
-    found, token = {}, None
-    while True:
-        page = tracing.search_traces(locations=[experiment], run_id=run_id, max_results=500, page_token=token,
-                                     include_spans=False)
-        found.update({t.info.trace_id: SPANS_LOGGED in t.info.tags for t in page})
-        token = page.token
-        if not token:
-            return found
 
 
 def _json(value: Any) -> str:
@@ -204,6 +194,9 @@ def _trace_info(tid: str, experiment: str, run_id: str, record: TraceRecord, sta
                 "mlflow.traceOutputs": response,
                 f"{KEY_PREFIX}item_id": record.item_id, f"{KEY_PREFIX}repeat": str(record.repeat),
                 f"{KEY_PREFIX}order": record.order or "", f"{KEY_PREFIX}stage": record.stage,
+                "mlflow.trace.tokenUsage": _json({"input_tokens": record.prompt_tokens,
+                                                  "output_tokens": record.completion_tokens,
+                                                  "total_tokens": record.prompt_tokens + record.completion_tokens}),
                 **({f"{KEY_PREFIX}judge": record.member} if record.member else {})}
     return TraceInfo(
         trace_id=tid, trace_location=TraceLocation.from_experiment_id(experiment), request_time=start // 1_000_000,

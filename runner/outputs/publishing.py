@@ -1,0 +1,212 @@
+"""The MLflow view of a run directory: the one publishing path that a run, a resume, ``judgesweep aggregate`` and
+``judgesweep sync`` all take.
+
+The run directory is the record: journal(s), messages.sqlite, results.jsonl, summary.json, metrics.json,
+report.html, run.json (the manifest) and view.json (what only the view needs: the run's name, params, tags,
+prompts, dataset, judges; :func:`write_view`). :func:`publish` writes into a tracking store whatever of that view
+the store lacks, and nothing twice, whenever it is called and however often:
+
+- the MLflow run is found by its ``judgesweep.run_uid`` tag (the manifest's), else created with it (a sweep's job
+  nested under the sweep's parent run, which is found or created too);
+- params and tags not there yet; each metric of metrics.json once (a value that changed, after a resume, is one
+  more point at the next step); each artifact missing or of another size;
+- with ``tracking.traces``: the prompt versions (a new version only for a changed template), the dataset input
+  (once), one trace per judgment from the journals (ids fixed by the MLflow run and the judgment: the ones the
+  run has are skipped);
+- the run's status last (FINISHED, or FAILED with the reason), and ``mlflow.json`` in the run directory, which
+  says which store holds the run.
+
+An interrupted publish leaves a store that the next one completes. mlflow is imported by the tracking package
+only: a run with tracking off never imports it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner.core.config import TrackingConfig
+from runner.outputs import tracking
+from runner.storage import store
+from runner.storage.messages import MESSAGES_NAME, MessageStore
+
+log = logging.getLogger(__name__)
+
+VIEW_NAME = "view.json"
+PUBLISHED_NAME = "mlflow.json"  # store -> MLflow run id, written when a publish completes
+LOCK_NAME = ".publish.lock"
+UID_TAG, DIR_TAG = "judgesweep.run_uid", "judgesweep.run_dir"
+TABLE_ROWS = 20_000  # judgments in the MLflow results table (results.jsonl, also logged, holds every one)
+
+
+@dataclass(frozen=True)
+class Published:
+    """What one publish wrote."""
+
+    run_id: str
+    created: bool  # the MLflow run was made by this publish
+    traces: int  # traces written (the ones there already are not counted)
+
+
+def write_view(run_dir: Path, view: Mapping[str, Any]) -> None:
+    """Write view.json: ``run_name``, ``params``, ``tags``, ``failed``, ``reason``, ``traces`` (bool), ``prompts``
+    ([name, template, sha256]), ``dataset`` ([name, source] or None), ``judges`` ([{member, model, dir}]),
+    ``config_yaml`` (the resolved config); params go through :func:`tracking.safe_params` first, so no secret
+    reaches the file."""
+    store.write_json(run_dir / VIEW_NAME, {**view, "params": tracking.safe_params(view.get("params", {}))})
+
+
+def store_key(cfg: TrackingConfig) -> str:
+    """How mlflow.json names a store: its URI (MLflow's default when unset) and experiment."""
+    return f"{cfg.uri or 'default'}#{cfg.experiment}"
+
+
+def is_published(run_dir: Path, cfg: TrackingConfig) -> bool:
+    """Whether a publish of ``run_dir`` into ``cfg``'s store completed (mlflow.json says so; no store is opened)."""
+    try:
+        return store_key(cfg) in json.loads((run_dir / PUBLISHED_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+
+
+def publish(run_dir: Path, cfg: TrackingConfig, on_run: Callable[[str], None] | None = None) -> Published:
+    """Write what ``cfg``'s store lacks of the run in ``run_dir`` (see the module docstring); ``on_run`` is told the
+    MLflow run's id as soon as it is known.
+
+    Raises:
+        FileNotFoundError: ``run_dir`` holds no finished run (no view.json or run.json).
+        Whatever the store raises: the run directory is untouched, and the next publish completes the store.
+    """
+    from filelock import FileLock
+
+    run_dir = run_dir.resolve()
+    view_path = run_dir / VIEW_NAME
+    if not view_path.is_file():
+        raise FileNotFoundError(f"{run_dir} holds no finished run to publish (no {VIEW_NAME}); a run killed before "
+                                f"its end continues with resume={run_dir}")
+    view = json.loads(view_path.read_text(encoding="utf-8"))
+    manifest = store.read_manifest(run_dir)  # a judge run's; an aggregation's uid is in its view
+    uid = (manifest.run_uid if manifest is not None else None) or view.get("run_uid") or str(run_dir)
+    with FileLock(str(run_dir / LOCK_NAME)):  # two publishes of one directory at once would make two runs
+        tags = {**view["tags"], UID_TAG: uid, DIR_TAG: str(run_dir)}
+        run_id, created = tracking.ensure_run(cfg, uid, view["run_name"], tags, view["params"])
+        if on_run is not None:
+            on_run(run_id)
+        written = 0
+        if view.get("traces"):
+            written = _genai(cfg, run_id, run_dir, view)
+        metrics = json.loads((run_dir / store.METRICS_NAME).read_text(encoding="utf-8"))
+        tracking.log_new_metrics(cfg, run_id, metrics)
+        tracking.log_new_artifacts(cfg, run_id, run_dir, view.get("config_yaml", ""),
+                                   lambda: _table_rows(run_dir))
+        tracking.close_run(cfg, run_id, failed=bool(view.get("failed")), reason=view.get("reason") or "")
+        _record(run_dir, cfg, run_id)
+    return Published(run_id, created, written)
+
+
+def _genai(cfg: TrackingConfig, run_id: str, run_dir: Path, view: Mapping[str, Any]) -> int:
+    """Prompts, dataset input and traces; returns the traces written."""
+    for name, template, sha in view.get("prompts", []):
+        tracking.register_prompt(cfg, run_id, name, template, sha)
+    labels = _labels(run_dir)
+    if view.get("dataset"):
+        name, source = view["dataset"]
+        rows = [{"item_id": item, "gold": lab.get("gold"), "human_score": lab.get("human_score")}
+                for item, lab in labels.items()]
+        tracking.log_dataset(cfg, run_id, name, source, rows)
+    if not view.get("judges"):
+        return 0
+    writer = tracking.TraceWriter(cfg, run_id, int(view.get("started_ns") or time.time_ns()))
+    messages = MessageStore(run_dir / MESSAGES_NAME, read_only=True) if (run_dir / MESSAGES_NAME).is_file() else None
+    try:
+        for judge in view["judges"]:
+            for row in _final_rows(run_dir / judge["dir"] / store.JOURNAL_NAME):
+                writer.write(_record_of(row, judge, labels, messages))
+        writer.flush()
+    finally:
+        if messages is not None:
+            messages.close()
+    return writer.written
+
+
+def _final_rows(journal: Path) -> Iterator[dict[str, Any]]:
+    """The journal's lines, one per judgment, streamed: a failed call's line is held to the end, where a later line
+    for the same judgment (a resumed run's retry) replaces it."""
+    held: dict[tuple, dict[str, Any]] = {}
+    if not journal.is_file():
+        return
+    with journal.open("rb") as fh:
+        for line in fh:
+            try:
+                row = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):  # a line torn by a kill: its call was not counted
+                continue
+            key = (row["item_id"], row["repeat"], row["order"], row["stage"])
+            if row.get("error_type"):
+                held[key] = row
+                continue
+            held.pop(key, None)
+            yield row
+    yield from held.values()
+
+
+def _record_of(row: dict[str, Any], judge: Mapping[str, Any], labels: Mapping[str, dict],
+               messages: MessageStore | None) -> tracking.TraceRecord:
+    sha = row.get("messages_sha256")
+    return tracking.TraceRecord(
+        item_id=row["item_id"], repeat=row["repeat"], order=row["order"], stage=row["stage"],
+        messages=messages.get(sha) if sha and messages is not None else None, messages_sha256=sha,
+        raw_response=row["raw_response"], status=row["status"], label=row["verdict_label"],
+        winner=row["winner"], scores=row["scores"], score=row["score"], parse_error=row["parse_error"],
+        latency_s=row.get("latency_s") or 0.0, attempts=row.get("attempts") or 1,
+        prompt_tokens=row.get("prompt_tokens") or 0, completion_tokens=row.get("completion_tokens") or 0,
+        error=row.get("error"), expectations=labels.get(row["item_id"], {}), member=judge.get("member"),
+        judge_model=judge.get("model", ""))
+
+
+def _labels(run_dir: Path) -> dict[str, dict]:
+    """Item id -> its gold label and human score, from results.jsonl (every item, in the run's order)."""
+    labels: dict[str, dict] = {}
+    path = run_dir / store.RESULTS_NAME
+    if not path.is_file():
+        return labels
+    with path.open("rb") as fh:
+        for line in fh:
+            row = json.loads(line)
+            if row["item_id"] not in labels:
+                labels[row["item_id"]] = {k: row.get(k) for k in ("gold", "human_score") if row.get(k) is not None}
+    return labels
+
+
+def _table_rows(run_dir: Path) -> list[dict[str, Any]]:
+    """The first TABLE_ROWS rows of results.jsonl: the run's MLflow results table."""
+    rows: list[dict[str, Any]] = []
+    path = run_dir / store.RESULTS_NAME
+    if path.is_file():
+        with path.open("rb") as fh:
+            for line in fh:
+                if len(rows) == TABLE_ROWS:
+                    log.info("the MLflow results table holds the first %d judgments; results.jsonl holds them all",
+                             TABLE_ROWS)
+                    break
+                rows.append(json.loads(line))
+    return rows
+
+
+def _record(run_dir: Path, cfg: TrackingConfig, run_id: str) -> None:
+    """mlflow.json gets this store's run; the manifest names the run (results.load finds it there)."""
+    path = run_dir / PUBLISHED_NAME
+    try:
+        known = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    store.write_json(path, {**known, store_key(cfg): run_id})
+    manifest = store.read_manifest(run_dir)
+    if manifest is not None and manifest.mlflow_run_id != run_id:
+        store.write_manifest(run_dir, store.Manifest(manifest.config_sha256, manifest.config, run_id,
+                                                     manifest.run_uid))

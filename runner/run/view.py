@@ -1,0 +1,47 @@
+"""What a run's MLflow view needs beyond its files (view.json): its name, params, tags, prompts, dataset and
+judges, written beside summary.json by the end of the run (:func:`runner.outputs.publishing.write_view`), so that
+publishing, now or later (``judgesweep sync``), reads the run directory alone."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from runner.inputs.datasets import resolve_path
+from runner.llm.client import litellm_version
+from runner.outputs import publishing
+from runner.run.context import Prepared, RunContext, member_dirs
+
+
+def run_params(ctx: RunContext, prepared: Prepared) -> dict[str, Any]:
+    """The MLflow params of a judge run: the flattened config, the prompt hashes, litellm's version, the item count."""
+    plan = prepared.plan
+    return {**ctx.params,
+            "prompt_sha256": plan.template.sha256,
+            "synthesis_prompt_sha256": plan.synthesis_template.sha256 if plan.synthesis_template else "",
+            "litellm_version": litellm_version(),
+            "judge_version": ctx.cfg.judge.version,
+            "response_format": "json_schema" if prepared.response_format else "none",
+            "n_items": len(prepared.refs)}
+
+
+def write(ctx: RunContext, prepared: Prepared, failed: bool, reason: str, started_ns: int) -> None:
+    """Write the run's view.json."""
+    cfg, plan = ctx.cfg, prepared.plan
+    members = member_dirs(ctx)
+    judges: list[dict[str, Any]]
+    if members:
+        judges = [{"member": name, "model": cfg.judge.members[name].model, "dir": str(d.relative_to(ctx.run_dir))}
+                  for name, d in members.items()]
+    else:
+        judges = [{"member": None, "model": cfg.judge.model, "dir": "."}]
+    prompts = [[cfg.prompt.name, plan.template.source, plan.template.sha256]]
+    if plan.synthesis_template is not None:  # the second round's template belongs to the same prompt option
+        prompts.append([f"{cfg.prompt.name}.synthesis", plan.synthesis_template.source,
+                        plan.synthesis_template.sha256])
+    publishing.write_view(ctx.run_dir, {
+        "run_name": ctx.run_name, "params": run_params(ctx, prepared), "tags": dict(ctx.tags), "failed": failed,
+        "reason": reason, "traces": cfg.tracking.traces, "prompts": prompts,
+        "dataset": [cfg.dataset.name, str(resolve_path(cfg.dataset.path, ctx.project_root))], "judges": judges,
+        "config_yaml": ctx.resolved_config_yaml, "started_ns": started_ns,
+        "tracking": dataclasses.asdict(cfg.tracking)})  # where `judgesweep sync` publishes it unless told otherwise
