@@ -148,8 +148,10 @@ def serve(cfg: TrackingConfig) -> int:
         try:
             result = publishing.publish(run_dir, cfg, on_run=published.append)
         except Exception as exc:  # noqa: BLE001 - the parent reports it in one line
+            _done()
             _answer({"error": f"{type(exc).__name__}: {_one_line(exc)}"})
             return 1
+        _done()  # the parent closes the pipe once it has the answer: that end of file is no stop
         _answer({"run_id": result.run_id, "traces": result.traces})
         return 0
     except _Stop:
@@ -159,6 +161,11 @@ def serve(cfg: TrackingConfig) -> int:
             except Exception:  # noqa: BLE001 - best effort within the grace period
                 pass
         return 143
+
+
+def _done() -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -175,6 +182,7 @@ def main(argv: list[str]) -> int:
     """``python -m runner.outputs.publisher <tracking config as JSON>``."""
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     os.environ.setdefault("DO_NOT_TRACK", "true")
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # "Creating initial MLflow database tables" and kin
     logging.basicConfig(level=logging.WARNING, format="judgesweep publisher: %(message)s")
     logging.getLogger("mlflow").setLevel(logging.ERROR)  # "Creating initial MLflow database tables" and kin
     logging.getLogger("alembic").setLevel(logging.ERROR)

@@ -15,7 +15,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.integration.conftest import REPO
-from tests.integration.test_tracking_view import assert_published, run, store, sync, tails, uri_of, workdir
+from tests.integration.test_tracking_view import assert_published, run, store, sync, tails, traces_of, uri_of, workdir
 
 pytestmark = pytest.mark.slow
 
@@ -46,6 +46,10 @@ def assert_sweep_published(uri: str, sweep_dir: Path, where: str, prompt_version
     assert len(parents) == 1, f"{len(parents)} parent runs of the sweep{where}"
     jobs = sorted(p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit())
     assert len(jobs) == JOBS, (jobs, where)
+    nested = client.search_runs(experiments, filter_string=f"tags.`mlflow.parentRunId` = '{parents[0].info.run_id}'")
+    traced = sorted(len(traces_of(uri, r)) for r in nested)  # before the run_dir tag: what each job's run holds
+    assert traced == sorted(judgments(job) for job in jobs), (
+        f"traces per nested job run {traced}, judgments per job {[judgments(job) for job in jobs]}{where}")
     for job in jobs:
         count = judgments(job)
         assert count == 10, f"{job}: {count} judgments{where}"
