@@ -66,20 +66,27 @@ def _job(dcfg: DictConfig) -> float | None:
     try:
         outcome = run_job(dcfg, hc)
     except Interrupted as exc:  # Ctrl-C or SIGTERM: one line, no traceback, and the sweep stops too
-        log.error("judgesweep: %s", exc)
+        _say(f"judgesweep: {exc}")
         sys.exit(exc.exit_code)
     except EXPECTED_ERRORS as exc:
         log.error("judgesweep: %s: %s", type(exc).__name__, exc)
         _fail(job, f"{type(exc).__name__}: {exc}")
         return None
-    if outcome is not None and outcome.tracking_error:  # said in one line by the run; a launcher worker's list
-        _untracked_jobs.append(job)                     # never reaches main(): the file does
+    if outcome is not None and outcome.tracking_error:  # a launcher worker's list never reaches main(): the file does
+        _say(f"judgesweep: {outcome.tracking_error}")
+        _untracked_jobs.append(job)
         store.write_json(untracked, {"reason": outcome.tracking_error})
     if outcome is not None and outcome.failed:
         log.error("judgesweep: run failed: %s", outcome.reason)
         _fail(job, outcome.reason)
         return None
     return _objective(Path(job), str(dcfg.objective))
+
+
+def _say(line: str) -> None:
+    """One line for the user on stderr (Hydra's console log goes to stdout, where a script reads results)."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def _objective(job: Path, name: str) -> float | None:

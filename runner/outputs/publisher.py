@@ -132,10 +132,10 @@ def serve(cfg: TrackingConfig) -> int:
     signal.signal(signal.SIGINT, _on_stop)  # Ctrl-C reaches the whole process group: the parent decides
     commands: list[str] = []
     got = threading.Event()
-    threading.Thread(target=_watch_parent, args=(commands, got), daemon=True, name="parent").start()
     published: list[str] = []  # the MLflow run, once the publish has found or made it
     stopped = "publishing stopped; judgesweep sync <run dir> finishes it"
     try:
+        threading.Thread(target=_watch_parent, args=(commands, got), daemon=True, name="parent").start()
         try:
             tracking._client(cfg)  # import mlflow and open the store while the run's calls go on
         except Exception:  # noqa: BLE001 - reported by the publish, which meets it again

@@ -243,10 +243,9 @@ def _publish(ctx: RunContext, publisher: Publisher | None, result: RunOutcome | 
         return result
     cfg = ctx.cfg.tracking
     run_id, error = publisher.publish(ctx.run_dir, cfg.timeout_s)
-    if error is not None:
+    if error is not None:  # said by the CLI, once, on stderr (runner.app.cli)
         error = (f"tracking failed: {describe(cfg)}: {error}. The run's files are complete in {ctx.run_dir}; "
                  f"finish the tracking with: judgesweep sync {ctx.run_dir}")
-        log.error("judgesweep: %s", error)
     else:
         log.info("MLflow run %s at %s", run_id, describe(cfg))
     if result is None:

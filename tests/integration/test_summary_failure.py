@@ -1,6 +1,6 @@
 """A run whose calls all succeeded but whose summary fails (a bug in a statistic, e.g. the out-of-memory
-bootstrap that 100,000 judgments once hit) keeps every answer, says it failed in MLflow, and is finished by
-``resume=`` without a single judge call.
+bootstrap that 100,000 judgments once hit) keeps every answer, publishes nothing to MLflow (the view is written
+from complete files only), and is finished by ``resume=`` without a single judge call, its MLflow run then made.
 
 The bug is injected by replacing ``runner.modes.trust.pairwise_trust`` with a function that raises MemoryError for
 the first run (in this process, through runner.run_experiment with the CLI's exit code: conftest.run_cli); nothing
@@ -45,17 +45,17 @@ def test_a_failed_summary_keeps_every_answer_and_resume_rebuilds_it_without_call
     results = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     assert len(results) == 2 * N_ITEMS and all(r["status"] == "scored" for r in results)
     assert not (run_dir / "summary.json").exists()
-    client = MlflowClient(tracking_uri=mlflow_uri(tmp_path))
-    run_id = json.loads((run_dir / "run.json").read_text())["mlflow_run_id"]
-    failed = client.get_run(run_id)
-    assert failed.info.status == "FAILED"
-    assert "MemoryError" in failed.data.tags["judgesweep.abort_reason"]
+    assert "MemoryError" in broken.stdout + broken.stderr
+    assert not (run_dir / "view.json").exists()
+    assert json.loads((run_dir / "run.json").read_text())["mlflow_run_id"] is None
 
     resumed = run_cli(*overrides, f"resume={run_dir}", run_dir=run_dir).proc
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert len(fake_server.requests) == calls  # nothing paid twice
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["trust"]["win_rate"]["n"] == N_ITEMS
+    client = MlflowClient(tracking_uri=mlflow_uri(tmp_path))
+    run_id = json.loads((run_dir / "run.json").read_text())["mlflow_run_id"]
     finished = client.get_run(run_id)
     assert finished.info.status == "FINISHED"
     assert finished.data.metrics["judge/calls"] == 2 * N_ITEMS

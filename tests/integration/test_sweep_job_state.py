@@ -1,34 +1,30 @@
-"""A resumed sweep's job whose summary is written but whose MLflow run was never closed (killed in between) is run
-again, not skipped: resuming it closes its run (runner.run.sweep_resume against a real sqlite store). A single run
+"""A resumed sweep's job whose summary is written but whose publish to MLflow never completed (killed in between)
+is run again, not skipped: resuming it publishes it (runner.run.sweep_resume reads the run directory's
+mlflow.json, never the store). A single run
 resumed from a directory that holds none still fails: only a sweep's job that never started starts fresh."""
 
 from __future__ import annotations
 
-import shutil
-
-from mlflow.entities import RunStatus
-from mlflow.tracking import MlflowClient
-
 from runner.core.config import TrackingConfig
+from runner.outputs import publishing
 from runner.run import sweep_resume
 from runner.storage import store
 from tests.integration.conftest import live_judge, mlflow_uri
 
 
-def test_a_job_whose_mlflow_run_is_still_open_is_run_again(tmp_path, empty_mlflow_store):
-    shutil.copyfile(empty_mlflow_store(), tmp_path / "mlflow.db")
-    cfg = TrackingConfig(uri=mlflow_uri(tmp_path))
-    client = MlflowClient(tracking_uri=cfg.uri)
-    run_id = client.create_run(client.create_experiment("e")).info.run_id
+def test_a_job_whose_publish_did_not_complete_is_run_again(tmp_path):
+    cfg, other = TrackingConfig(uri=mlflow_uri(tmp_path)), TrackingConfig(uri="sqlite:///elsewhere.db")
     job = tmp_path / "0"
     job.mkdir()
-    store.write_manifest(job, store.Manifest("sha", {}, run_id))
+    store.write_manifest(job, store.Manifest("sha", {}, None, "uid"))
     (job / store.SUMMARY_NAME).write_text('{"summary": {}}')
     (job / store.METRICS_NAME).write_text("{}")
-    assert sweep_resume.finished(cfg, job) is None  # RUNNING: killed before finish_run closed it
-    client.set_terminated(run_id, status=RunStatus.to_string(RunStatus.FINISHED))
+    assert sweep_resume.finished(cfg, job) is None  # killed before its publish completed
+    publishing._record(job, cfg, "run-1")  # what a completed publish writes last
     outcome = sweep_resume.finished(cfg, job)
-    assert outcome is not None and outcome.skipped and outcome.mlflow_run_id == run_id
+    assert outcome is not None and outcome.skipped and outcome.mlflow_run_id == "run-1"
+    assert sweep_resume.finished(other, job) is None  # resumed into another store: published there too
+    assert sweep_resume.finished(TrackingConfig(enabled=False), job) is not None
 
 
 def test_a_single_run_resumed_from_a_directory_without_a_run_still_fails_before_any_call(run_cli, fake_server,
