@@ -10,7 +10,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 # module's asserts again (~3 CPU-s a pytest process).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test test-fast lint install clean bench bench-scale report-check install-size
+.PHONY: run test test-fast lint install clean bench bench-scale bench-peers report-check install-size
 
 # Two stamps: `make run` installs the runtime dependencies only; the test, lint and bench targets add the dev
 # extras (pytest, ruff, mypy, import-linter, ray). `benchmarks/install_size.sh` measures both.
@@ -63,6 +63,11 @@ bench: $(STAMP)
 
 bench-scale: $(STAMP)
 	$(BIN)/python -m benchmarks.bench --only scale --scale-sizes 1000000 $(ARGS)
+
+# The tracking scenario's peers (promptfoo from npm, inspect-ai in its own venv) into benchmarks/.peers/ (git-ignored);
+# `make bench` measures them only once they are there.
+bench-peers:
+	PYTHON=$(PYTHON) bash benchmarks/peers.sh
 
 # report.html in headless chromium at 1280 px (overflow, filters, search, the sweep's links); screenshots in SHOTS.
 SHOTS ?= outputs/report-shots

@@ -9,6 +9,9 @@
    without and with judge.rpm=600 (and the old 60 s window): wall / ideal, 429s, lost rows.
 4. start-up: launch to the first request (judgesweep sqlite / off, bare litellm loop), ``--help``.
 5. cache: 10,000 judgments cached, then the same command again: no HTTP call, < 15 s.
+6. tracking: the default sqlite tracking against tracking=off (1,000 x 200 ms: wall, CPU, peak RSS, and
+   promptfoo and inspect-ai when benchmarks/peers.sh installed them; 10,000 x 0 ms: wall, every trace in the
+   store), interleaved, 3 repetitions (benchmarks/tracking.py).
 
 Every scenario starts the fake server as a separate process and every run is a real subprocess; see
 benchmarks/README.md for how each number is measured. Results are merged into benchmarks/results.json
@@ -44,18 +47,19 @@ from benchmarks.scenarios import (
     scenario_startup,
     scenario_throughput,
 )
+from benchmarks.tracking import scenario_tracking
 
 RESULTS = REPO / "benchmarks" / "results.json"
 QUICK_RESULTS = Path(tempfile.gettempdir()) / "judgesweep-bench-quick.json"  # a smoke run never touches RESULTS
 DATA_DIR = Path(tempfile.gettempdir()) / "judgesweep-bench-data"
 FULL = {"throughput_n": 1000, "throughput_reps": 3, "scale_sizes": [10_000, 100_000], "rpm_n": 300,
-        "startup_reps": 3, "cache_n": 10_000}
+        "startup_reps": 3, "cache_n": 10_000, "tracking_n": 1000, "tracking_reps": 3, "tracking_big_items": 5_000}
 QUICK = {"throughput_n": 200, "throughput_reps": 1, "scale_sizes": [2_000], "rpm_n": 60, "startup_reps": 1,
-         "cache_n": 1_000}
+         "cache_n": 1_000, "tracking_n": 200, "tracking_reps": 1, "tracking_big_items": 1_000}
 
 SCENARIOS: dict[str, Callable[[dict, Path, Path], dict[str, Any]]] = {
     "throughput": scenario_throughput, "scale": scenario_scale, "rpm": scenario_rpm, "startup": scenario_startup,
-    "cache": scenario_cache}
+    "cache": scenario_cache, "tracking": scenario_tracking}
 
 
 def machine_info() -> dict[str, Any]:
@@ -73,7 +77,8 @@ def machine_info() -> dict[str, Any]:
 def dataset_rows(cfg: dict, names: list[str]) -> int:
     """Rows the dataset needs for the scenarios about to run (scale judges at most MAX_SCALE_ITEMS items)."""
     need = {"throughput": cfg["throughput_n"], "rpm": cfg["rpm_n"], "cache": cfg["cache_n"], "startup": 32,
-            "scale": max((scale_plan(n)[0] for n in cfg["scale_sizes"]), default=0)}
+            "scale": max((scale_plan(n)[0] for n in cfg["scale_sizes"]), default=0),
+            "tracking": max(cfg["tracking_n"], cfg["tracking_big_items"])}
     return max(need[name] for name in names)
 
 

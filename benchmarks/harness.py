@@ -124,8 +124,10 @@ class Measured:
         return (self.stderr[-chars:] + self.stdout[-chars // 2:]).strip()
 
 
-def run_measured(cmd: list[str], workdir: Path, tag: str, timeout_s: float | None = None) -> Measured:
-    """Run ``cmd`` under a fresh benchmarks.measure helper; its output goes to ``workdir/tag.*``.
+def run_measured(cmd: list[str], workdir: Path, tag: str, timeout_s: float | None = None,
+                 env: dict[str, str] | None = None) -> Measured:
+    """Run ``cmd`` under a fresh benchmarks.measure helper; its output goes to ``workdir/tag.*``; ``env`` is
+    added to bench_env() (the peers' offline settings).
 
     The helper and the command run in their own process group; after ``timeout_s`` that group (only it)
     is terminated and the result says ``timed_out``, so a hung run cannot stall the whole benchmark.
@@ -133,7 +135,7 @@ def run_measured(cmd: list[str], workdir: Path, tag: str, timeout_s: float | Non
     out, so, se = (workdir / f"{tag}.{ext}" for ext in ("json", "stdout", "stderr"))
     launched, started = time.time(), time.perf_counter()
     helper = subprocess.Popen([PYTHON, "-m", "benchmarks.measure", str(out), str(so), str(se), "--", *cmd],
-                              cwd=REPO, env=bench_env(), start_new_session=True)
+                              cwd=REPO, env={**bench_env(), **(env or {})}, start_new_session=True)
     try:
         rc = helper.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:

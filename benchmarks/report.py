@@ -178,9 +178,60 @@ def _floor_rows(walls: dict[str, Any]) -> list[Row]:
                 " / ".join(fmt(walls[k]["median"], 2) for k in ("python_only", "hydra_floor", "cfg_job")))]
 
 
+PEER_NAMES = {"promptfoo": "promptfoo", "inspect_ai": "inspect-ai"}
+
+
+def _trio(spread: dict[str, Any], key: str) -> str:
+    """"wall / CPU / peak RSS" of one contender, each median (min-max)."""
+    s = spread.get(key)
+    return " / ".join(_spread(s[m]) for m in ("wall_s", "cpu_s", "peak_rss_mb")) if s else "-"
+
+
+def _ratios(r: dict[str, Any]) -> str:
+    return f"{fmt(r['median_of_ratios'], 2)} ({fmt(r['ratio_of_medians'], 2)})"
+
+
+def tracking_rows(t: dict[str, Any]) -> list[Row]:
+    """Scenario f: default tracking against tracking=off and the peers (1,000 x 200 ms), then the 10,000 x 0 ms
+    runs with every trace counted in the store."""
+    a, b = t["throughput"], t["traces"]
+    va, vb, targets = a["verdicts"], b["verdicts"], t["targets"]
+    spread, ratio = a["spread"], a["default_over_off"]
+    rows = [Row(f"tracking ({a['judgments']:,} x {a['latency_ms']:.0f} ms, c={a['concurrency']})",
+                f"whole process, median (min-max) of {a['repetitions']}: wall (s) / CPU user+sys (s) / peak RSS (MB)",
+                "", run=t),
+            Row("", "judgesweep, tracking=sqlite (default)", _trio(spread, "judgesweep"), targets["peak_rss"],
+                verdict(va["peak_rss"])),
+            Row("", "judgesweep, tracking=off", _trio(spread, "judgesweep_off"))]
+    for key, label in PEER_NAMES.items():
+        version = (a.get("peers") or {}).get(key)
+        if key in spread:
+            rows.append(Row("", f"{label} {version}", _trio(spread, key), "default's wall below",
+                            verdict(va.get(f"ahead_of_{key}"))))
+        else:
+            rows.append(Row("", label, f"{NOT_MEASURED}: `bash benchmarks/peers.sh`"))
+    rows += [Row("", "default / off, wall: median of per-repetition ratios (ratio of medians)",
+                 _ratios(ratio["wall_s"]), targets["wall_ratio"], verdict(va["wall_ratio"])),
+             Row("", "default / off, CPU: median of per-repetition ratios (ratio of medians)",
+                 _ratios(ratio["cpu_s"]), targets["cpu_ratio"], verdict(va["cpu_ratio"])),
+             Row(f"tracking ({b['judgments']:,} x {b['latency_ms']} ms, {b['items']:,} items x order={b['order']})",
+                 f"wall (s), median (min-max) of {b['repetitions']}: default / off",
+                 f"{_spread(b['spread']['judgesweep']['wall_s'])} / {_spread(b['spread']['judgesweep_off']['wall_s'])}",
+                 run=t),
+             Row("", "default / off, wall: median of per-repetition ratios (ratio of medians)",
+                 _ratios(b["default_over_off"]["wall_s"]), targets["big_wall_ratio"], verdict(vb["wall_ratio"])),
+             Row("", "MLflow traces of the run in the store / journal rows, per repetition",
+                 ", ".join(f"{fmt(x)} / {fmt(y)}" for x, y in zip(b["traces_per_run"], b["journal_rows_per_run"],
+                                                                 strict=True)),
+                 f"= {b['judgments']:,}", verdict(vb["every_trace"]))]
+    if not (a["all_runs_ok"] and b["all_runs_ok"]):
+        rows.append(Row("", "a run failed or left rows unscored (see results.json)", "", "", "FAIL"))
+    return rows
+
+
 ROWS: dict[str, tuple[str, Callable[[dict[str, Any]], list[Row]]]] = {
     "throughput": ("throughput", throughput_rows), "scale": ("scale", scale_rows), "rpm": ("rpm", rpm_rows),
-    "startup": ("start-up", startup_rows), "cache": ("cache", cache_rows)}
+    "startup": ("start-up", startup_rows), "cache": ("cache", cache_rows), "tracking": ("tracking", tracking_rows)}
 
 
 def table_rows(scenarios: dict[str, Any]) -> list[Row]:

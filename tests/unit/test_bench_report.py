@@ -91,3 +91,37 @@ def test_the_start_up_rows_show_hydras_floor_when_it_was_measured() -> None:
     assert [r.value for r in floor] == ["0.03 / 0.71 / 1.20"]
     older = table_rows({"startup": _startup({"python_only": {"median": 0.03}})})  # a run from before it existed
     assert not [r for r in older if "hydra_floor.py" in r.metric]
+
+
+def _spread3(wall: float, cpu: float, rss: float) -> dict:
+    return {"wall_s": {"median": wall, "min": wall, "max": wall, "n": 3}, "cpu_s": {"median": cpu, "n": 1},
+            "peak_rss_mb": {"median": rss, "n": 1}}
+
+
+def _tracking(peers: dict) -> dict:
+    ratio = {"median_of_ratios": 1.62, "ratio_of_medians": 1.6}
+    throughput = {"judgments": 1000, "latency_ms": 200, "concurrency": 32, "repetitions": 3, "peers": peers,
+                  "spread": {"judgesweep": _spread3(48.0, 40.0, 400.0), "judgesweep_off": _spread3(30.0, 25.0, 300.0),
+                             **{k: _spread3(24.0, 20.0, 250.0) for k, v in peers.items() if v}},
+                  "default_over_off": {"wall_s": ratio, "cpu_s": ratio}, "all_runs_ok": True,
+                  "verdicts": {"wall_ratio": False, "cpu_ratio": False, "peak_rss": False,
+                               **{f"ahead_of_{k}": (False if v else None) for k, v in peers.items()}}}
+    traces = {"judgments": 10_000, "items": 5000, "order": "both", "latency_ms": 0, "repetitions": 3,
+              "spread": {"judgesweep": _spread3(90.0, 0, 0), "judgesweep_off": _spread3(60.0, 0, 0)},
+              "default_over_off": {"wall_s": ratio}, "traces_per_run": [10_000, 9_999, 10_000],
+              "journal_rows_per_run": [10_000] * 3, "all_runs_ok": True,
+              "verdicts": {"wall_ratio": False, "every_trace": False}}
+    targets = {"wall_ratio": "<= 1.1", "cpu_ratio": "<= 1.25", "peak_rss": "<= 350 MB", "big_wall_ratio": "<= 1.25"}
+    return {"throughput": throughput, "traces": traces, "targets": targets, "pass": False, **RUN}
+
+
+def test_tracking_rows_show_the_peers_measured_or_how_to_install_them() -> None:
+    absent = table_rows({"tracking": _tracking({"promptfoo": None, "inspect_ai": None})})
+    values = {r.metric: r.value for r in absent}
+    assert values["promptfoo"] == values["inspect-ai"] == f"{NOT_MEASURED}: `bash benchmarks/peers.sh`"
+    assert values["MLflow traces of the run in the store / journal rows, per repetition"] == \
+        "10,000 / 10,000, 9,999 / 10,000, 10,000 / 10,000"
+    present = table_rows({"tracking": _tracking({"promptfoo": "0.121.20", "inspect_ai": "0.3.285"})})
+    [row] = [r for r in present if r.metric == "promptfoo 0.121.20"]
+    assert row.value == "24.0 (24.0-24.0) / 20.0 / 250.0" and row.result == "FAIL"
+    assert [r.run["git_sha"] for r in present if r.run] == [RUN["git_sha"]] * 2
