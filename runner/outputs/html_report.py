@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ img{max-width:100%;border:1px solid #eee}.note{color:#555;font-size:13px}
 %} class="long"{% endif %}>{% if cell.href is defined %}<a href="{{ cell.href }}">{{ cell.text
 }}</a>{% else %}{{ cell }}{% endif %}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table></div>{% if s.collapsed %}</details>{% endif %}{% endif %}
-{% if s.html %}{{ s.html }}{% endif %}
+{% if s.html %}{% for part in s.html() %}{{ part }}{% endfor %}{% endif %}
 {% for note in s.notes %}<p class="note">{{ note }}</p>{% endfor %}
 </section>
 {% endfor %}</body></html>
@@ -75,7 +76,8 @@ class Section:
     rows: tuple[tuple[str | Link, ...], ...] = ()
     notes: tuple[str, ...] = ()
     collapsed: bool = False
-    html: Markup | None = None  # a block drawn by its own module (the drill-down), placed as it is
+    # a block drawn by its own module (the drill-down), placed as it is: its pieces, drawn as the page is written
+    html: Callable[[], Iterable[Markup]] | None = None
 
     @property
     def image(self) -> str:
@@ -87,6 +89,25 @@ def render(title: str, sections: Sequence[Section]) -> str:
     """The HTML page: the sections in order, every text autoescaped."""
     return Environment(autoescape=True).from_string(TEMPLATE).render(title=title, sections=sections,
                                                                      item_css=Markup(item_report.CSS))
+
+
+def write_page(path: Path, title: str, sections: Sequence[Section]) -> None:
+    """Write :func:`render`'s page to ``path`` piece by piece, byte for byte the same.
+
+    The page is never one string: with the drill-down it is megabytes (~4.4 MB at 1,000 items), twice that as a
+    str once the run name holds a character beyond Latin-1, and ``write_text`` encodes it in one buffer of up to
+    three bytes per character besides, all at the run's peak memory (22 MB of the 1,000-judgment run's peak).
+    Written to a temporary file renamed at the end, so a failure leaves no half page.
+    """
+    pieces = Environment(autoescape=True).from_string(TEMPLATE).generate(title=title, sections=sections,
+                                                                         item_css=Markup(item_report.CSS))
+    unfinished = path.with_name(path.name + ".unfinished")
+    try:
+        with unfinished.open("w", encoding="utf-8") as out:
+            out.writelines(pieces)
+        unfinished.replace(path)
+    finally:
+        unfinished.unlink(missing_ok=True)
 
 
 # a metric whose interval's bounds are not named <metric>_ci_low / <metric>_ci_high
@@ -121,8 +142,8 @@ def _headline(metrics: Mapping[str, float]) -> Section:
                    notes=("value [95% confidence interval]",) if bounds else ())
 
 
-__all__ = ["Link", "Section", "bars_png", "confusion_png", "histogram_png", "render", "run_report", "sweep_report",
-           "verdict_png", "wilson", "write_run_report", "write_sweep_report"]
+__all__ = ["Link", "Section", "bars_png", "confusion_png", "histogram_png", "render", "run_report", "run_sections",
+           "sweep_report", "verdict_png", "wilson", "write_page", "write_run_report", "write_sweep_report"]
 
 PLOTS: dict[str, Callable[..., bytes]] = {"verdicts": verdict_png, "confusion": confusion_png,
                                           "histogram": histogram_png, "bars": bars_png}
@@ -137,14 +158,19 @@ def view_section(view: View) -> Section:
 
 def run_report(summary: Mapping[str, Any], metrics: Mapping[str, float], title: str, mode: str,
                typed: Record | None = None, drilldown: Drilldown | None = None) -> str:
-    """The HTML report of one run: headline, its mode's views (runner.modes.base.RunMode.views), gates, all metrics
-    and the items' drill-down.
+    """The HTML report of one run titled ``title`` (the run name): :func:`run_sections` drawn by :func:`render`."""
+    return render(title, run_sections(summary, metrics, mode, typed, drilldown))
+
+
+def run_sections(summary: Mapping[str, Any], metrics: Mapping[str, float], mode: str,
+                 typed: Record | None = None, drilldown: Drilldown | None = None) -> list[Section]:
+    """The sections of one run's HTML report: headline, its mode's views (runner.modes.base.RunMode.views), gates,
+    all metrics and the items' drill-down.
 
     Args:
         summary: The run's summary.json content; with ``typed``, only its ``gates`` are read (a run passes just
             those: it drops its summary dict before drawing, see runner.run.outcome.finish).
         metrics: The run's flat metrics (metrics.json).
-        title: The page title (the run name).
         mode: The run's mode (``prompt.mode``: pairwise or pointwise).
         typed: The same summary as the typed report the run already holds, drawn instead of reading ``summary``
             again (a second copy of every item's result at the run's peak memory).
@@ -160,8 +186,8 @@ def run_report(summary: Mapping[str, Any], metrics: Mapping[str, float], title: 
     sections.append(Section("All metrics", columns=("metric", "value [95% CI]"), collapsed=True,
                             rows=tuple((k, with_ci(metrics, k)) for k in sorted(metrics) if k not in bounds)))
     if drilldown is not None:  # last: the run's figures first, then its items (hundreds of rows)
-        sections.append(Section(item_report.heading(drilldown), html=item_report.render(drilldown)))
-    return render(title, sections)
+        sections.append(Section(item_report.heading(drilldown), html=partial(item_report.pieces, drilldown)))
+    return sections
 
 
 def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None,
@@ -253,8 +279,8 @@ def write_run_report(run_dir: Path, summary: Mapping[str, Any], metrics: Mapping
     """
     path = run_dir / REPORT_NAME
     try:
-        items = drilldown() if drilldown is not None else None
-        path.write_text(run_report(summary, metrics, title, mode, typed, items), encoding="utf-8")
+        write_page(path, title, run_sections(summary, metrics, mode, typed,
+                                             drilldown() if drilldown is not None else None))
     except Exception as exc:  # noqa: BLE001 - the report is a view of files already written
         log.warning("report.html not written: %s: %s", type(exc).__name__, exc)
         return None

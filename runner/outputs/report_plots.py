@@ -9,17 +9,15 @@ from typing import Any
 
 from runner.modes.base import cell
 from runner.outputs.frontier import figure, literal, png_bytes
+from runner.stats.proportions import interval
 
 
 def wilson(count: int, n: int) -> tuple[float, float]:
-    """The 95% Wilson score interval of ``count / n`` (statsmodels' ``proportion_confint``); it stays inside [0, 1]
-    for shares near 0 or 1. ``(0, 0)`` for no items."""
+    """The 95% Wilson score interval of ``count / n`` (statsmodels' ``proportion_confint`` figures, without its
+    pandas import); it stays inside [0, 1] for shares near 0 or 1. ``(0, 0)`` for no items."""
     if n <= 0:
         return 0.0, 0.0
-    from statsmodels.stats.proportion import proportion_confint  # ~0.3 s: imported when a report is drawn
-
-    low, high = proportion_confint(count, n, alpha=0.05, method="wilson")
-    return max(float(low), 0.0), min(float(high), 1.0)
+    return interval(count, n, 0.05, "wilson")
 
 
 def verdict_png(distribution: Mapping[str, int], n: int, win_rate: Mapping[str, Any] | None = None) -> bytes:

@@ -1,6 +1,6 @@
-"""Intervals of proportions (accuracy, agreement, pass rates) from statsmodels: Wilson's score interval or the
-exact Clopper-Pearson interval, never empty and never reaching 100% (or 0%) unless every row is a success
-(failure).
+"""Intervals of proportions (accuracy, agreement, pass rates): Wilson's score interval or the exact
+Clopper-Pearson interval (statsmodels' ``proportion_confint`` figures, to the bit), never empty and never reaching
+100% (or 0%) unless every row is a success (failure).
 
 Rows in clusters (an item's judgments over orders and repeats) are not independent: the interval is then computed
 on the effective sample size, the row count divided by Kish's design effect (:func:`runner.stats.clusters.
@@ -11,15 +11,18 @@ with no variance to estimate the correlation from, every item is counted once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Sequence
 from typing import Any
 
 from runner.stats.clusters import cluster_codes, design_effect
 from runner.stats.uncertainty import finite_or_none
 
-# statsmodels.stats (+0.35 s cold) is imported inside the function: a run imports it only once it summarizes.
+# Not statsmodels: its proportion module imports pandas and pyarrow, ~65 MB at the run's peak (the end of the run,
+# where scipy.stats and matplotlib are already loaded) for a two-line formula. scipy is imported inside interval():
+# a run imports it only once it summarizes.
 
-METHODS = {"wilson": "wilson", "clopper_pearson": "beta"}  # ours -> statsmodels' proportion_confint method
+METHODS = ("wilson", "clopper_pearson")
 
 
 def proportion_ci(successes: Sequence[float], clusters: Sequence[Hashable] | None = None, level: float = 0.95,
@@ -54,10 +57,36 @@ def proportion_ci(successes: Sequence[float], clusters: Sequence[Hashable] | Non
                            "level": level, "method": method,
                            **({"design_effect": deff} if deff is not None else {}), "effective_n": effective}
     if n and p is not None:
-        from statsmodels.stats.proportion import proportion_confint
-
-        low, high = proportion_confint(p * effective, effective, alpha=1 - level, method=METHODS[method])
+        low, high = interval(p * effective, effective, 1 - level, method)
         # exactly 0 / 1 at the edges (Wilson's formula leaves a rounding residue there)
         out.update(low=0.0 if p == 0.0 else finite_or_none(max(float(low), 0.0)),
                    high=1.0 if p == 1.0 else finite_or_none(min(float(high), 1.0)))
     return out
+
+
+def interval(count: float, nobs: float, alpha: float = 0.05, method: str = "wilson") -> tuple[float, float]:
+    """The two-sided interval of ``count / nobs``, equal to statsmodels' ``proportion_confint`` (``"wilson"``, or
+    ``"clopper_pearson"``: its ``"beta"``) bit for bit, without its pandas import.
+
+    Args:
+        count: Successes (may be fractional: an effective count).
+        nobs: Trials, > 0.
+        alpha: 1 - the confidence level, split between the two tails (statsmodels' argument).
+        method: ``"wilson"`` (clipped to [0, 1]) or ``"clopper_pearson"`` (exactly 0 / 1 at a share of 0 / 1).
+    """
+    tail = alpha / 2.0  # two-sided
+    q = count / nobs
+    if method == "wilson":
+        from scipy.special import ndtri  # scipy.stats.norm.isf(a) is -ndtri(a)
+
+        crit = -float(ndtri(tail))
+        crit2 = crit**2
+        denom = 1 + crit2 / nobs
+        center = (q + crit2 / (2 * nobs)) / denom
+        dist = crit * math.sqrt(q * (1.0 - q) / nobs + crit2 / (4.0 * nobs**2)) / denom
+        return min(max(center - dist, 0.0), 1.0), min(max(center + dist, 0.0), 1.0)
+    from scipy.stats import beta
+
+    low = 0.0 if q == 0 else float(beta.ppf(tail, count, nobs - count + 1))
+    high = 1.0 if q == 1 else float(beta.isf(tail, count + 1, nobs - count))
+    return low, high

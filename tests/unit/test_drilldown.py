@@ -106,3 +106,22 @@ def test_pointwise_outcomes_flag_failed_wrong_inconsistent_and_unscored_items():
     assert out["ai"].reasons == ("check ai_phrases: I understand",)
     assert out["far"].flags == {"wrong"} and out["spread"].flags == {"flip"}
     assert out["none"] == ItemOutcome("unscored", frozenset({"unscored"}), ("no JSON object",))
+
+
+def test_the_written_page_is_the_rendered_page_byte_for_byte_and_a_failure_leaves_none(tmp_path, monkeypatch):
+    refs, judgments, items = pairwise_run()
+    d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items)
+    title = "local_openai · api_base=http://127.0.0.1:1… · ü"  # beyond Latin-1, as a run name can be
+    path = html_report.write_run_report(tmp_path, {}, {"items/total": 4.0}, title, "pairwise", drilldown=lambda: d)
+    assert path is not None
+    assert path.read_bytes() == html_report.run_report({}, {"items/total": 4.0}, title, "pairwise", None,
+                                                       d).encode("utf-8")
+
+    def broken(_: object) -> object:
+        yield "<div>"
+        raise RuntimeError("drawing failed half way")
+
+    monkeypatch.setattr(item_report, "pieces", broken)
+    assert html_report.write_run_report(tmp_path, {}, {}, "t2", "pairwise", drilldown=lambda: d) is None
+    assert path.read_bytes().startswith(b"<!doctype html>") and b"<title>t2" not in path.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]  # the earlier page, no half page beside it

@@ -78,3 +78,20 @@ def test_one_row_per_item_is_not_a_cluster():
     got = proportion_ci([1.0] * 93 + [0.0] * 7, list(range(100)))
     assert "design_effect" not in got and got["effective_n"] == 100.0
     assert (got["low"], got["high"]) == pytest.approx(proportion_confint(93, 100, alpha=0.05, method="wilson"))
+
+
+def test_the_interval_is_statsmodels_proportion_confint_to_the_bit():
+    from runner.stats.proportions import interval
+
+    rng = np.random.default_rng(7)
+    for _ in range(400):
+        nobs = float(rng.integers(1, 5000))
+        count = float(rng.integers(0, int(nobs) + 1))
+        if rng.random() < 0.5:  # an effective count and size, as clustered rows give
+            scale = rng.uniform(1.0, 3.0)
+            count, nobs = count / scale, nobs / scale
+        alpha = float(rng.choice([0.05, 1 - 0.95, 0.1, 0.01]))
+        wilson_low, wilson_high = proportion_confint(count, nobs, alpha=alpha, method="wilson")
+        assert interval(count, nobs, alpha, "wilson") == (max(wilson_low, 0.0), min(wilson_high, 1.0))
+        assert interval(count, nobs, alpha, "clopper_pearson") == tuple(
+            float(b) for b in proportion_confint(count, nobs, alpha=alpha, method="beta"))
