@@ -12,7 +12,9 @@ the store lacks, and nothing twice, whenever it is called and however often:
   more point at the next step); each artifact missing or of another size;
 - with ``tracking.traces``: the prompt versions (a new version only for a changed template), the dataset input
   (once), one trace per judgment from the journals (ids fixed by the MLflow run and the judgment: the ones the
-  run has are skipped);
+  run has are skipped; its request the item's own fields, read again from the dataset: :mod:`trace_inputs`),
+  and the traces' ``<feedback>/mean`` metrics (``correct/mean``, ``pass/mean``, ``<criterion>/mean``, as
+  ``mlflow.genai.evaluate`` logs them; a key metrics.json has keeps metrics.json's value);
 - the run's status last (FINISHED, or FAILED with the reason), and ``mlflow.json`` in the run directory, which
   says which store holds the run.
 
@@ -32,6 +34,7 @@ from typing import Any
 
 from runner.core.config import TrackingConfig
 from runner.outputs import tracking
+from runner.outputs.trace_inputs import ItemInputs
 from runner.storage import store
 from runner.storage.messages import MESSAGES_NAME, MessageStore
 
@@ -97,11 +100,11 @@ def publish(run_dir: Path, cfg: TrackingConfig, on_run: Callable[[str], None] | 
         run_id, created = tracking.ensure_run(cfg, uid, view["run_name"], tags, view["params"])
         if on_run is not None:
             on_run(run_id)
-        written = 0
+        written, means = 0, dict[str, float]()
         if view.get("traces"):
-            written = _genai(cfg, run_id, run_dir, view)
+            written, means = _genai(cfg, run_id, run_dir, view)
         metrics = json.loads((run_dir / store.METRICS_NAME).read_text(encoding="utf-8"))
-        tracking.log_new_metrics(cfg, run_id, metrics)
+        tracking.log_new_metrics(cfg, run_id, {**means, **metrics})
         tracking.log_new_artifacts(cfg, run_id, run_dir, view.get("config_yaml", ""),
                                    lambda: _table_rows(run_dir))
         tracking.close_run(cfg, run_id, failed=bool(view.get("failed")), reason=view.get("reason") or "")
@@ -109,8 +112,8 @@ def publish(run_dir: Path, cfg: TrackingConfig, on_run: Callable[[str], None] | 
     return Published(run_id, created, written)
 
 
-def _genai(cfg: TrackingConfig, run_id: str, run_dir: Path, view: Mapping[str, Any]) -> int:
-    """Prompts, dataset input and traces; returns the traces written."""
+def _genai(cfg: TrackingConfig, run_id: str, run_dir: Path, view: Mapping[str, Any]) -> tuple[int, dict[str, float]]:
+    """Prompts, dataset input and traces; returns the traces written and their Feedback means."""
     for name, template, sha in view.get("prompts", []):
         tracking.register_prompt(cfg, run_id, name, template, sha)
     labels = _labels(run_dir)
@@ -120,18 +123,20 @@ def _genai(cfg: TrackingConfig, run_id: str, run_dir: Path, view: Mapping[str, A
                 for item, lab in labels.items()]
         tracking.log_dataset(cfg, run_id, name, source, rows)
     if not view.get("judges"):
-        return 0
+        return 0, {}
     writer = tracking.TraceWriter(cfg, run_id, int(view.get("started_ns") or time.time_ns()))
     messages = MessageStore(run_dir / MESSAGES_NAME, read_only=True) if (run_dir / MESSAGES_NAME).is_file() else None
+    threshold = view.get("pass_threshold")
     try:
-        for judge in view["judges"]:
-            for row in _final_rows(run_dir / judge["dir"] / store.JOURNAL_NAME):
-                writer.write(_record_of(row, judge, labels, messages))
+        with ItemInputs(run_dir, view.get("items"), labels.keys()) as inputs:
+            for judge in view["judges"]:
+                for row in _final_rows(run_dir / judge["dir"] / store.JOURNAL_NAME):
+                    writer.write(_record_of(row, judge, labels, messages, inputs.get(row["item_id"]), threshold))
         writer.flush()
     finally:
         if messages is not None:
             messages.close()
-    return writer.written
+    return writer.written, writer.means.metrics()
 
 
 def _final_rows(journal: Path) -> Iterator[dict[str, Any]]:
@@ -156,7 +161,8 @@ def _final_rows(journal: Path) -> Iterator[dict[str, Any]]:
 
 
 def _record_of(row: dict[str, Any], judge: Mapping[str, Any], labels: Mapping[str, dict],
-               messages: MessageStore | None) -> tracking.TraceRecord:
+               messages: MessageStore | None, inputs: Mapping[str, Any] | None = None,
+               pass_threshold: float | None = None) -> tracking.TraceRecord:
     sha = row.get("messages_sha256")
     return tracking.TraceRecord(
         item_id=row["item_id"], repeat=row["repeat"], order=row["order"], stage=row["stage"],
@@ -166,7 +172,7 @@ def _record_of(row: dict[str, Any], judge: Mapping[str, Any], labels: Mapping[st
         latency_s=row.get("latency_s") or 0.0, attempts=row.get("attempts") or 1,
         prompt_tokens=row.get("prompt_tokens") or 0, completion_tokens=row.get("completion_tokens") or 0,
         error=row.get("error"), expectations=labels.get(row["item_id"], {}), member=judge.get("member"),
-        judge_model=judge.get("model", ""))
+        judge_model=judge.get("model", ""), inputs=inputs, pass_threshold=pass_threshold)
 
 
 def _labels(run_dir: Path) -> dict[str, dict]:

@@ -1,13 +1,16 @@
 """What a run's MLflow view needs beyond its files (view.json): its name, params, tags, prompts, dataset and
-judges, written beside summary.json by the end of the run (:func:`runner.outputs.publishing.write_view`), so that
-publishing, now or later (``judgesweep sync``), reads the run directory alone."""
+judges, where its items' own fields are read again (each trace's request), the pass threshold, written beside
+summary.json by the end of the run (:func:`runner.outputs.publishing.write_view`), so that publishing, now or later
+(``judgesweep sync``), reads the run directory alone."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
+from runner.core.choices import PromptMode
 from runner.inputs.datasets import resolve_path
+from runner.judging.generation import GENERATIONS_NAME
 from runner.llm.client import litellm_version
 from runner.outputs import publishing
 from runner.run.context import Prepared, RunContext, member_dirs
@@ -44,4 +47,16 @@ def write(ctx: RunContext, prepared: Prepared, failed: bool, reason: str, starte
         "reason": reason, "traces": cfg.tracking.traces, "prompts": prompts,
         "dataset": [cfg.dataset.name, str(resolve_path(cfg.dataset.path, ctx.project_root))], "judges": judges,
         "config_yaml": ctx.resolved_config_yaml, "started_ns": started_ns,
-        "tracking": dataclasses.asdict(cfg.tracking)})  # where `judgesweep sync` publishes it unless told otherwise
+        "tracking": dataclasses.asdict(cfg.tracking),  # where `judgesweep sync` publishes it unless told otherwise
+        "items": item_source(ctx, prepared),
+        "pass_threshold": cfg.rubric.pass_threshold if cfg.prompt.mode is PromptMode.pointwise else None})
+
+
+def item_source(ctx: RunContext, prepared: Prepared) -> dict[str, Any]:
+    """Where the publisher reads the items' own fields again (:mod:`runner.outputs.trace_inputs`): the dataset
+    config and the file the run loaded, its shape, and the generations journal that holds a generated candidate
+    (its system's name), so that a trace's request is the item, not the judge's prompt."""
+    loaded, generator = prepared.dataset, ctx.cfg.generator
+    return {"dataset": dataclasses.asdict(loaded.cfg), "path": str(loaded.path), "mode": loaded.shape.mode.value,
+            "with_candidate": loaded.shape.with_candidate,
+            "generated": {"system": generator.name, "file": GENERATIONS_NAME} if generator is not None else None}

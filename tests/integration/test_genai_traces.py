@@ -1,10 +1,14 @@
 """MLflow GenAI views of a run, read back from a real sqlite store: one trace per judgment with a Feedback and
 an Expectation, the prompt in the registry (a version per template change), the dataset as a run input, the
-judge's input in results.load, human feedback read back, traces off, and no duplicate trace on resume."""
+judge's input in results.load, human feedback read back, traces off, and no duplicate trace on resume; as a
+native ``mlflow.genai.evaluate`` run shows them: each trace's request the item's own fields (so two runs' traces
+of a judgment pair in the UI's Compare), a ``correct`` Feedback beside the verdict where there is gold, a ``pass``
+Feedback where the rubric has a threshold, and their ``<name>/mean`` metrics."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import mlflow
 import pytest
@@ -14,10 +18,12 @@ from mlflow.tracking import MlflowClient
 from runner.outputs import results
 from tests.integration.conftest import live_judge
 from tests.integration.test_presets import SCORES
+from tests.integration.test_rubric_judging import generated_text, generation_overrides, generator_and_judge
 
 pytestmark = [pytest.mark.integration, pytest.mark.traces]  # run_cli keeps MLflow traces on
 
 ITEMS = 20  # LLMBar Natural with the replay judge: 20 items x 2 orders
+NATURAL = Path(__file__).resolve().parents[2] / "runner/data/llmbar/natural.jsonl"
 
 
 def _traces(uri: str, run_id: str) -> list:
@@ -33,15 +39,36 @@ def test_run_is_an_evaluation_with_one_trace_per_judgment(run_cli):
     run_id = loaded.runs.loc[0, "run_id"]
     traces = _traces(run.mlflow_uri, run_id)
     assert len(traces) == len(loaded.judgments) == 2 * ITEMS
+    rows = {row["id"]: row for row in map(json.loads, NATURAL.read_text().splitlines())}
+    correct = []
     for trace in traces:
         kinds = {type(a) for a in trace.info.assessments}
         assert kinds == {Feedback, Expectation}, trace.info.assessments
-        feedback = next(a for a in trace.info.assessments if isinstance(a, Feedback))
+        by_name = {a.name: a for a in trace.info.assessments}
+        feedback = by_name["verdict"]
         assert feedback.source.source_type == AssessmentSourceType.LLM_JUDGE and feedback.rationale
+        # beside the verdict, as a code scorer's: whether it is the gold label
+        assert by_name["correct"].source.source_type == AssessmentSourceType.CODE
+        assert by_name["correct"].value is (feedback.value == by_name["gold"].value)
+        correct.append(by_name["correct"].value)
         assert {s.name for s in trace.data.spans} == {"judge", "render", "call", "parse"}
-        assert "messages" in trace.data.request
+        # the request is the item's own fields (cut), the judge's messages are the call span's
+        item = trace.info.trace_metadata["judgesweep.item_id"]
+        request = json.loads(trace.data.request)
+        assert request["item_id"] == item and request["order"] == trace.info.trace_metadata["judgesweep.order"]
+        for name, field in (("instruction", "input"), ("output_1", "output_1"), ("output_2", "output_2")):
+            assert rows[item][field].startswith(request[name].removesuffix("…")), name
+        assert trace.info.request_preview == json.dumps(request, ensure_ascii=False)[:1000]
+        call = next(s for s in trace.data.spans if s.name == "call")
+        assert call.inputs[-1]["role"] == "user" and rows[item]["output_1"][:100] in call.inputs[-1]["content"]
+    assert len({t.info.request_preview for t in traces}) == len(traces)  # one request per judgment
+    assert True in correct and False in correct
     client = MlflowClient(run.mlflow_uri)
     tracked = client.get_run(run_id)
+    # the traces' Feedback means, as evaluate logs them; metrics.json's keys unchanged beside them
+    assert tracked.data.metrics["correct/mean"] == pytest.approx(sum(correct) / len(correct))
+    written = json.loads((run.run_dir / "metrics.json").read_text())
+    assert "correct/mean" not in written and tracked.data.metrics["accuracy/mean"] == written["accuracy/mean"]
     assert tracked.data.tags["mlflow.runType"] == "genai_evaluate"
     assert [d.dataset.name for d in tracked.inputs.dataset_inputs] == ["llmbar_natural"]
     linked = json.loads(tracked.data.tags["mlflow.linkedPrompts"])
@@ -56,6 +83,23 @@ def test_run_is_an_evaluation_with_one_trace_per_judgment(run_cli):
     feedback = results.load(run_id, tracking_uri=run.mlflow_uri).feedback
     assert feedback[["name", "value", "source_id"]].values.tolist() == [["correct", False, "ann@example.com"]]
     assert feedback.loc[0, "item_id"] == traces[0].info.trace_metadata["judgesweep.item_id"]
+
+
+def test_two_runs_traces_pair_on_their_request(run_cli):
+    """The UI's Compare of two runs pairs their traces by request preview (a run's second trace of one request goes
+    unpaired): two judges on the same items give the same requests, one per judgment, each its item's."""
+    gpt4 = run_cli("judge=replay_gpt4", "max_items=5")
+    chatgpt = run_cli("judge=replay_chatgpt", "max_items=5")
+    assert gpt4.proc.returncode == chatgpt.proc.returncode == 0, chatgpt.proc.stderr
+    requests = []
+    for run in (gpt4, chatgpt):
+        run_id = results.load(run.run_dir, tracking_uri=run.mlflow_uri).runs.loc[0, "run_id"]
+        traces = _traces(run.mlflow_uri, run_id)
+        previews = [t.info.request_preview for t in traces]
+        assert len(set(previews)) == len(previews) == 2 * 5
+        assert len({json.loads(p)["instruction"] for p in previews}) == 5  # the items differ, not just the orders
+        requests.append({t.info.request_preview: t.info.trace_metadata["judgesweep.item_id"] for t in traces})
+    assert requests[0] == requests[1]
 
 
 def test_prompt_versions_follow_the_template(run_cli):
@@ -110,10 +154,26 @@ def test_scores_and_unscored_answers_over_http(run_cli, fake_server):
     by_item = {t.info.trace_metadata["judgesweep.item_id"]: t for t in _traces(run.mlflow_uri, run_id)}
     assert len(by_item) == 2
     scored, unscored = sorted(by_item.values(), key=lambda t: len(t.info.assessments), reverse=True)
-    feedback = {a.name: a.value for a in scored.info.assessments if isinstance(a, Feedback)}
+    feedback = {a.name: a.value for a in scored.info.assessments
+                if isinstance(a, Feedback) and a.source.source_type == AssessmentSourceType.LLM_JUDGE}
     assert feedback and set(feedback) <= set(SCORES) and all(v == SCORES[k] for k, v in feedback.items())
-    (failed,) = [a for a in unscored.info.assessments if isinstance(a, Feedback)]
+    # the rubric's pass threshold (3.5) on the overall score (4), as a code scorer's Feedback
+    (passed,) = [a for a in scored.info.assessments if a.name == "pass"]
+    assert passed.value is True and passed.source.source_type == AssessmentSourceType.CODE
+    (failed,) = [a for a in unscored.info.assessments if isinstance(a, Feedback)]  # no made-up pass
     assert failed.value is None and failed.error.error_code == "UNSCORED" and failed.rationale == "no idea"
+    # the request is the example's own input and the agent's output
+    examples = {e["id"]: e for e in json.loads(
+        (Path(__file__).resolve().parents[2] / "runner/data/examples/agent_examples.json").read_text())["examples"]}
+    for item, trace in by_item.items():
+        request = json.loads(trace.data.request)
+        for name, field in (("input", "input"), ("agent", "output")):
+            value = examples[item][field]  # a structured one as the judge reads it: indented JSON
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
+            assert text.startswith(request[name].removesuffix("…")), name
+    metrics = MlflowClient(run.mlflow_uri).get_run(run_id).data.metrics
+    assert metrics["pass/mean"] == 1.0 and all(metrics[f"{name}/mean"] == SCORES[name] for name in feedback)
+    assert "correct/mean" not in metrics  # no gold
     call = next(s for s in scored.data.spans if s.name == "call")
     assert call.attributes["attempts"] == 1 and [e.name for e in call.events] == ["attempt"]
     assert call.attributes["mlflow.chat.tokenUsage"]["input_tokens"] > 0
@@ -130,4 +190,20 @@ def test_an_ensemble_has_one_trace_per_member_judgment(run_cli):
     sources = {next(a for a in t.info.assessments if isinstance(a, Feedback)).source.source_id for t in traces}
     assert len(sources) == 2  # each member's own model
     assert loaded.judgments["messages"].notna().all()  # one store for the members, beside the run's files
-    assert all(json.loads(t.data.request)["messages"] for t in traces)  # and their traces read it
+    calls = [next(s for s in t.data.spans if s.name == "call") for t in traces]
+    assert all(call.inputs and call.inputs[-1]["role"] == "user" for call in calls)  # and their traces read it
+    requests = [json.loads(t.data.request) for t in traces]  # a member's judgment is its own request
+    assert {r["judge"] for r in requests} == members and len({t.info.request_preview for t in traces}) == 12
+
+
+def test_a_generated_candidate_is_its_items_request(run_cli, fake_server):
+    """A generation run's request holds the item's fields and the output the generator wrote (generations.jsonl),
+    under the generator's name; an item whose generation failed was not judged and has no trace."""
+    fake_server.reply = generator_and_judge()
+    run = run_cli(*generation_overrides(fake_server), "max_items=5")
+    run_id = results.load(run.run_dir, tracking_uri=run.mlflow_uri).runs.loc[0, "run_id"]
+    requests = {t.info.trace_metadata["judgesweep.item_id"]: json.loads(t.data.request)
+                for t in _traces(run.mlflow_uri, run_id)}
+    assert set(requests) == {"agent-001", "agent-002", "agent-003", "agent-004"}  # agent-005's generation failed
+    for item, request in requests.items():
+        assert request["local_openai"] == generated_text(item) and request["input"] and "agent" not in request

@@ -38,7 +38,17 @@ def sink(client: Any, experiment_id: str) -> Any:
 
 class ClientSink:
     """Traces through MLflow's tracing client: one ``start_trace`` per trace, the spans of a batch in one
-    ``log_spans`` (any store, a server's included)."""
+    ``log_spans`` (any store, a server's included).
+
+    ``mlflow.tracing.client.TracingClient`` is not MLflow's documented API, but MLflow 3.17 has no public call that
+    logs a finished trace as it is: ``mlflow.log_trace`` makes one root span with a new random id and no
+    assessments; ``MlflowClient.start_trace``/``start_span``/``end_trace`` record live spans (new ids, the clock's
+    times, one export per trace); ``mlflow.log_feedback``/``log_expectation`` add one assessment per request;
+    ``MlflowClient._log_trace`` is private and lets the backend choose the id. A judgment's trace needs its id
+    fixed by the run and the judgment (so a republish adds no duplicate), its four spans, its times and its
+    assessments in one write, which only ``TracingClient.start_trace(TraceInfo)`` (its assessments included) +
+    ``log_spans`` give.
+    """
 
     def __init__(self, uri: str, experiment_id: str) -> None:
         from mlflow.tracing.client import TracingClient

@@ -1,9 +1,14 @@
 """Each judgment of a run as an MLflow trace, the way ``mlflow.genai.evaluate`` leaves its rows.
 
-A trace holds the judge's messages (request) and raw answer (response), spans for render, call (its attempts
-as events) and parse, the verdict or scores as ``Feedback`` from the judge model (an ``LLM_JUDGE`` source) and
-the gold label / human score as ``Expectation``. Its ``mlflow.sourceRun`` metadata links it to the run (what
-``search_traces(run_id=...)`` and the run's Evaluations tab read); the run gets ``mlflow.runType=genai_evaluate``.
+A trace's request is the item's own fields (its id, variables and candidates, as evaluate's row ``inputs``, so
+the UI pairs two runs' traces of an item), its response the judge's raw answer; spans for render, call (the
+judge's messages and answer, its attempts as events) and parse; the verdict or scores as ``Feedback`` from the
+judge model (an ``LLM_JUDGE`` source), and, as code scorers' ``Feedback`` (a ``CODE`` source), ``correct`` (the
+verdict is the gold label) where gold exists and ``pass`` (the overall score reaches the rubric's threshold) where
+a threshold does (:mod:`~runner.outputs.tracking.feedback`, which also gives the run their ``<name>/mean``
+metrics, as evaluate logs them); the gold label / human score as ``Expectation``. Its ``mlflow.sourceRun``
+metadata links it to the run (what ``search_traces(run_id=...)`` and the run's Evaluations tab read); the run gets
+``mlflow.runType=genai_evaluate``.
 
 Traces are written from the run directory (its journal and message store) once the run's files are complete,
 never in the call path (:mod:`runner.outputs.publishing`). Their ids are derived from the MLflow run and the
@@ -24,6 +29,7 @@ from typing import Any
 
 from runner.core.config import TrackingConfig
 from runner.outputs.tracking import connection
+from runner.outputs.tracking.feedback import FeedbackMeans, code_feedback, code_rationale
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +65,8 @@ class TraceRecord:
     expectations: Mapping[str, Any] = field(default_factory=dict)  # gold, human_score
     judge_model: str = ""  # the litellm model string: the Feedback's source
     member: str | None = None  # an ensemble's member that answered
+    inputs: Mapping[str, Any] | None = None  # the item's own fields (the request); None: its id alone
+    pass_threshold: float | None = None  # pointwise: the overall score that passes (a ``pass`` Feedback)
 
     @property
     def key(self) -> str:
@@ -95,10 +103,12 @@ class TraceWriter:
         self._batch: list[tuple[Any, list[Any]]] = []
         self._seen = 0  # records offered so far: the n-th starts n ms after started_ns
         self.written = 0  # traces written
+        self.means = FeedbackMeans()  # over every judgment offered, the ones already in the store included
 
     def write(self, record: TraceRecord) -> None:
         """Queue one judgment's trace (info, assessments, spans); a full batch is written at once (:meth:`flush`)."""
         n, self._seen = self._seen, self._seen + 1
+        self.means.add(record)
         tid = trace_id(self.run_id, record)
         if tid in self._existing:
             return
@@ -136,8 +146,22 @@ def _json(value: Any) -> str:
 
 
 def _request(record: TraceRecord) -> dict[str, Any]:
-    return {"messages": list(map(dict, record.messages)) if record.messages is not None else None,
-            "item_id": record.item_id}
+    """The item's own fields, as evaluate's row ``inputs`` (the judge's messages are the call span's), after what
+    tells the item's judgments apart (an ensemble's member, the order, a repeat after the first, a stage after the
+    judge's): the UI pairs two runs' traces by their request and leaves a run's second trace of one request
+    unpaired, so each judgment's request is its own and the same in every run that made that judgment."""
+    request: dict[str, Any] = {"item_id": record.item_id}
+    if record.member:
+        request["judge"] = record.member
+    if record.order:
+        request["order"] = record.order
+    if record.repeat:
+        request["repeat"] = record.repeat
+    if record.stage != "judge":
+        request["stage"] = record.stage
+    for key, value in (record.inputs or {}).items():
+        request.setdefault(key, value)
+    return request
 
 
 def _span(tid: str, span_id: int, parent: int | None, name: str, span_type: str, start: int, end: int,
@@ -161,6 +185,7 @@ def _spans(tid: str, record: TraceRecord, start: int) -> tuple[list[Any], int]:
     render_end, call_end = start + 1000, start + 1000 + call_ns
     end = call_end + 1000
     request, answer = _request(record), record.raw_response
+    messages = list(map(dict, record.messages)) if record.messages is not None else None
     verdict = {"label": record.label, "winner": record.winner, "scores": record.scores, "score": record.score,
                "status": record.status, "parse_error": record.parse_error}
     attempts = [{"name": "attempt", "time_unix_nano": start + 1000, "attributes": {"attempt": n}}
@@ -169,10 +194,10 @@ def _spans(tid: str, record: TraceRecord, start: int) -> tuple[list[Any], int]:
              "total_tokens": record.prompt_tokens + record.completion_tokens}
     return [
         _span(tid, base, None, "judge", "EVALUATOR", start, end, request, answer, ok=record.error is None),
-        # the messages are the root's input and the call's: the render span names them by hash, not a third copy
+        # the messages are the call's input: the render span names them by hash, not a second copy
         _span(tid, base + 1, base, "render", "PARSER", start, render_end, {"item_id": record.item_id},
               {"messages_sha256": record.messages_sha256, "messages": len(record.messages or ())}),
-        _span(tid, base + 2, base, "call", "CHAT_MODEL", render_end, call_end, request["messages"], answer,
+        _span(tid, base + 2, base, "call", "CHAT_MODEL", render_end, call_end, messages, answer,
               ok=record.error is None, attributes={"attempts": record.attempts, "mlflow.chat.tokenUsage": usage,
                                                    "error": record.error}, events=attempts),
         _span(tid, base + 3, base, "parse", "PARSER", call_end, end, answer, verdict),
@@ -225,6 +250,11 @@ def _assessments(tid: str, run_id: str, record: TraceRecord) -> list[Any]:
         out.append(Feedback(name="verdict", error=AssessmentError(error_code=record.status.upper(),
                                                                   error_message=why),
                             source=judge, rationale=rationale, trace_id=tid, metadata=meta, span_id=span))
+    # as evaluate records a code scorer's Feedback: a CODE source named by the scorer
+    out += [Feedback(name=name, value=value, source=AssessmentSource(source_type=AssessmentSourceType.CODE,
+                                                                     source_id=name),
+                     rationale=code_rationale(name, record), trace_id=tid, metadata=meta, span_id=span)
+            for name, value in code_feedback(record).items()]
     dataset = AssessmentSource(source_type=AssessmentSourceType.HUMAN, source_id="dataset")
     out += [Expectation(name=name, value=value, source=dataset, trace_id=tid, metadata=meta, span_id=span)
             for name, value in record.expectations.items() if value is not None]
