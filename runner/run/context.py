@@ -41,6 +41,10 @@ class RunContext:
     member_limiters: Mapping[str, RateLimiter | None] = field(default_factory=dict)  # ensemble: member -> limiter
     # where relative template and dataset paths are looked up, in order (runner/core/locations.input_roots)
     input_roots: tuple[Path, ...] = ()
+    # where the finished run is published to MLflow: a helper process started beside the calls (the CLI), or this
+    # process once its files are written (runner.run_experiment: a notebook or test imports mlflow once, not a
+    # process per run)
+    publish_here: bool = False
 
 
 @dataclass(frozen=True)

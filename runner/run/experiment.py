@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import functools
 import gc
 import os
@@ -81,7 +82,8 @@ def prepare_run() -> None:
     gc.freeze()
 
 
-def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LIMITERS) -> RunOutcome | None:
+def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LIMITERS, publish_here: bool = False
+            ) -> RunOutcome | None:
     """Check, type and run one composed job config; None for a dry run.
 
     A sweep's job resumed (``resume=<sweep dir>``) that finished already is not run again: its outcome says
@@ -91,6 +93,8 @@ def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LI
         dcfg: The job's config without its ``hydra`` node.
         hc: The ``hydra`` node it was composed with (run directory, choices, overrides, launcher).
         limiters: Where the judge's rate limiter comes from (shared by the jobs of this process by default).
+        publish_here: Publish the finished run to MLflow in this process (run_experiment) instead of a helper
+            process started beside the calls (the CLI).
 
     Raises:
         The errors of bad input (runner.app.cli.EXPECTED_ERRORS), before any call; RunAborted when too many calls fail.
@@ -107,7 +111,7 @@ def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LI
     prepare_run()
     from runner.run import pipeline
 
-    ctx = job_context.context(dcfg, cfg, hc, limiters)
+    ctx = dataclasses.replace(job_context.context(dcfg, cfg, hc, limiters), publish_here=publish_here)
     job_context.protect_secrets(ctx.api_keys)  # Hydra configured this job's handlers before the job started
     return pipeline.run(ctx)
 
@@ -144,6 +148,9 @@ def run_experiment(overrides: Sequence[str] = (), config_dir: str | Path | None 
     written to ``<run dir>/.hydra/`` as the CLI does; the run directory is ``hydra.run.dir`` (an override may set
     it). Sweeps (``-m``), Hydra's logging setup and its callbacks are the CLI's: here the caller's logging applies.
 
+    The finished run is published to MLflow in this process (the CLI starts a helper process for it): its
+    ``tracking_error`` says when the store could not be written (the files are complete).
+
     Returns:
         The RunOutcome (``failed`` with its ``reason`` when a gate or the summary failed), None for a dry run.
 
@@ -171,4 +178,4 @@ def run_experiment(overrides: Sequence[str] = (), config_dir: str | Path | None 
         OmegaConf.save(dcfg, hydra_dir / "config.yaml")
         OmegaConf.save(full.hydra, hydra_dir / "hydra.yaml")
         OmegaConf.save(OmegaConf.create(list(full.hydra.overrides.task)), hydra_dir / "overrides.yaml")
-    return run_job(dcfg, full.hydra, limiters)
+    return run_job(dcfg, full.hydra, limiters, publish_here=True)

@@ -15,11 +15,12 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from runner.core import locations, metric_names
 from runner.core.choices import PromptMode, StructuredOutput
-from runner.core.config import JudgeConfig, RunConfig
+from runner.core.config import JudgeConfig, RunConfig, TrackingConfig
 from runner.core.errors import ConfigurationError
 from runner.core.judgments import Judgments
 from runner.inputs.datasets import load_items, resolve_path
@@ -216,6 +217,16 @@ def _write_manifest(ctx: RunContext, manifest: store.Manifest | None) -> None:
     store.write_manifest(ctx.run_dir, store.Manifest(ctx.identity_sha256, dict(ctx.identity), mlflow_run_id, uid))
 
 
+def _publish_here(run_dir: Path, cfg: TrackingConfig) -> tuple[str | None, str | None]:
+    """:func:`publishing.publish` in this process: (MLflow run id, None) or (None, why not, one line)."""
+    from runner.outputs import publishing
+
+    try:
+        return publishing.publish(run_dir, cfg).run_id, None
+    except Exception as exc:  # noqa: BLE001 - the run's files stand; the outcome says it in one line
+        return None, f"{type(exc).__name__}: {' '.join(str(exc).split())[:500]}"
+
+
 @contextlib.contextmanager
 def _signals_raise(ctx: RunContext) -> Iterator[None]:
     """SIGINT and SIGTERM after the paid calls (summary, files, publishing) raise Interrupted with the resume
@@ -237,18 +248,24 @@ def _signals_raise(ctx: RunContext) -> Iterator[None]:
 
 
 def _publish(ctx: RunContext, publisher: Publisher | None, result: RunOutcome | None = None) -> RunOutcome | None:
-    """Hand the finished run directory to the publishing process; a tracking failure is the outcome's
-    ``tracking_error`` (the run's files stand), said in one line with the command that finishes it."""
-    if publisher is None:
-        return result
+    """Hand the finished run directory to the publishing process (or publish it here: ``ctx.publish_here``); a
+    tracking failure is the outcome's ``tracking_error`` (the run's files stand), said in one line with the command
+    that finishes it."""
     cfg = ctx.cfg.tracking
-    run_id, error = publisher.publish(ctx.run_dir, cfg.timeout_s)
+    if not cfg.enabled:
+        return result
+    if publisher is not None:
+        run_id, error = publisher.publish(ctx.run_dir, cfg.timeout_s)
+    else:
+        run_id, error = _publish_here(ctx.run_dir, cfg)
     if error is not None:  # said by the CLI, once, on stderr (runner.app.cli)
         error = (f"tracking failed: {describe(cfg)}: {error}. The run's files are complete in {ctx.run_dir}; "
                  f"finish the tracking with: judgesweep sync {ctx.run_dir}")
     else:
         log.info("MLflow run %s at %s", run_id, describe(cfg))
-    if result is None:
+    if result is None:  # an aborted run: its own error is the one line; this one goes to the log
+        if error is not None:
+            log.warning("%s", error)
         return None
     return dataclasses.replace(result, mlflow_run_id=run_id, tracking_error=error)
 
@@ -266,7 +283,7 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     ctx.run_dir.mkdir(parents=True, exist_ok=True)
     prior, manifest = _resume_state(ctx)
     _write_manifest(ctx, manifest)
-    publisher = Publisher(cfg.tracking) if cfg.tracking.enabled else None
+    publisher = Publisher(cfg.tracking) if cfg.tracking.enabled and not ctx.publish_here else None
     try:
         try:
             judged = _paid_stages(ctx, prepared, prior, threading.Event())
