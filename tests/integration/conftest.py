@@ -29,6 +29,7 @@ from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
 from runner.app.cli import EXPECTED_ERRORS
+from runner.core.errors import TRACKING_FAILED
 from runner.run.experiment import run_experiment
 from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -131,7 +132,8 @@ def run_in_process(tmp_path: Path, run_dir: Path, overrides: tuple[str, ...],
                    env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """One run through ``runner.run_experiment`` with the same overrides the CLI would get, its exit code and
     output as the CLI would give them: 1 after a bad-input error (logged as the CLI logs it), a failed run, a
-    config that does not compose or any other exception (its traceback in stderr, as the CLI prints it)."""
+    config that does not compose or any other exception (its traceback in stderr, as the CLI prints it); 3 with one
+    line in stderr when the run's files are complete but MLflow could not be written."""
     args = cli_args(tmp_path, run_dir, overrides)[3:]
     out, err = io.StringIO(), io.StringIO()
     code = 0
@@ -149,6 +151,9 @@ def run_in_process(tmp_path: Path, run_dir: Path, overrides: tuple[str, ...],
             err.write(traceback.format_exc())
             code = 1
         else:
+            if outcome is not None and outcome.tracking_error:
+                err.write(f"judgesweep: {outcome.tracking_error}\n")
+                code = TRACKING_FAILED
             if outcome is not None and outcome.failed:
                 log.error("judgesweep: run failed: %s", outcome.reason)
                 code = 1
