@@ -8,14 +8,17 @@ concurrency 32, cache off, through benchmarks.harness as ``make bench`` runs the
 ``tracking.traces=false``, and tracking on with traces, their wall times and the run directory's message store.
 Prints one JSON record with the date, commit and load average::
 
-    .venv/bin/python -m benchmarks.genai_traces --n 10000 [--end-to-end] [--without 5f40af7]
+    .venv/bin/python -m benchmarks.genai_traces --n 10000 [--end-to-end] [--without 5f40af7] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
 import os
+import pstats
 import subprocess
 import tempfile
 import time
@@ -93,6 +96,13 @@ def without(n: int, commit: str, reps: int = 2) -> dict[str, list[float]]:
     return out
 
 
+def _top(profiler: cProfile.Profile, n: int = 15) -> list[str]:
+    """The ``n`` functions of most cumulative time, as cProfile prints them."""
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(n)
+    return [line for line in out.getvalue().splitlines() if line.strip()][-n:]
+
+
 def main() -> None:
     """Run the measurement and print its record."""
     parser = argparse.ArgumentParser()
@@ -100,6 +110,7 @@ def main() -> None:
     parser.add_argument("--end-to-end", action="store_true", help="also time whole runs (three of N judgments)")
     parser.add_argument("--latency-ms", type=float, nargs="+", default=[0.0],
                         help="the server's latency in the whole runs (one set of runs per value)")
+    parser.add_argument("--profile", action="store_true", help="cProfile the traces' writing: where each ms goes")
     parser.add_argument("--without", metavar="COMMIT", help="also time whole runs of this checkout and of COMMIT "
                         "(without the message store), tracking off, alternated twice")
     args = parser.parse_args()
@@ -123,9 +134,15 @@ def main() -> None:
                                    scores=None, score=None, parse_error=None, latency_s=0.4,
                                    expectations={"gold": "ours"}, judge_model="openai/gpt-4")
                        for k, key in enumerate(keys)]
-        t0 = time.perf_counter()
+        profiler = cProfile.Profile() if args.profile else None
+        t0, c0 = time.perf_counter(), time.process_time()
+        if profiler is not None:
+            profiler.enable()
         written = log_traces(cfg, run_id, records, time.time_ns())
-        traces_s = time.perf_counter() - t0
+        if profiler is not None:
+            profiler.disable()
+        traces_s, traces_cpu_s = time.perf_counter() - t0, time.process_time() - c0
+        profile = _top(profiler) if profiler is not None else None
     runs = [end_to_end(n, ms) for ms in args.latency_ms] if args.end_to_end else None
     baseline = without(n, args.without) if args.without else None
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
@@ -133,6 +150,7 @@ def main() -> None:
                       "loadavg": os.getloadavg(), "judgments": n, "message_store_s": round(store_s, 2),
                       "message_store_bytes": disk, "messages_raw_bytes": raw, "traces_written": written,
                       "traces_s": round(traces_s, 1), "traces_ms_each": round(1000 * traces_s / n, 2),
+                      "traces_cpu_ms_each": round(1000 * traces_cpu_s / n, 2), "profile": profile,
                       "runs": runs, "without": baseline, "loadavg_after": os.getloadavg()}))
 
 
