@@ -43,10 +43,15 @@ def run_dirs(path: Path) -> tuple[list[Path], bool]:
     """(the run directories under ``path``, whether it is a sweep): itself when it holds a run's view.json, else its
     job directories that do (a sweep)."""
     from runner.outputs.publishing import VIEW_NAME
+    from runner.storage.store import METRICS_NAME
 
-    if (path / VIEW_NAME).is_file():
+    def finished(d: Path) -> bool:  # view.json is written when a run starts, metrics.json when it ends
+        return (d / VIEW_NAME).is_file() and (d / METRICS_NAME).is_file()
+
+    if finished(path):
         return [path], False
-    jobs = sorted((p.parent for p in path.glob(f"*/{VIEW_NAME}")), key=lambda p: (len(p.name), p.name))
+    jobs = sorted((p.parent for p in path.glob(f"*/{VIEW_NAME}") if finished(p.parent)),
+                  key=lambda p: (len(p.name), p.name))
     return jobs, bool(jobs)
 
 
@@ -117,7 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for path in paths:
         jobs, is_sweep = run_dirs(path.resolve())
         if not jobs:
-            sys.stderr.write(f"{PROG}: {path} holds no finished run (no view.json in it or in its job directories); "
+            sys.stderr.write(f"{PROG}: {path} holds no finished run (no view.json and metrics.json in it or in its job "
+                             "directories); "
                              f"a run killed before its end continues with resume={path}\n")
             return 2
         cfg = tracking_of(jobs[0], overrides, args.config_dir)

@@ -2,8 +2,9 @@
 (:func:`runner.outputs.publishing.publish`), so MLflow never shares the run's interpreter, memory or event loop.
 
 :class:`Publisher` starts it when the run starts: while the judge calls go on, the child imports mlflow and opens
-the store (~2 s of CPU that would otherwise follow the last answer) on the machine's other core, then waits. Once
-the run's files are complete, :meth:`Publisher.publish` hands it the run directory and waits for its one-line
+the store (~2 s of CPU that would otherwise follow the last answer) on the machine's other core, then writes the
+traces of the answers as they are journaled (:func:`runner.outputs.publishing.follow`). Once the run's files are
+complete, :meth:`Publisher.publish` hands it the run directory and waits for its one-line
 answer, at most ``tracking.timeout_s``; a store that is slow, locked, down, corrupt or wrong costs that wait at
 most, never an answer or a file, and the run ends saying how to finish the tracking (``judgesweep sync``).
 
@@ -50,13 +51,13 @@ def describe(cfg: TrackingConfig) -> str:
 class Publisher:
     """The helper process of one run (see the module docstring)."""
 
-    def __init__(self, cfg: TrackingConfig) -> None:
+    def __init__(self, cfg: TrackingConfig, follow: Path | None = None) -> None:
         self.cfg = cfg
         config = json.dumps(dataclasses.asdict(cfg))
         # its own output goes to the run's stderr (a warning of ours); its answer comes back on stdout
         self._proc: subprocess.Popen | None = subprocess.Popen(
-            [sys.executable, "-m", "runner.outputs.publisher", config], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, text=True, encoding="utf-8")
+            [sys.executable, "-m", "runner.outputs.publisher", config, *([str(follow)] if follow else [])],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8")
 
     def publish(self, run_dir: Path, timeout_s: float) -> tuple[str | None, str | None]:
         """Publish ``run_dir`` and stop the helper.
@@ -124,8 +125,9 @@ def _on_stop(signum: int, frame: Any) -> None:
     raise _Stop
 
 
-def serve(cfg: TrackingConfig) -> int:
-    """The child: open the store, wait for the run directory, publish it, answer one JSON line."""
+def serve(cfg: TrackingConfig, follow: Path | None = None) -> int:
+    """The child: open the store, write the traces of ``follow``'s answers as they come (if given), then wait for the
+    run directory, publish it, answer one JSON line."""
     from runner.outputs import publishing, tracking
 
     signal.signal(signal.SIGTERM, _on_stop)
@@ -133,13 +135,18 @@ def serve(cfg: TrackingConfig) -> int:
     commands: list[str] = []
     got = threading.Event()
     published: list[str] = []  # the MLflow run, once the publish has found or made it
-    stopped = "publishing stopped; judgesweep sync <run dir> finishes it"
+    stopped = "the run stopped before it was published; resume=<run dir> (or judgesweep sync) finishes it"
     try:
         threading.Thread(target=_watch_parent, args=(commands, got), daemon=True, name="parent").start()
         try:
             tracking._client(cfg)  # import mlflow and open the store while the run's calls go on
         except Exception:  # noqa: BLE001 - reported by the publish, which meets it again
             pass
+        if follow is not None:
+            try:
+                publishing.follow(follow, cfg, got.is_set, on_run=published.append)
+            except Exception as exc:  # noqa: BLE001 - the publish writes what this did not, or says why
+                log.debug("traces not written during the run: %s: %s", type(exc).__name__, exc)
         got.wait()
         if not commands:
             return 0
@@ -179,14 +186,19 @@ def _answer(obj: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m runner.outputs.publisher <tracking config as JSON>``."""
+    """``python -m runner.outputs.publisher <tracking config as JSON> [<run dir to follow>]``."""
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     os.environ.setdefault("DO_NOT_TRACK", "true")
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # "Creating initial MLflow database tables" and kin
     logging.basicConfig(level=logging.WARNING, format="judgesweep publisher: %(message)s")
     logging.getLogger("mlflow").setLevel(logging.ERROR)  # "Creating initial MLflow database tables" and kin
     logging.getLogger("alembic").setLevel(logging.ERROR)
-    return serve(TrackingConfig(**json.loads(argv[0])))
+    os.nice(10)  # the run's own process and its judge calls come first; this takes what CPU they leave
+    code = serve(TrackingConfig(**json.loads(argv[0])), Path(argv[1]) if len(argv) > 1 else None)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # every write is committed: no interpreter teardown (a second of mlflow's modules) for the run to wait for
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 from runner.core.config import TrackingConfig
 from runner.outputs import tracking
 from runner.outputs.trace_inputs import ItemInputs
@@ -44,6 +46,7 @@ VIEW_NAME = "view.json"
 PUBLISHED_NAME = "mlflow.json"  # store -> MLflow run id, written when a publish completes
 LOCK_NAME = ".publish.lock"
 UID_TAG, DIR_TAG = "judgesweep.run_uid", "judgesweep.run_dir"
+POLL_S = 0.5  # how often follow() looks for new journal lines
 TABLE_ROWS = 20_000  # judgments in the MLflow results table (results.jsonl, also logged, holds every one)
 
 
@@ -85,13 +88,11 @@ def publish(run_dir: Path, cfg: TrackingConfig, on_run: Callable[[str], None] | 
         FileNotFoundError: ``run_dir`` holds no finished run (no view.json or run.json).
         Whatever the store raises: the run directory is untouched, and the next publish completes the store.
     """
-    from filelock import FileLock
-
     run_dir = run_dir.resolve()
     view_path = run_dir / VIEW_NAME
-    if not view_path.is_file():
-        raise FileNotFoundError(f"{run_dir} holds no finished run to publish (no {VIEW_NAME}); a run killed before "
-                                f"its end continues with resume={run_dir}")
+    if not view_path.is_file() or not (run_dir / store.METRICS_NAME).is_file():
+        raise FileNotFoundError(f"{run_dir} holds no finished run to publish (no {VIEW_NAME} or "
+                                f"{store.METRICS_NAME}); a run killed before its end continues with resume={run_dir}")
     view = json.loads(view_path.read_text(encoding="utf-8"))
     manifest = store.read_manifest(run_dir)  # a judge run's; an aggregation's uid is in its view
     uid = (manifest.run_uid if manifest is not None else None) or view.get("run_uid") or str(run_dir)
@@ -110,6 +111,53 @@ def publish(run_dir: Path, cfg: TrackingConfig, on_run: Callable[[str], None] | 
         tracking.close_run(cfg, run_id, failed=bool(view.get("failed")), reason=view.get("reason") or "")
         _record(run_dir, cfg, run_id)
     return Published(run_id, created, written)
+
+
+def follow(run_dir: Path, cfg: TrackingConfig, stop: Callable[[], bool], on_run: Callable[[str], None] | None = None,
+           poll_s: float = POLL_S) -> int:
+    """Write the run's traces while its calls go on, from view.json written at its start and its journals as they
+    grow, until ``stop()`` (then one last pass); returns how many were written.
+
+    An optimization of :func:`publish`, which follows it and writes whatever this did not (a failed call's trace
+    among them: a resume's retry may replace it), so nothing here is needed for a complete view: the run's end no
+    longer waits for the traces of the answers that came while it ran.
+    """
+    from runner.storage.journal import JournalTail
+
+    run_dir = run_dir.resolve()
+    view = json.loads((run_dir / VIEW_NAME).read_text(encoding="utf-8"))
+    if not view.get("traces") or not view.get("judges"):
+        return 0
+    manifest = store.read_manifest(run_dir)
+    uid = (manifest.run_uid if manifest is not None else None) or str(run_dir)
+    with FileLock(str(run_dir / LOCK_NAME)):
+        tags = {**view["tags"], UID_TAG: uid, DIR_TAG: str(run_dir)}
+        run_id, _ = tracking.ensure_run(cfg, uid, view["run_name"], tags, view["params"])
+    if on_run is not None:
+        on_run(run_id)
+    labels: dict[str, dict] = view.get("labels") or {}
+    writer = tracking.TraceWriter(cfg, run_id, int(view.get("started_ns") or time.time_ns()))
+    tails = [(judge, JournalTail(run_dir / judge["dir"] / store.JOURNAL_NAME)) for judge in view["judges"]]
+    messages: MessageStore | None = None
+    threshold = view.get("pass_threshold")
+    try:
+        with ItemInputs(run_dir, view.get("items"), labels.keys()) as inputs:
+            while True:
+                last = stop()  # read before the journals: a line written before stop was set is read below
+                for judge, tail in tails:
+                    for row in tail.read():
+                        if row.get("error_type"):  # publish writes it at the end, unless a retry replaced it
+                            continue
+                        if messages is None and (run_dir / MESSAGES_NAME).is_file():
+                            messages = MessageStore(run_dir / MESSAGES_NAME, read_only=True)
+                        writer.write(_record_of(row, judge, labels, messages, inputs.get(row["item_id"]), threshold))
+                writer.flush()
+                if last:
+                    return writer.written
+                time.sleep(poll_s)
+    finally:
+        if messages is not None:
+            messages.close()
 
 
 def _genai(cfg: TrackingConfig, run_id: str, run_dir: Path, view: Mapping[str, Any]) -> tuple[int, dict[str, float]]:

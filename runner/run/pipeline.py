@@ -39,7 +39,7 @@ from runner.modes import base as modes
 from runner.modes import ensemble_check
 from runner.outputs import console, tracking
 from runner.outputs.publisher import Publisher, describe
-from runner.run import gates, outcome
+from runner.run import gates, outcome, view
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
 from runner.storage import store
 
@@ -247,13 +247,48 @@ def _signals_raise(ctx: RunContext) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _publish(ctx: RunContext, publisher: Publisher | None, result: RunOutcome | None = None) -> RunOutcome | None:
+class _Helper:
+    """The run's publishing process, started once the first answer is in (its imports would otherwise compete with
+    the run's start-up and first requests for the CPU), or when the run ends before any: :meth:`get`."""
+
+    def __init__(self, ctx: RunContext, answered: threading.Event) -> None:
+        self._answered = answered
+        self._publisher: Publisher | None = None
+        self._error: OSError | None = None
+
+        def start() -> None:
+            answered.wait()
+            try:
+                self._publisher = Publisher(ctx.cfg.tracking, follow=ctx.run_dir)
+            except OSError as exc:  # no process could be started: the run publishes in its own process
+                self._error = exc
+
+        self._thread = threading.Thread(target=start, name="publisher-start", daemon=True)
+        self._thread.start()
+
+    def get(self) -> Publisher | None:
+        """The process (None if it could not be started)."""
+        self._answered.set()
+        self._thread.join()
+        if self._error is not None:
+            log.warning("no publishing process (%s): publishing in the run's own process", self._error)
+        return self._publisher
+
+    def close(self) -> None:
+        """Stop the process (idempotent)."""
+        publisher = self.get()
+        if publisher is not None:
+            publisher.close()
+
+
+def _publish(ctx: RunContext, helper: _Helper | None, result: RunOutcome | None = None) -> RunOutcome | None:
     """Hand the finished run directory to the publishing process (or publish it here: ``ctx.publish_here``); a
     tracking failure is the outcome's ``tracking_error`` (the run's files stand), said in one line with the command
     that finishes it."""
     cfg = ctx.cfg.tracking
     if not cfg.enabled:
         return result
+    publisher = helper.get() if helper is not None else None
     if publisher is not None:
         run_id, error = publisher.publish(ctx.run_dir, cfg.timeout_s)
     else:
@@ -273,27 +308,30 @@ def _publish(ctx: RunContext, publisher: Publisher | None, result: RunOutcome | 
 def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     """Generate (optional), judge every item, write the run directory, publish it to MLflow, print the summary.
 
-    With tracking on, the publishing process (runner.outputs.publisher) starts beside the calls, so importing
-    mlflow and opening the store cost the run no time after its last answer; it is handed the run directory once
-    every file is written. The manifest is written before any call; an aborted run writes what completed (marked
-    partial) and publishes that, failed.
+    With tracking on, the publishing process (runner.outputs.publisher) starts beside the calls once the first
+    answer is in, so importing mlflow, opening the store and writing the traces of the answers so far cost the run
+    no time after its last answer; it is handed the run directory once every file is written. The manifest is
+    written before any call; an aborted run writes what completed (marked partial) and publishes that, failed.
     """
     cfg = ctx.cfg
     started, started_ns = time.monotonic(), time.time_ns()
     ctx.run_dir.mkdir(parents=True, exist_ok=True)
     prior, manifest = _resume_state(ctx)
     _write_manifest(ctx, manifest)
-    publisher = Publisher(cfg.tracking) if cfg.tracking.enabled and not ctx.publish_here else None
+    answered, helper = threading.Event(), None
+    if cfg.tracking.enabled and not ctx.publish_here:  # traces written as the answers come: view.json first
+        view.write(ctx, prepared, False, "", started_ns)
+        helper = _Helper(ctx, answered)
     try:
         try:
-            judged = _paid_stages(ctx, prepared, prior, threading.Event())
+            judged = _paid_stages(ctx, prepared, prior, answered)
         except RunAborted as exc:
             with _signals_raise(ctx):
                 judged_part = outcome.completed_part(exc, getattr(exc, "generations", None),
                                                      len(cfg.judge.members or {}))
                 if judged_part is not None and outcome.finish_partial(ctx, prepared, judged_part, started,
                                                                       started_ns, str(exc)):
-                    _publish(ctx, publisher)
+                    _publish(ctx, helper)
             raise RunAborted(f"{exc}. The journal keeps every answer so far: fix the cause and continue with "
                              f"resume={ctx.run_dir}") from None
         except Interrupted as exc:
@@ -307,12 +345,12 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
                           "resume=%s rebuilds the summary without calling the judge", ctx.run_dir / store.JOURNAL_NAME,
                           ctx.run_dir)
                 raise
-            published = _publish(ctx, publisher, result)
+            published = _publish(ctx, helper, result)
             assert published is not None
             return published
     finally:
-        if publisher is not None:
-            publisher.close()
+        if helper is not None:
+            helper.close()
 
 
 def _warn_identical_repeats(cfg: RunConfig) -> None:

@@ -29,7 +29,8 @@ def run_params(ctx: RunContext, prepared: Prepared) -> dict[str, Any]:
 
 
 def write(ctx: RunContext, prepared: Prepared, failed: bool, reason: str, started_ns: int) -> None:
-    """Write the run's view.json."""
+    """Write the run's view.json (when the run starts, so that its traces can be written while the calls go on, and
+    again when it ends, failed or not)."""
     cfg, plan = ctx.cfg, prepared.plan
     members = member_dirs(ctx)
     judges: list[dict[str, Any]]
@@ -49,7 +50,10 @@ def write(ctx: RunContext, prepared: Prepared, failed: bool, reason: str, starte
         "config_yaml": ctx.resolved_config_yaml, "started_ns": started_ns,
         "tracking": dataclasses.asdict(cfg.tracking),  # where `judgesweep sync` publishes it unless told otherwise
         "items": item_source(ctx, prepared),
-        "pass_threshold": cfg.rubric.pass_threshold if cfg.prompt.mode is PromptMode.pointwise else None})
+        "pass_threshold": cfg.rubric.pass_threshold if cfg.prompt.mode is PromptMode.pointwise else None,
+        # what a trace written while the calls go on needs before results.jsonl exists (publishing.follow)
+        "labels": {r.id: {k: v for k, v in (("gold", r.gold), ("human_score", r.human_score)) if v is not None}
+                   for r in prepared.refs}})
 
 
 def item_source(ctx: RunContext, prepared: Prepared) -> dict[str, Any]:
