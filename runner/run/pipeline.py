@@ -7,20 +7,15 @@ resumed run's config matches the one that was interrupted.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import logging
-import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from runner.core import locations, metric_names
 from runner.core.choices import PromptMode, StructuredOutput
-from runner.core.config import JudgeConfig, RunConfig, TrackingConfig
+from runner.core.config import JudgeConfig, RunConfig
 from runner.core.errors import ConfigurationError
 from runner.core.judgments import Judgments
 from runner.inputs.datasets import load_items, resolve_path
@@ -38,8 +33,7 @@ from runner.llm.client import supports_json_schema
 from runner.modes import base as modes
 from runner.modes import ensemble_check
 from runner.outputs import console, tracking
-from runner.outputs.publisher import Publisher, describe
-from runner.run import gates, outcome, view
+from runner.run import gates, outcome, publication, view
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
 from runner.storage import store
 
@@ -217,94 +211,6 @@ def _write_manifest(ctx: RunContext, manifest: store.Manifest | None) -> None:
     store.write_manifest(ctx.run_dir, store.Manifest(ctx.identity_sha256, dict(ctx.identity), mlflow_run_id, uid))
 
 
-def _publish_here(run_dir: Path, cfg: TrackingConfig) -> tuple[str | None, str | None]:
-    """:func:`publishing.publish` in this process: (MLflow run id, None) or (None, why not, one line)."""
-    from runner.outputs import publishing
-
-    try:
-        return publishing.publish(run_dir, cfg).run_id, None
-    except Exception as exc:  # noqa: BLE001 - the run's files stand; the outcome says it in one line
-        return None, f"{type(exc).__name__}: {' '.join(str(exc).split())[:500]}"
-
-
-@contextlib.contextmanager
-def _signals_raise(ctx: RunContext) -> Iterator[None]:
-    """SIGINT and SIGTERM after the paid calls (summary, files, publishing) raise Interrupted with the resume
-    command, as during the calls: the CLI exits 130 / 143 with one line. Only the main thread may set handlers (a
-    launcher's worker thread keeps the defaults)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum: int, frame: Any) -> None:
-        raise Interrupted(signum, resume=str(ctx.run_dir))
-
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-class _Helper:
-    """The run's publishing process, started once the first answer is in (its imports would otherwise compete with
-    the run's start-up and first requests for the CPU), or when the run ends before any: :meth:`get`."""
-
-    def __init__(self, ctx: RunContext, answered: threading.Event) -> None:
-        self._answered = answered
-        self._publisher: Publisher | None = None
-        self._error: OSError | None = None
-
-        def start() -> None:
-            answered.wait()
-            try:
-                self._publisher = Publisher(ctx.cfg.tracking, follow=ctx.run_dir)
-            except OSError as exc:  # no process could be started: the run publishes in its own process
-                self._error = exc
-
-        self._thread = threading.Thread(target=start, name="publisher-start", daemon=True)
-        self._thread.start()
-
-    def get(self) -> Publisher | None:
-        """The process (None if it could not be started)."""
-        self._answered.set()
-        self._thread.join()
-        if self._error is not None:
-            log.warning("no publishing process (%s): publishing in the run's own process", self._error)
-        return self._publisher
-
-    def close(self) -> None:
-        """Stop the process (idempotent)."""
-        publisher = self.get()
-        if publisher is not None:
-            publisher.close()
-
-
-def _publish(ctx: RunContext, helper: _Helper | None, result: RunOutcome | None = None) -> RunOutcome | None:
-    """Hand the finished run directory to the publishing process (or publish it here: ``ctx.publish_here``); a
-    tracking failure is the outcome's ``tracking_error`` (the run's files stand), said in one line with the command
-    that finishes it."""
-    cfg = ctx.cfg.tracking
-    if not cfg.enabled:
-        return result
-    publisher = helper.get() if helper is not None else None
-    if publisher is not None:
-        run_id, error = publisher.publish(ctx.run_dir, cfg.timeout_s)
-    else:
-        run_id, error = _publish_here(ctx.run_dir, cfg)
-    if error is not None:  # said by the CLI, once, on stderr (runner.app.cli)
-        error = (f"tracking failed: {describe(cfg)}: {error}. The run's files are complete in {ctx.run_dir}; "
-                 f"finish the tracking with: judgesweep sync {ctx.run_dir}")
-    else:
-        log.info("MLflow run %s at %s", run_id, describe(cfg))
-    if result is None:  # an aborted run: its own error is the one line; this one goes to the log
-        if error is not None:
-            log.warning("%s", error)
-        return None
-    return dataclasses.replace(result, mlflow_run_id=run_id, tracking_error=error)
-
-
 def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     """Generate (optional), judge every item, write the run directory, publish it to MLflow, print the summary.
 
@@ -321,23 +227,23 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     answered, helper = threading.Event(), None
     if cfg.tracking.enabled and not ctx.publish_here:  # traces written as the answers come: view.json first
         view.write(ctx, prepared, False, "", started_ns)
-        helper = _Helper(ctx, answered)
+        helper = publication.Helper(ctx, answered)
     try:
         try:
             judged = _paid_stages(ctx, prepared, prior, answered)
         except RunAborted as exc:
-            with _signals_raise(ctx):
+            with publication.signals_raise(ctx):
                 judged_part = outcome.completed_part(exc, getattr(exc, "generations", None),
                                                      len(cfg.judge.members or {}))
                 if judged_part is not None and outcome.finish_partial(ctx, prepared, judged_part, started,
                                                                       started_ns, str(exc)):
-                    _publish(ctx, helper)
+                    publication.publish_run(ctx, helper)
             raise RunAborted(f"{exc}. The journal keeps every answer so far: fix the cause and continue with "
                              f"resume={ctx.run_dir}") from None
         except Interrupted as exc:
             raise Interrupted(exc.signum, resume=str(ctx.run_dir)) from None
         del prior  # a resumed run's journal answers (~600 bytes each): the judgments hold what the summary needs
-        with _signals_raise(ctx):
+        with publication.signals_raise(ctx):
             try:
                 result = outcome.finish(ctx, prepared, judged, started, started_ns)
             except Exception:  # a bug after the paid stages: every answer is kept, and the run says it failed
@@ -345,7 +251,7 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
                           "resume=%s rebuilds the summary without calling the judge", ctx.run_dir / store.JOURNAL_NAME,
                           ctx.run_dir)
                 raise
-            published = _publish(ctx, helper, result)
+            published = publication.publish_run(ctx, helper, result)
             assert published is not None
             return published
     finally:

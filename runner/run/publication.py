@@ -1,0 +1,110 @@
+"""Publishing a finished run from the pipeline (runner.run.pipeline): the helper process that writes the run's MLflow
+view (runner.outputs.publisher), started once the first answer is in, or the run's own process
+(``RunContext.publish_here``); the one line a tracking failure becomes; and the signals after the calls, which end
+the run as they do during them."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from runner.core.config import TrackingConfig
+from runner.judging.shutdown import Interrupted
+from runner.outputs.publisher import Publisher, describe
+from runner.run.context import RunContext, RunOutcome
+
+log = logging.getLogger(__name__)
+
+
+def _publish_here(run_dir: Path, cfg: TrackingConfig) -> tuple[str | None, str | None]:
+    """:func:`publishing.publish` in this process: (MLflow run id, None) or (None, why not, one line)."""
+    from runner.outputs import publishing
+
+    try:
+        return publishing.publish(run_dir, cfg).run_id, None
+    except Exception as exc:  # noqa: BLE001 - the run's files stand; the outcome says it in one line
+        return None, f"{type(exc).__name__}: {' '.join(str(exc).split())[:500]}"
+
+
+@contextlib.contextmanager
+def signals_raise(ctx: RunContext) -> Iterator[None]:
+    """SIGINT and SIGTERM after the paid calls (summary, files, publishing) raise Interrupted with the resume
+    command, as during the calls: the CLI exits 130 / 143 with one line. Only the main thread may set handlers (a
+    launcher's worker thread keeps the defaults)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Interrupted(signum, resume=str(ctx.run_dir))
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class Helper:
+    """The run's publishing process, started once the first answer is in (its imports would otherwise compete with
+    the run's start-up and first requests for the CPU), or when the run ends before any: :meth:`get`."""
+
+    def __init__(self, ctx: RunContext, answered: threading.Event) -> None:
+        self._answered = answered
+        self._publisher: Publisher | None = None
+        self._error: OSError | None = None
+
+        def start() -> None:
+            answered.wait()
+            try:
+                self._publisher = Publisher(ctx.cfg.tracking, follow=ctx.run_dir)
+            except OSError as exc:  # no process could be started: the run publishes in its own process
+                self._error = exc
+
+        self._thread = threading.Thread(target=start, name="publisher-start", daemon=True)
+        self._thread.start()
+
+    def get(self) -> Publisher | None:
+        """The process (None if it could not be started)."""
+        self._answered.set()
+        self._thread.join()
+        if self._error is not None:
+            log.warning("no publishing process (%s): publishing in the run's own process", self._error)
+        return self._publisher
+
+    def close(self) -> None:
+        """Stop the process (idempotent)."""
+        publisher = self.get()
+        if publisher is not None:
+            publisher.close()
+
+
+def publish_run(ctx: RunContext, helper: Helper | None, result: RunOutcome | None = None) -> RunOutcome | None:
+    """Hand the finished run directory to the publishing process (or publish it here: ``ctx.publish_here``); a
+    tracking failure is the outcome's ``tracking_error`` (the run's files stand), said in one line with the command
+    that finishes it."""
+    cfg = ctx.cfg.tracking
+    if not cfg.enabled:
+        return result
+    publisher = helper.get() if helper is not None else None
+    if publisher is not None:
+        run_id, error = publisher.publish(ctx.run_dir, cfg.timeout_s)
+    else:
+        run_id, error = _publish_here(ctx.run_dir, cfg)
+    if error is not None:  # said by the CLI, once, on stderr (runner.app.cli)
+        error = (f"tracking failed: {describe(cfg)}: {error}. The run's files are complete in {ctx.run_dir}; "
+                 f"finish the tracking with: judgesweep sync {ctx.run_dir}")
+    else:
+        log.info("MLflow run %s at %s", run_id, describe(cfg))
+    if result is None:  # an aborted run: its own error is the one line; this one goes to the log
+        if error is not None:
+            log.warning("%s", error)
+        return None
+    return dataclasses.replace(result, mlflow_run_id=run_id, tracking_error=error)
