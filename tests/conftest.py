@@ -23,7 +23,7 @@ SLOW_MODULES = frozenset({
     "test_resume",  # kill -9, then resume
     "test_startup",  # what a fresh `python -m runner` imports (--help, --cfg): the process is the point
     "test_results_api",  # sweeps read back
-    "test_tracking_start",  # the first request against MLflow run creation, in a process
+    "test_tracking_start",  # a run killed during its calls and resumed, in a process
     "test_wheel_install",  # builds the wheel, installs it into a fresh venv, runs judgesweep there
 })
 
@@ -38,8 +38,9 @@ TMPFS = Path("/dev/shm")
 # resumed), longest first. They run first, so that with `-n 2 --dist loadscope` (one module to one worker) the many
 # short modules fill in at the end rather than one long module running alone after the other worker is done;
 # xdist's own order (scopes by number of tests, --loadscope-reorder) would start them last.
-LONGEST_FIRST = ("test_sweep_resume", "test_ray_launcher", "test_launchers", "test_shared_store", "test_calibration",
-                 "test_compare", "test_tracking_start", "test_llmbar_subsets", "test_presets", "test_published_figures",
+LONGEST_FIRST = ("test_tracking_view", "test_sweep_resume", "test_ray_launcher", "test_tracking_launchers",
+                 "test_launchers", "test_shared_store", "test_calibration", "test_compare", "test_tracking_promises",
+                 "test_tracking_start", "test_llmbar_subsets", "test_presets", "test_published_figures",
                  "test_rubric_judging", "test_hardening", "test_results_api", "test_default_run", "test_in_process",
                  "test_resume", "test_secrets", "test_config")
 
