@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import mlflow
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -67,8 +68,10 @@ def test_default_run_summary_matches_statistics_json(default_run):
 
 
 def test_default_run_is_in_mlflow_with_params_metrics_and_raw_responses(default_run, monkeypatch):
-    # MlflowClient.load_table searches runs through the fluent API, i.e. the process-wide tracking URI.
+    # MlflowClient.load_table searches runs through the fluent API, i.e. the process-wide tracking URI, which another
+    # test of this process may have set (mlflow.set_tracking_uri wins over the environment variable).
     monkeypatch.setenv("MLFLOW_TRACKING_URI", default_run.mlflow_uri)
+    mlflow.set_tracking_uri(default_run.mlflow_uri)
     client = MlflowClient(tracking_uri=default_run.mlflow_uri)
     exp = client.get_experiment_by_name("judgesweep")
     runs = client.search_runs([exp.experiment_id])

@@ -35,11 +35,20 @@ def register_prompt(cfg: TrackingConfig, run_id: str, option: str, template: str
 
     # the registry of this store, not MLflow's process-wide default registry URI
     client = MlflowClient(tracking_uri=cfg.uri, registry_uri=cfg.uri) if cfg.uri else connection.client(cfg)
+    from mlflow.exceptions import MlflowException
+
     name = prompt_name(option)
-    latest = _latest(client, name)
-    if latest is None or latest.template != template:
-        latest = client.register_prompt(name=name, template=template, tags={"judgesweep.sha256": sha256},
-                                        commit_message=f"judgesweep: template sha256 {sha256[:12]}")
+    for attempt in range(3):  # a parallel job (joblib, Ray) may register the same new prompt between our two calls
+        latest = _latest(client, name)
+        if latest is not None and latest.template == template:
+            break
+        try:
+            latest = client.register_prompt(name=name, template=template, tags={"judgesweep.sha256": sha256},
+                                            commit_message=f"judgesweep: template sha256 {sha256[:12]}")
+            break
+        except MlflowException as exc:
+            if "RESOURCE_ALREADY_EXISTS" not in str(exc.error_code) or attempt == 2:
+                raise
     _link(client, run_id, latest)
     return int(latest.version)
 
