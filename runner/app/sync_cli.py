@@ -72,6 +72,7 @@ def tracking_of(run_dir: Path, overrides: Sequence[str], config_dir: str | None)
 
 
 def _sync_one(run_dir: Path, cfg: TrackingConfig) -> bool:
+    from runner.outputs import console
     from runner.outputs.publisher import describe
     from runner.outputs.publishing import publish
 
@@ -82,14 +83,14 @@ def _sync_one(run_dir: Path, cfg: TrackingConfig) -> bool:
                          f"{' '.join(str(exc).split())[:500]}; {run_dir} is unchanged, run this again once the store "
                          "is fixed\n")
         return False
-    print(f"{run_dir}: MLflow run {result.run_id} ({'created' if result.created else 'completed'}, "
-          f"{result.traces} traces written) at {describe(cfg)}")
+    console.print_line(f"{run_dir}: MLflow run {result.run_id} ({'created' if result.created else 'completed'}, "
+                       f"{result.traces} traces written) at {describe(cfg)}")
     return True
 
 
 def _sync_sweep_table(sweep_dir: Path, cfg: TrackingConfig) -> bool:
     """The sweep's table and report on its parent run (as the multirun's end logs them)."""
-    from runner.outputs import html_report, sweep, tracking
+    from runner.outputs import console, html_report, sweep, tracking
     from runner.outputs.publisher import describe
 
     rows = sweep.collect(sweep_dir)
@@ -100,7 +101,7 @@ def _sync_sweep_table(sweep_dir: Path, cfg: TrackingConfig) -> bool:
         sys.stderr.write(f"{PROG}: tracking failed: {describe(cfg)}: the sweep table of {sweep_dir}: "
                          f"{type(exc).__name__}: {' '.join(str(exc).split())[:500]}\n")
         return False
-    print(f"{sweep_dir}: sweep table on MLflow run {run_id}")
+    console.print_line(f"{sweep_dir}: sweep table on MLflow run {run_id}")
     return True
 
 

@@ -38,6 +38,7 @@ from runner.core.config import TrackingConfig
 from runner.outputs import tracking
 from runner.outputs.trace_inputs import ItemInputs
 from runner.storage import store
+from runner.storage.journal import iter_journal
 from runner.storage.messages import MESSAGES_NAME, MessageStore
 
 log = logging.getLogger(__name__)
@@ -94,11 +95,8 @@ def publish(run_dir: Path, cfg: TrackingConfig, on_run: Callable[[str], None] | 
         raise FileNotFoundError(f"{run_dir} holds no finished run to publish (no {VIEW_NAME} or "
                                 f"{store.METRICS_NAME}); a run killed before its end continues with resume={run_dir}")
     view = json.loads(view_path.read_text(encoding="utf-8"))
-    manifest = store.read_manifest(run_dir)  # a judge run's; an aggregation's uid is in its view
-    uid = (manifest.run_uid if manifest is not None else None) or view.get("run_uid") or str(run_dir)
     with FileLock(str(run_dir / LOCK_NAME)):  # two publishes of one directory at once would make two runs
-        tags = {**view["tags"], UID_TAG: uid, DIR_TAG: str(run_dir)}
-        run_id, created = tracking.ensure_run(cfg, uid, view["run_name"], tags, view["params"])
+        run_id, created = _ensure_run(run_dir, cfg, view)
         if on_run is not None:
             on_run(run_id)
         written, means = 0, dict[str, float]()
@@ -111,6 +109,14 @@ def publish(run_dir: Path, cfg: TrackingConfig, on_run: Callable[[str], None] | 
         tracking.close_run(cfg, run_id, failed=bool(view.get("failed")), reason=view.get("reason") or "")
         _record(run_dir, cfg, run_id)
     return Published(run_id, created, written)
+
+
+def _ensure_run(run_dir: Path, cfg: TrackingConfig, view: Mapping[str, Any]) -> tuple[str, bool]:
+    """The run directory's MLflow run, found by its uid (the manifest's; an aggregation's is in its view) or made."""
+    manifest = store.read_manifest(run_dir)
+    uid = (manifest.run_uid if manifest is not None else None) or view.get("run_uid") or str(run_dir)
+    tags = {**view["tags"], UID_TAG: uid, DIR_TAG: str(run_dir)}
+    return tracking.ensure_run(cfg, uid, view["run_name"], tags, view["params"])
 
 
 def follow(run_dir: Path, cfg: TrackingConfig, stop: Callable[[], bool], on_run: Callable[[str], None] | None = None,
@@ -128,11 +134,8 @@ def follow(run_dir: Path, cfg: TrackingConfig, stop: Callable[[], bool], on_run:
     view = json.loads((run_dir / VIEW_NAME).read_text(encoding="utf-8"))
     if not view.get("traces") or not view.get("judges"):
         return 0
-    manifest = store.read_manifest(run_dir)
-    uid = (manifest.run_uid if manifest is not None else None) or str(run_dir)
     with FileLock(str(run_dir / LOCK_NAME)):
-        tags = {**view["tags"], UID_TAG: uid, DIR_TAG: str(run_dir)}
-        run_id, _ = tracking.ensure_run(cfg, uid, view["run_name"], tags, view["params"])
+        run_id, _ = _ensure_run(run_dir, cfg, view)
     if on_run is not None:
         on_run(run_id)
     labels: dict[str, dict] = view.get("labels") or {}
@@ -164,7 +167,7 @@ def _genai(cfg: TrackingConfig, run_id: str, run_dir: Path, view: Mapping[str, A
     """Prompts, dataset input and traces; returns the traces written and their Feedback means."""
     for name, template, sha in view.get("prompts", []):
         tracking.register_prompt(cfg, run_id, name, template, sha)
-    labels = _labels(run_dir)
+    labels: dict[str, dict] = view.get("labels") or {}  # every item's gold and human score, as the run had them
     if view.get("dataset"):
         name, source = view["dataset"]
         rows = [{"item_id": item, "gold": lab.get("gold"), "human_score": lab.get("human_score")}
@@ -191,20 +194,13 @@ def _final_rows(journal: Path) -> Iterator[dict[str, Any]]:
     """The journal's lines, one per judgment, streamed: a failed call's line is held to the end, where a later line
     for the same judgment (a resumed run's retry) replaces it."""
     held: dict[tuple, dict[str, Any]] = {}
-    if not journal.is_file():
-        return
-    with journal.open("rb") as fh:
-        for line in fh:
-            try:
-                row = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):  # a line torn by a kill: its call was not counted
-                continue
-            key = (row["item_id"], row["repeat"], row["order"], row["stage"])
-            if row.get("error_type"):
-                held[key] = row
-                continue
-            held.pop(key, None)
-            yield row
+    for row in iter_journal(journal):  # a line torn by a kill is skipped: its call was not counted
+        key = (row["item_id"], row["repeat"], row["order"], row["stage"])
+        if row.get("error_type"):
+            held[key] = row
+            continue
+        held.pop(key, None)
+        yield row
     yield from held.values()
 
 
@@ -221,20 +217,6 @@ def _record_of(row: dict[str, Any], judge: Mapping[str, Any], labels: Mapping[st
         prompt_tokens=row.get("prompt_tokens") or 0, completion_tokens=row.get("completion_tokens") or 0,
         error=row.get("error"), expectations=labels.get(row["item_id"], {}), member=judge.get("member"),
         judge_model=judge.get("model", ""), inputs=inputs, pass_threshold=pass_threshold)
-
-
-def _labels(run_dir: Path) -> dict[str, dict]:
-    """Item id -> its gold label and human score, from results.jsonl (every item, in the run's order)."""
-    labels: dict[str, dict] = {}
-    path = run_dir / store.RESULTS_NAME
-    if not path.is_file():
-        return labels
-    with path.open("rb") as fh:
-        for line in fh:
-            row = json.loads(line)
-            if row["item_id"] not in labels:
-                labels[row["item_id"]] = {k: row.get(k) for k in ("gold", "human_score") if row.get(k) is not None}
-    return labels
 
 
 def _table_rows(run_dir: Path) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ from runner.core.config import DatasetConfig, SystemConfig
 from runner.core.types import Item
 from runner.inputs.items import Shape, to_item
 from runner.inputs.rows import RowError, read_rows
+from runner.storage.journal import iter_journal
 
 log = logging.getLogger(__name__)
 
@@ -103,17 +104,10 @@ class ItemInputs:
 
     def _index_generated(self, journal: Path) -> None:
         """Each item's generated output: its last successful generation (a resumed run's retry included)."""
-        if not journal.is_file():
-            return
-        with journal.open("rb") as fh:
-            for line in fh:
-                try:
-                    row = json.loads(line)
-                except (json.JSONDecodeError, UnicodeDecodeError):  # a line torn by a kill
-                    continue
-                if row.get("status") == "ok":
-                    self._db.execute("INSERT OR REPLACE INTO generated VALUES (?, ?)",
-                                     (row["item_id"], cut(row.get("raw_response") or "")))
+        for row in iter_journal(journal):  # a line torn by a kill is skipped
+            if row.get("status") == "ok":
+                self._db.execute("INSERT OR REPLACE INTO generated VALUES (?, ?)",
+                                 (row["item_id"], cut(row.get("raw_response") or "")))
 
     def get(self, item_id: str) -> dict[str, str]:
         """The item's request: its own fields, or its id alone when the dataset did not have it."""

@@ -181,18 +181,22 @@ def with_texts(judgments: Iterable[Judgment], journal: Path) -> Iterator[Judgmen
             yield j
 
 
-def read_journal(path: Path) -> list[dict[str, Any]]:
-    """Read every complete journal line; a line that does not parse (torn by a crash) is skipped."""
-    rows: list[dict[str, Any]] = []
+def iter_journal(path: Path) -> Iterator[dict[str, Any]]:
+    """Every complete journal line, streamed; a line that does not parse (torn by a crash) is skipped with a warning;
+    a missing file has none."""
     if not path.is_file():
-        return rows
+        return
     with path.open(encoding="utf-8", errors="replace") as fh:
         for lineno, line in enumerate(fh, start=1):
             try:
-                rows.append(json.loads(line))
+                yield json.loads(line)
             except json.JSONDecodeError:
                 log.warning("journal %s:%d: unreadable line skipped (torn by an interrupted run?)", path, lineno)
-    return rows
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """Every complete journal line (:func:`iter_journal`), as a list."""
+    return list(iter_journal(path))
 
 
 class JournalTail:
