@@ -68,6 +68,9 @@ class JudgeConfig:
     # a 200 without a usable answer (no choices) is paid for: kept unscored with reason empty_choices, or, when true,
     # sent again within max_retries (each answer paid for is counted in calls/paid)
     retry_malformed: bool = False
+    # a Retry-After longer than this is cut to it: 60 s covers real rate windows (per-minute limits), and a bogus
+    # Retry-After: 86400 cannot stall a run for a day. A wait over 10 s is logged with its end and shown in the bar.
+    max_retry_after_s: float = 60.0
     structured_output: StructuredOutput = StructuredOutput.auto
     version: str = ""  # free text recorded with every run (e.g. a dated model snapshot)
     family: str | None = None  # the judge's model family (e.g. gpt-4): self-preference when a system shares it

@@ -41,7 +41,7 @@ def _compact(j: Judgment) -> bool:
             and verdict.scores is NOTHING and verdict.extras is NOTHING
             and type(resp.prompt_tokens) is int and type(resp.completion_tokens) is int
             and type(resp.attempts) is int and type(resp.rate_limited) is int and type(req.repeat) is int
-            and resp.paid == 1 and resp.repaid == 0
+            and resp.paid == 1 and resp.repaid == 0 and not resp.notes and resp.tokens_known
             and resp.prompt_tokens >= 0 and resp.completion_tokens >= 0
             and (resp.journal_at is None or (type(resp.journal_at) is int and resp.journal_at >= 0))
             and type(resp.latency_s) is float and _number(resp.cost_usd) and _number(j.score)

@@ -102,6 +102,9 @@ class JudgeRequest:
                 self.messages_hash)
 
 
+SUBSTITUTED = "substituted"  # a JudgeResponse note saying what was replaced to keep the answer (calls/substituted)
+
+
 @dataclass(frozen=True, slots=True)
 class JudgeResponse:
     """What came back from one judge call (or why nothing usable did)."""
@@ -127,6 +130,16 @@ class JudgeResponse:
     # request's messages hash) from memory: runner.storage.store.with_texts reads both back for the results file, so a
     # run's memory does not grow with its texts
     journal_at: int | None = None
+    # what was done to keep what the provider sent (runner.llm.responses: a substitution, usage that is not a count,
+    # a body that could not be read), one line each; journaled with the answer
+    notes: tuple[str, ...] = ()
+    # False when the provider's usage was not a token count: the tokens are unknown (0 here, null in the journal)
+    tokens_known: bool = True
+
+    @property
+    def substituted(self) -> bool:
+        """Whether characters of what the provider sent were replaced to keep it (a note starting ``substituted``)."""
+        return any(note.startswith(SUBSTITUTED) for note in self.notes)
 
 
 NOTHING: Mapping[str, Any] = MappingProxyType({})  # the empty scores/extras of a verdict

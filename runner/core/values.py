@@ -46,7 +46,7 @@ def _model(model: JudgeConfig, path: str) -> Iterator[Check]:
     yield f"{path}.timeout_s", model.timeout_s, POSITIVE
     yield f"{path}.max_tokens", model.max_tokens, AT_LEAST_ONE
     yield from ((f"{path}.{k}", getattr(model, k), NON_NEGATIVE)
-                for k in ("max_retries", "retry_base_s", "retry_max_s", "retry_rate_limited_s"))
+                for k in ("max_retries", "retry_base_s", "retry_max_s", "retry_rate_limited_s", "max_retry_after_s"))
     for n, replica in enumerate(model.replicas):
         yield from ((f"{path}.replicas[{n}].{k}", getattr(replica, k), POSITIVE_OR_NULL) for k in ("rpm", "tpm"))
     for name, member in model.members.items():

@@ -41,7 +41,7 @@ from runner.judging.calls import AnswerSource, CallClient, PaidCalls, RunAborted
 from runner.judging.parsing import parse_verdict
 from runner.judging.score_parsing import parse_scores
 from runner.judging.scoring import Scoring
-from runner.llm.responses import EMPTY_CHOICES
+from runner.llm.responses import NO_ANSWER
 
 log = logging.getLogger(__name__)
 
@@ -137,8 +137,8 @@ def _unreadable(response: JudgeResponse, score_truncated: bool = False) -> Verdi
     or None."""
     if response.error_type is not None:
         return Verdict(label=None, reason=f"call_failed: {response.error_type}")
-    if response.finish_reason == EMPTY_CHOICES:  # a 200 that held no answer
-        return Verdict(label=None, reason=EMPTY_CHOICES)
+    if response.finish_reason in NO_ANSWER:  # a 200 that held no answer, or none that could be read
+        return Verdict(label=None, reason=response.finish_reason)
     if response.finish_reason == "length" and not score_truncated:
         return Verdict(label=None, reason=TRUNCATED)
     return None

@@ -19,6 +19,7 @@ deployments available" (not an APIError).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import time
@@ -40,7 +41,7 @@ from runner.core.types import JudgeResponse, Message, Secret
 from runner.llm import recorded, replay, replicas
 from runner.llm.pacing import RateLimiter, estimate_tokens
 from runner.llm.responses import CallTally, RawBody, answer, failure, malformed, served_by
-from runner.llm.retry import RetryPolicy, retry_after_of
+from runner.llm.retry import LongWaits, RetryPolicy, retry_after_of
 from runner.storage.keys import repeat_params
 
 if TYPE_CHECKING:
@@ -53,6 +54,9 @@ RECORDED_METADATA = "judgesweep_recorded"  # the metadata entry a recorded judge
 # litellm providers for an OpenAI-compatible server at api_base. hosted_vllm/ is litellm's path to one without the
 # OpenAI SDK in between; `make bench`'s throughput scenario measures both (judge=local_openai vs local_vllm).
 LOCAL_PREFIXES = ("openai/", "hosted_vllm/")
+# what litellm's error was raised from when the 2xx body itself could not be read (not UTF-8, not JSON, nested deeper
+# than the parser's recursion): the provider answered, so the answer was paid for
+UNDECODABLE = (UnicodeDecodeError, RecursionError, json.JSONDecodeError)
 RETRYABLE = (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError, litellm.InternalServerError,
              litellm.ServiceUnavailableError, litellm.BadGatewayError)
 
@@ -166,6 +170,18 @@ def _retryable(exc: openai.APIError) -> bool:
     return isinstance(exc, litellm.APIError) and isinstance(status, int) and status >= 500
 
 
+def undecodable_body(exc: BaseException) -> BaseException | None:
+    """The decoding error a provider's error was raised from (see :data:`UNDECODABLE`), None when there is none."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, UNDECODABLE):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def _answered(failover_kwargs: Mapping[str, Any]) -> bool:
     """Whether the call the Router would fail over got a 2xx body (its RawBody, our logger_fn, holds one)."""
     for name in ("kwargs", "input_kwargs"):
@@ -197,7 +213,8 @@ class ReplicaRouter(litellm.Router):
     async def _maybe_run_weighted_failover(self, exception: Exception, *args: Any, **kwargs: Any) -> Any | None:
         # litellm fails over on any error; an auth or bad-request error is the caller's to see, not to hide. Nor is
         # a 2xx whose body litellm refused (no choices): that replica answered and was paid.
-        if not (isinstance(exception, openai.APIError) and _retryable(exception)) or _answered(kwargs):
+        if (not (isinstance(exception, openai.APIError) and _retryable(exception)) or _answered(kwargs)
+                or undecodable_body(exception) is not None):
             return None
         base = self.bases.get(getattr(exception, "failed_deployment_id", None) or "", "?")
         self.failures[base] += 1
@@ -247,6 +264,8 @@ class JudgeClient:
         self._limiter = limiter
         self._retry = RetryPolicy(max_retries=judge.max_retries, base_s=judge.retry_base_s, max_s=judge.retry_max_s)
         self._rng = random.Random(seed)
+        self.long_waits = LongWaits(judge.name)
+        self.note_kinds: Counter[str] = Counter()  # kind of a response's note -> how many were logged
         self.decoding_params: dict[str, Any] = {"temperature": judge.temperature, "max_tokens": judge.max_tokens}
         if judge.seed is not None:
             self.decoding_params["seed"] = judge.seed
@@ -309,23 +328,52 @@ class JudgeClient:
                 await self._limiter.acquire(estimate)
             body = RawBody()
             try:
-                resp = await self._send(payload, repeat, body)
+                resp = await self._within_deadline(self._send(payload, repeat, body))
             except openai.APIError as exc:
                 final = await self._after_error(exc, body, call, estimate)
                 if final is None:
                     continue
-                return final
-            return call.total(self._response(resp, call.started, call.attempts, call.limited, estimate))
+                return self._noted(final)
+            return self._noted(call.total(self._response(resp, call.started, call.attempts, call.limited, estimate)))
+
+    def _noted(self, response: JudgeResponse) -> JudgeResponse:
+        """``response``, its notes logged: each kind's first as a warning, the rest at DEBUG (a provider that always
+        sends a bad usage would otherwise log every call)."""
+        for note in response.notes:
+            kind = note.split(":", 1)[0]
+            self.note_kinds[kind] += 1
+            log.log(logging.WARNING if self.note_kinds[kind] == 1 else logging.DEBUG,
+                    "%s: an answer kept with a note (journaled with it): %s", self.judge.name, note)
+        return response
+
+    async def _within_deadline(self, send: Any) -> Any:
+        """``send`` awaited for at most ``judge.timeout_s`` from connect to last byte (litellm's timeout bounds each
+        read only: a body trickling a byte at a time would never end); past it the call fails as a litellm Timeout,
+        retried as one."""
+        try:
+            return await asyncio.wait_for(send, self.judge.timeout_s)
+        except TimeoutError:
+            raise litellm.Timeout(message=f"no complete answer within judge.timeout_s={self.judge.timeout_s:g} s "
+                                          "(the deadline of the whole call)", model=self.judge.model,
+                                  llm_provider="judgesweep") from None
 
     async def _after_error(self, exc: openai.APIError, body: RawBody, call: CallTally,
                            estimate: int) -> JudgeResponse | None:
         """The call's response when ``exc`` ends it, None once it is worth another attempt (after the backoff)."""
-        if body.text is not None:  # the provider answered 2xx and litellm refused the body: paid all the same
-            return self._malformed(body.text, call, estimate)
+        undecodable = undecodable_body(exc)
+        if body.text is not None or undecodable is not None:
+            # the provider answered 2xx and litellm refused (or could not read) the body: paid all the same
+            return self._malformed(body.text, call, estimate, undecodable)
         retry_after = None
         if isinstance(exc, litellm.RateLimitError):
             call.limited += 1
             retry_after = retry_after_of(exc)
+            if retry_after is not None and retry_after > self.judge.max_retry_after_s:
+                log.debug("%s: Retry-After %.0f s cut to judge.max_retry_after_s=%g", self.judge.name, retry_after,
+                          self.judge.max_retry_after_s)
+                retry_after = self.judge.max_retry_after_s
+            if retry_after is not None:
+                self.long_waits.note(retry_after)
             if self._limiter is not None:
                 self._limiter.penalize(retry_after)
                 if self._progressing(call.first_attempt):
@@ -334,18 +382,24 @@ class JudgeClient:
         if not _retryable(exc) or call.attempts - call.limited > self._retry.max_retries:
             return call.total(self._error(exc, call.started, call.attempts, call.limited))
         delay = self._retry.delay(call.attempts - call.limited, retry_after, self._rng)
+        if retry_after is not None:
+            self.long_waits.note(delay)
         log.info("%s: %s, retry %d/%d in %.1fs", self.judge.name, type(exc).__name__, call.attempts,
                  self._retry.max_retries, delay)
         await asyncio.sleep(delay)
         return None
 
-    def _malformed(self, body: str, call: CallTally, estimate: int) -> JudgeResponse | None:
-        """A paid answer without a usable one: the call's response, or None when it is sent again."""
-        bad = malformed(body, call.started, call.attempts, call.limited)
-        bad = replace(bad, cost_usd=price(self.judge.model, bad.prompt_tokens, bad.completion_tokens))
+    def _malformed(self, body: str | None, call: CallTally, estimate: int,
+                   undecodable: BaseException | None) -> JudgeResponse | None:
+        """A paid 2xx that litellm refused: the call's response (what the body holds, see
+        :func:`runner.llm.responses.malformed`), or None when it is sent again (``judge.retry_malformed``)."""
+        bad = malformed(body, call.started, call.attempts, call.limited, undecodable)
+        if bad.tokens_known:
+            bad = replace(bad, cost_usd=price(self.judge.model, bad.prompt_tokens, bad.completion_tokens))
         if self._limiter is not None:
             self._limiter.settle(estimate, bad.prompt_tokens + bad.completion_tokens)
-        if not self.judge.retry_malformed or call.attempts - call.limited > self._retry.max_retries:
+        if (bad.text is not None or not self.judge.retry_malformed
+                or call.attempts - call.limited > self._retry.max_retries):
             return call.total(bad)
         call.spent.append(bad)
         log.info("%s: a 200 without an answer (%s), sent again (retry_malformed) %d/%d", self.judge.name,

@@ -8,18 +8,41 @@ needs no litellm import: :mod:`runner.llm.client`, the only module that talks to
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from runner.core.types import JudgeResponse, Secret
+from runner.core.types import SUBSTITUTED, JudgeResponse, Secret
 
 ERROR_CHARS = 2000  # an error message is cut to this many characters
 # the finish_reason (and unscored reason) of a 200 that held no answer: journaled like an answer, so a resumed run
 # reads it back the same way
 EMPTY_CHOICES = "empty_choices"
+# the finish_reason (and unscored reason) of a 200 whose body could not be read at all (not UTF-8, not JSON, nested
+# too deep): paid, kept like an empty answer, with the decoder's error in its notes
+UNDECODABLE_BODY = "undecodable_body"
+NO_ANSWER = (EMPTY_CHOICES, UNDECODABLE_BODY)
+# the notes a response carries (JudgeResponse.notes) start with one of these
+USAGE_UNKNOWN = "usage_unknown"  # the body's usage was not a token count: tokens unknown (tokens/unknown_calls)
+MAX_TOKENS_PER_CALL = 10**9  # a usage count above this is not a count (no context window comes near it)
+_SURROGATES = re.compile("[\ud800-\udfff]")  # in a str, any surrogate code point is a lone one: not UTF-8
+
+
+def clean_text(text: str | None, what: str) -> tuple[str | None, tuple[str, ...]]:
+    """``text`` with every lone surrogate (a JSON ``\\ud800`` escape decodes to one; no UTF-8 file or sqlite text can
+    hold it) replaced by U+FFFD, and the note recording that substitution (none when nothing was replaced).
+
+    Args:
+        text: What the provider sent, or None.
+        what: Which part of the response it is (``text``, ``error``), for the note.
+    """
+    if text is None:
+        return None, ()
+    cleaned, n = _SURROGATES.subn("\ufffd", text)
+    return cleaned, ((f"{SUBSTITUTED}: {n} lone surrogate(s) in the {what} replaced by U+FFFD",) if n else ())
 
 
 def answer(resp: Any, started: float, attempts: int, limited: int) -> JudgeResponse:
@@ -34,42 +57,97 @@ def answer(resp: Any, started: float, attempts: int, limited: int) -> JudgeRespo
     choice = resp.choices[0]
     usage = getattr(resp, "usage", None)
     cost = _hidden_params(resp).get("response_cost")
+    text, notes = clean_text(choice.message.content, "text")
+    finish, finish_notes = clean_text(choice.finish_reason if isinstance(choice.finish_reason, str) else None,
+                                      "finish_reason")
+    prompt, completion, usage_notes = _usage({"prompt_tokens": getattr(usage, "prompt_tokens", 0),
+                                              "completion_tokens": getattr(usage, "completion_tokens", 0)})
     return JudgeResponse(
-        text=choice.message.content,
+        text=text,
         # interned: a million answers share the one "stop" instead of holding a million copies
-        finish_reason=sys.intern(choice.finish_reason) if isinstance(choice.finish_reason, str) else None,
-        prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-        completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-        cost_usd=float(cost) if cost is not None else None,
+        finish_reason=sys.intern(finish) if finish is not None else None,
+        prompt_tokens=prompt or 0,
+        completion_tokens=completion or 0,
+        cost_usd=float(cost) if cost is not None and not usage_notes else None,
         latency_s=time.perf_counter() - started,
         attempts=attempts,
         rate_limited=limited,
+        notes=(*notes, *finish_notes, *usage_notes),
+        tokens_known=not usage_notes,
     )
 
 
-def malformed(body: str, started: float, attempts: int, limited: int) -> JudgeResponse:
-    """A 200 whose body held no usable answer (litellm refused it, e.g. ``choices: []``): paid for, so its usage is
-    kept; ``finish_reason`` is :data:`EMPTY_CHOICES`, the text None. The cost is priced by the caller.
+def malformed(body: str | None, started: float, attempts: int, limited: int,
+              undecodable: BaseException | None = None) -> JudgeResponse:
+    """A 2xx whose body litellm refused: paid for, so whatever it holds is kept. An answer in it (its first choice's
+    text, e.g. beside a usage litellm cannot read) is the response's text, its usage the tokens (unknown, with a note,
+    when they are not counts); a body without choices is :data:`EMPTY_CHOICES`; one that cannot be read at all (not
+    UTF-8, not JSON, nested too deep) is :data:`UNDECODABLE_BODY`, the decoder's error in its notes. The cost is
+    priced by the caller.
 
     Args:
-        body: The raw body litellm received (JSON text), as its per-call ``logger_fn`` hook saw it.
+        body: The raw body litellm received (JSON text), as its per-call ``logger_fn`` hook saw it; None when litellm
+            failed to decode it before the hook saw it.
         started: ``time.perf_counter()`` when the call's first attempt began.
         attempts: HTTP attempts made, retries included.
         limited: How many of those attempts were answered 429.
+        undecodable: The decoding error litellm raised (UnicodeDecodeError, RecursionError, ValueError), if any.
     """
+    parsed, error = _decode(body)
+    error = error or undecodable
+    if not isinstance(parsed, dict):
+        reason = f"{type(error).__name__}: {error}" if error is not None else f"a {type(parsed).__name__}, not an object"
+        note, _ = clean_text(f"{UNDECODABLE_BODY}: {reason}"[:ERROR_CHARS], "note")
+        return JudgeResponse(text=None, finish_reason=UNDECODABLE_BODY, latency_s=time.perf_counter() - started,
+                             attempts=attempts, rate_limited=limited, notes=(note or "",), tokens_known=False)
+    prompt, completion, notes = _usage(parsed.get("usage"))
+    if error is not None:  # litellm replaced what it could not decode, then refused the body for another reason
+        notes = (f"{SUBSTITUTED}: the body was not UTF-8 ({type(error).__name__}); undecodable bytes are U+FFFD",
+                 *notes)
+    text, finish = _first_choice(parsed.get("choices"))
+    text, text_notes = clean_text(text, "text")
+    finish, finish_notes = clean_text(finish, "finish_reason")
+    return JudgeResponse(text=text, finish_reason=finish if text is not None else EMPTY_CHOICES,
+                         prompt_tokens=prompt or 0, completion_tokens=completion or 0,
+                         latency_s=time.perf_counter() - started, attempts=attempts, rate_limited=limited,
+                         notes=(*notes, *text_notes, *finish_notes), tokens_known=prompt is not None)
+
+
+def _decode(body: str | None) -> tuple[object, BaseException | None]:
+    """The JSON value of ``body`` and None, or None and why it cannot be read (a 200,000-deep array exhausts the
+    parser's recursion: RecursionError)."""
+    if body is None:
+        return None, None
     try:
-        usage = json.loads(body).get("usage") or {}
-    except (ValueError, AttributeError):  # not a JSON object: nothing says what it cost
-        usage = {}
-    return JudgeResponse(text=None, finish_reason=EMPTY_CHOICES, prompt_tokens=_count(usage, "prompt_tokens"),
-                         completion_tokens=_count(usage, "completion_tokens"), latency_s=time.perf_counter() - started,
-                         attempts=attempts, rate_limited=limited)
+        return json.loads(body), None
+    except (ValueError, RecursionError) as exc:
+        return None, exc
 
 
-def _count(usage: object, name: str) -> int:
-    """A token count from a body's usage, 0 when absent or not a non-negative whole number."""
-    value = usage.get(name) if isinstance(usage, dict) else None
-    return value if type(value) is int and value >= 0 else 0
+def _first_choice(choices: object) -> tuple[str | None, str | None]:
+    """The text and finish_reason of the first choice of a body's ``choices``, (None, None) when there is none."""
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    finish = first.get("finish_reason") if isinstance(first, dict) else None
+    return (content if isinstance(content, str) else None), (finish if isinstance(finish, str) else None)
+
+
+def _usage(usage: object) -> tuple[int | None, int | None, tuple[str, ...]]:
+    """Prompt and completion tokens of a body's ``usage``; both None, with a note saying why, when either is not a
+    count (negative, fractional, a string, absurdly large) or the usage is not an object. A missing count is 0."""
+    if usage is None:
+        return 0, 0, ()
+    counts = []
+    for name in ("prompt_tokens", "completion_tokens"):
+        value = usage.get(name, 0) if isinstance(usage, dict) else usage
+        if value is None:
+            value = 0
+        if type(value) is not int or not 0 <= value <= MAX_TOKENS_PER_CALL:
+            shown, _ = clean_text(repr(value)[:80], "note")
+            return None, None, (f"{USAGE_UNKNOWN}: usage.{name} is {shown}, not a token count",)
+        counts.append(value)
+    return counts[0], counts[1], ()
 
 
 def served_by(resp: Any) -> str:
@@ -82,8 +160,9 @@ def failure(exc: Exception, secrets: Iterable[Secret], started: float, attempts:
     text = str(exc)
     for secret in secrets:
         text = text.replace(secret.reveal(), "***")
+    error, notes = clean_text(text[:ERROR_CHARS], "error")
     return JudgeResponse(text=None, latency_s=time.perf_counter() - started, error_type=type(exc).__name__,
-                         error=text[:ERROR_CHARS], attempts=attempts, rate_limited=limited)
+                         error=error, attempts=attempts, rate_limited=limited, notes=notes)
 
 
 def _hidden_params(resp: Any) -> dict[str, Any]:
@@ -121,5 +200,7 @@ class CallTally:
         costs = [r.cost_usd for r in answered]
         return replace(last, paid=len(answered), prompt_tokens=sum(r.prompt_tokens for r in answered),
                        completion_tokens=sum(r.completion_tokens for r in answered),
-                       cost_usd=None if not costs or None in costs else sum(c for c in costs if c is not None))
+                       cost_usd=None if not costs or None in costs else sum(c for c in costs if c is not None),
+                       notes=tuple(dict.fromkeys(n for r in [*self.spent, last] for n in r.notes)),
+                       tokens_known=all(r.tokens_known for r in answered))
 

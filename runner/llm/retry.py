@@ -6,14 +6,20 @@ to wait before the next attempt.
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 import re
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 
+log = logging.getLogger(__name__)
+
+LONG_WAIT_S = 10.0  # a wait for a Retry-After longer than this is logged and shown in the progress bar
 RETRY_AFTER_JITTER = 0.1  # a Retry-After wait is stretched by up to this share, so retries do not align
 _MAX_EXPONENT = 60  # 2**60 seconds is beyond any cap; keeps huge attempt numbers from overflowing
 
@@ -147,3 +153,41 @@ def _parse_duration(value: str) -> float | None:
     if not _DURATION.fullmatch(value):
         return None
     return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in re.findall(_DURATION_PART, value))
+
+
+class LongWaits:
+    """The waits for a Retry-After longer than :data:`LONG_WAIT_S` of one judge: each is logged once, with its end
+    (``waiting 45 s for Retry-After (until 22:31:05)``), and the latest end is shown by the progress bar.
+
+    Written from the event loop, read from the progress bar's thread.
+
+    Args:
+        name: The judge's name, for the log line.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._until: float | None = None  # time.time() when the latest long wait ends
+        self._lock = threading.Lock()
+
+    def note(self, wait_s: float) -> None:
+        """A call is about to wait ``wait_s`` seconds for a Retry-After; logged when it is long and ends later than
+        the wait already logged (the calls that got the same Retry-After share one line)."""
+        if not wait_s > LONG_WAIT_S:
+            return
+        end = time.time() + wait_s
+        with self._lock:
+            if self._until is not None and end <= self._until + 1.0:
+                return
+            self._until = end
+        log.warning("%s: waiting %.0f s for Retry-After (until %s)", self.name, wait_s, clock(end))
+
+    def until(self) -> float | None:
+        """``time.time()`` when the latest long wait ends, None when no long wait is under way."""
+        with self._lock:
+            return self._until if self._until is not None and self._until > time.time() else None
+
+
+def clock(when: float) -> str:
+    """``when`` (``time.time()``) as local HH:MM:SS."""
+    return time.strftime("%H:%M:%S", time.localtime(when))

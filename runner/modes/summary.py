@@ -182,6 +182,7 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
     status: Counter[Status] = Counter()
     reasons: Counter[str] = Counter()
     prompt = completion = made = paid = repaid = cache_hits = resumed = retries = rate_limited = unknown_cost = 0
+    substituted = unknown_tokens = 0
     latencies: list[float] = []
     paid_costs, saved_costs = array("d"), array("d")  # summed in judgment order, as the costs were
     for j in judgments:
@@ -193,6 +194,8 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
         prompt += r.prompt_tokens
         completion += r.completion_tokens
         unknown_cost += r.cost_usd is None
+        unknown_tokens += not r.tokens_known
+        substituted += r.substituted
         resumed += r.source == "journal"
         if r.source == "call":
             made += 1
@@ -216,6 +219,7 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
         "tokens/prompt": prompt,
         "tokens/completion": completion,
         "tokens/total": prompt + completion,
+        "tokens/unknown_calls": unknown_tokens,
         "cost/usd_total": float(sum(paid_costs)),
         "cost/usd_saved": float(sum(saved_costs)),
         "cost/unknown_calls": unknown_cost,
@@ -226,6 +230,7 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
         "calls/resumed": resumed,
         "calls/retries": retries,
         "calls/rate_limited": rate_limited,
+        "calls/substituted": substituted,
         "latency/p50_s": percentile(latencies, 50),
         "latency/p95_s": percentile(latencies, 95),
     }

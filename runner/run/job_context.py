@@ -41,8 +41,9 @@ log = logging.getLogger("judgesweep")
 # Settings that do not change what is asked or how answers are read; a resumed run may change them.
 OPERATIONAL_PREFIXES = ("resume", "dry_run", "progress", "concurrency", "max_error_rate", "shutdown_grace_s",
                         "tracking.", "cache.", "choice.tracking", "judge.rpm", "judge.tpm", "judge.max_retries",
-                        "judge.retry_", "judge.timeout_s", "judge.replicas", "judge.price_as", "generator.rpm",
-                        "generator.tpm", "generator.max_retries", "generator.retry_", "generator.timeout_s",
+                        "judge.retry_", "judge.max_retry_after_s", "judge.timeout_s", "judge.replicas",
+                        "judge.price_as", "generator.rpm", "generator.tpm", "generator.max_retries",
+                        "generator.retry_", "generator.max_retry_after_s", "generator.timeout_s",
                         "generator.concurrency", "git_sha", "on_bad_row", "gate.", "metrics.")
 
 

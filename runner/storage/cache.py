@@ -224,7 +224,8 @@ class ResponseCache:
     def put(self, key: str, response: JudgeResponse) -> None:
         """Store a successful answer under ``key``; the first answer stored under a key is kept.
 
-        Nothing is written outside mode ``read_write`` or for a response that carries an error.
+        Nothing is written outside mode ``read_write``, for a response that carries an error, or for one kept with
+        notes (a substitution, unknown tokens: the journal holds those).
 
         Args:
             key: A :func:`cache_key`.
@@ -238,6 +239,9 @@ class ResponseCache:
         if conn is None or self.mode is not CacheMode.read_write:
             return
         if response.error_type is not None or response.error is not None:
+            return
+        if response.notes or not response.tokens_known:
+            # kept with a note (a substitution, unknown tokens) that the cache has no column for: the journal holds it
             return
         row = (
             key,

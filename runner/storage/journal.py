@@ -62,6 +62,10 @@ def judgment_record(j: Judgment, operational: bool = True) -> dict[str, Any]:
         "rate_limited": resp.rate_limited,
         "source": resp.source,
     }
+    if not resp.tokens_known:  # the provider's usage was not a count: unknown, not 0
+        row["prompt_tokens"] = row["completion_tokens"] = None
+    if resp.notes:  # what was done to keep what the provider sent (a substitution, an unreadable usage or body)
+        row["provider_notes"] = list(resp.notes)
     if not operational:
         for name in OPERATIONAL_FIELDS:
             del row[name]
@@ -133,7 +137,12 @@ class Journal:
         """
         if source == "journal":
             return None
-        line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+        try:
+            line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate no answer should hold (runner.llm.responses replaces them)
+            # \\u escapes are ASCII and read back as the same str: kept as received, never lost to the encoder
+            log.warning("journal %s: a line with text UTF-8 cannot encode, written with \\u escapes", self.path)
+            line = (json.dumps(row, ensure_ascii=True) + "\n").encode("ascii")
         at = self._offset
         self._fh.write(line)
         self._fh.flush()
@@ -255,9 +264,10 @@ class JournalAnswers(Mapping[tuple, JudgeResponse]):
                     continue
                 key = (row["item_id"], row["repeat"], row["order"], row["stage"], row["messages_sha256"])
                 self._answers[key] = JudgeResponse(
-                    text=None, finish_reason=row["finish_reason"], prompt_tokens=row["prompt_tokens"],
-                    completion_tokens=row["completion_tokens"], cost_usd=row["cost_usd"],
-                    latency_s=row["latency_s"], attempts=0, rate_limited=0, source="journal", journal_at=start)
+                    text=None, finish_reason=row["finish_reason"], prompt_tokens=row["prompt_tokens"] or 0,
+                    completion_tokens=row["completion_tokens"] or 0, cost_usd=row["cost_usd"],
+                    latency_s=row["latency_s"], attempts=0, rate_limited=0, source="journal", journal_at=start,
+                    notes=tuple(row.get("provider_notes") or ()), tokens_known=row["prompt_tokens"] is not None)
 
     def __getitem__(self, key: tuple) -> JudgeResponse:
         known = self._answers[key]

@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -55,6 +55,11 @@ class Reply:
         completion_tokens: Reported completion tokens; None estimates from the content likewise.
         error_message: The ``error.message`` of the error body for non-200 statuses.
         no_choices: Send a 200 with ``"choices": []`` (and the usage), as providers do when a filter ate the answer.
+        usage: Send this as the body's ``usage`` verbatim (e.g. ``{"prompt_tokens": -50}`` or ``"lots"``) instead of
+            the counts above: a provider's malformed usage.
+        body_bytes: Send these bytes as the body verbatim, whatever the status (invalid UTF-8, a 200,000-deep JSON
+            array: :func:`nested_body`); ``content`` and the usage are not used.
+        trickle_s: Send the body one byte at a time, this many seconds apart (a body that never seems to end).
     """
 
     content: str | None = ""
@@ -66,6 +71,14 @@ class Reply:
     completion_tokens: int | None = None
     error_message: str = ""
     no_choices: bool = False
+    usage: Any = None
+    body_bytes: bytes | None = None
+    trickle_s: float = 0.0
+
+
+def nested_body(depth: int = 200_000) -> bytes:
+    """A body of ``depth`` nested JSON arrays: valid JSON no recursive parser can read."""
+    return b"[" * depth + b"]" * depth
 
 
 ReplyPolicy = Callable[[dict], "Reply | str"]
@@ -123,17 +136,18 @@ def _completion_body(request: dict, reply: Reply) -> dict:
         }
         for i in range(0 if reply.no_choices else n)
     ]
+    usage: Any = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request.get("model") or DEFAULT_MODEL,
         "choices": choices,
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
+        "usage": reply.usage if reply.usage is not None else usage,
     }
 
 
@@ -183,15 +197,25 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(status, payload, headers)
         self.server.fake._stamp(arrived, status)
 
-    def _send_json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
+    def _send_json(self, status: int, payload: dict | Reply, headers: dict[str, str] | None = None) -> None:
+        trickle_s = 0.0
+        if isinstance(payload, Reply):  # a scripted fault: the body's bytes, how fast they go out
+            data, trickle_s = payload.body_bytes or b"", payload.trickle_s
+        else:
+            data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(data)
+        if trickle_s <= 0:
+            self.wfile.write(data)
+            return
+        for i in range(len(data)):
+            self.wfile.write(data[i:i + 1])
+            self.wfile.flush()
+            time.sleep(trickle_s)
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -381,8 +405,9 @@ class FakeOpenAIServer:
             "data": [{"id": n, "object": "model", "created": 0, "owned_by": "fake"} for n in names],
         }
 
-    def _answer(self, body: dict, headers: dict[str, str]) -> tuple[int, dict, dict[str, str]]:
-        """Records a chat request; returns (status, body, extra headers) after sleeping delay_s."""
+    def _answer(self, body: dict, headers: dict[str, str]) -> tuple[int, dict | Reply, dict[str, str]]:
+        """Records a chat request; returns (status, body, extra headers) after sleeping delay_s; the body is the Reply
+        itself when its bytes are scripted (``body_bytes``) or trickle (``trickle_s``)."""
         self._record(body, headers)
         if body.get("stream"):
             return 400, _error_body(400, "stream=true is not supported here; send stream=false"), {}
@@ -402,6 +427,12 @@ class FakeOpenAIServer:
             return 500, _error_body(500, f"reply policy raised {exc!r}"), {}
         if reply.delay_s > 0:
             time.sleep(reply.delay_s)
+        if reply.body_bytes is not None:
+            return reply.status, reply, dict(reply.headers)
+        if reply.trickle_s > 0:
+            payload = _error_body(reply.status, reply.error_message) if reply.status != 200 else _completion_body(
+                body, reply)
+            return reply.status, replace(reply, body_bytes=json.dumps(payload).encode()), dict(reply.headers)
         if reply.status != 200:
             return reply.status, _error_body(reply.status, reply.error_message), dict(reply.headers)
         return 200, _completion_body(body, reply), dict(reply.headers)
