@@ -38,7 +38,7 @@ def generation_record(g: Generation) -> dict[str, Any]:
     """One generations.jsonl row. Field names match the judge journal's, so the resume reader
     (runner.storage.store.JournalAnswers) reads both."""
     req, resp = g.request, g.response
-    return {
+    row = {
         "item_id": req.item_id, "repeat": req.repeat, "order": None, "stage": req.stage,
         "messages_sha256": req.messages_hash, "status": "ok" if g.ok else "error",
         "raw_response": resp.text, "finish_reason": resp.finish_reason, "prompt_tokens": resp.prompt_tokens,
@@ -46,6 +46,11 @@ def generation_record(g: Generation) -> dict[str, Any]:
         "error": resp.error, "latency_s": round(resp.latency_s, 6), "attempts": resp.attempts,
         "rate_limited": resp.rate_limited, "source": resp.source,
     }
+    if not resp.tokens_known:  # as the judge journal writes them (runner.storage.journal.judgment_record)
+        row["prompt_tokens"] = row["completion_tokens"] = None
+    if resp.notes:
+        row["provider_notes"] = list(resp.notes)
+    return row
 
 
 class RowSink(Protocol):

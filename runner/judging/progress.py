@@ -11,10 +11,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.text import Text
 
 from runner.core.types import Judgment, Status
+from runner.llm.retry import LongWaits, clock
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +78,19 @@ def records_through(console: Console) -> Iterator[None]:
             root.addHandler(old)
 
 
+class WaitColumn(ProgressColumn):
+    """``waiting until HH:MM:SS`` while a judge waits out a long Retry-After (:class:`runner.llm.retry.LongWaits`),
+    read at every redraw: nothing else on the bar moves while every call waits."""
+
+    def __init__(self, bar: ProgressBar) -> None:
+        super().__init__()
+        self.bar = bar
+
+    def render(self, task: Task) -> Text:  # noqa: D102 - rich's
+        del task
+        return Text(self.bar.waiting())
+
+
 class ProgressBar:
     """Counts judgments as they arrive: done/total, calls/s, ETA, cost, errors and 429s so far.
 
@@ -97,14 +120,24 @@ class ProgressBar:
         self._beat: threading.Thread | None = None
         self._routed = contextlib.ExitStack()
         self._progress: Progress | None = None
+        self._waits: list[LongWaits] = []
         if self.enabled:
             self._progress = Progress(
                 TextColumn(label), BarColumn(), MofNCompleteColumn(),
                 TextColumn("{task.fields[rate]:.1f} calls/s"), TimeElapsedColumn(), TextColumn("eta"),
                 TimeRemainingColumn(), TextColumn("${task.fields[cost]:.4f}  errors {task.fields[errors]}"
-                                                  "  429s {task.fields[limited]}"),
+                                                  "  429s {task.fields[limited]}"), WaitColumn(self),
                 console=console, transient=True)
             self._task = self._progress.add_task("judging", total=total, rate=0.0, cost=0.0, errors=0, limited=0)
+
+    def watch(self, waits: LongWaits) -> None:
+        """Show ``waits``' long Retry-After waits (``waiting until HH:MM:SS``) on the bar and in the progress records."""
+        self._waits.append(waits)
+
+    def waiting(self) -> str:
+        """``waiting until HH:MM:SS`` (the latest end) while a watched judge waits out a long Retry-After, else ""."""
+        ends = [end for end in (w.until() for w in self._waits) if end is not None]
+        return f"waiting until {clock(max(ends))}" if ends else ""
 
     def __enter__(self) -> ProgressBar:
         self._started = time.monotonic()
@@ -134,8 +167,9 @@ class ProgressBar:
         elapsed = time.monotonic() - self._started
         share = f" ({self.done / self.total:.0%})" if self.total else ""
         rate = self.done / elapsed if elapsed > 0 else 0.0
+        waiting = self.waiting()
         return (f"{self.label} {self.done}/{self.total}{share}  {rate:.1f} calls/s  {elapsed:.0f} s  "
-                f"${self.cost:.4f}  errors {self.errors}  429s {self.rate_limited}")
+                f"${self.cost:.4f}  errors {self.errors}  429s {self.rate_limited}" + (f"  {waiting}" if waiting else ""))
 
     def append(self, judgment: Judgment) -> None:
         """Count one judgment (the executor's sink interface)."""
