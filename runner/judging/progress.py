@@ -131,7 +131,7 @@ class ProgressBar:
             self._task = self._progress.add_task("judging", total=total, rate=0.0, cost=0.0, errors=0, limited=0)
 
     def watch(self, waits: LongWaits) -> None:
-        """Show ``waits``' long Retry-After waits (``waiting until HH:MM:SS``) on the bar and in the progress records."""
+        """Show the long Retry-After waits of ``waits`` (``waiting until HH:MM:SS``) on the bar and in the records."""
         self._waits.append(waits)
 
     def waiting(self) -> str:
@@ -163,13 +163,15 @@ class ProgressBar:
             log.info("%s", self.record())
 
     def record(self) -> str:
-        """One line of progress: ``judging 120/200 (60%) 12.3 calls/s 10 s $0.0123 errors 0 429s 2``."""
+        """One line of progress: ``judging 120/200 (60%) 12.3 calls/s 10 s $0.0123 errors 0 429s 2``, and
+        ``waiting until 22:31:05`` while a judge waits out a long Retry-After."""
         elapsed = time.monotonic() - self._started
         share = f" ({self.done / self.total:.0%})" if self.total else ""
         rate = self.done / elapsed if elapsed > 0 else 0.0
         waiting = self.waiting()
+        waiting = f"  {waiting}" if waiting else ""
         return (f"{self.label} {self.done}/{self.total}{share}  {rate:.1f} calls/s  {elapsed:.0f} s  "
-                f"${self.cost:.4f}  errors {self.errors}  429s {self.rate_limited}" + (f"  {waiting}" if waiting else ""))
+                f"${self.cost:.4f}  errors {self.errors}  429s {self.rate_limited}{waiting}")
 
     def append(self, judgment: Judgment) -> None:
         """Count one judgment (the executor's sink interface)."""

@@ -96,7 +96,8 @@ def malformed(body: str | None, started: float, attempts: int, limited: int,
     parsed, error = _decode(body)
     error = error or undecodable
     if not isinstance(parsed, dict):
-        reason = f"{type(error).__name__}: {error}" if error is not None else f"a {type(parsed).__name__}, not an object"
+        reason = (f"{type(error).__name__}: {error}" if error is not None
+                  else f"a {type(parsed).__name__}, not an object")
         note, _ = clean_text(f"{UNDECODABLE_BODY}: {reason}"[:ERROR_CHARS], "note")
         return JudgeResponse(text=None, finish_reason=UNDECODABLE_BODY, latency_s=time.perf_counter() - started,
                              attempts=attempts, rate_limited=limited, notes=(note or "",), tokens_known=False)

@@ -92,10 +92,11 @@ def test_a_200_that_cannot_be_decoded_is_kept_unscored_with_its_reason_and_not_p
 
 def test_retry_malformed_sends_an_undecodable_200_again(run_cli, fake_server):
     fake_server.enqueue(Reply(body_bytes=nested_body()))
-    run = run_cli(*pairwise(fake_server, 2, "judge.retry_malformed=true", "tracking=off"))
+    run = run_cli(*pairwise(fake_server, 2, "judge.retry_malformed=true"))
     assert run.proc.returncode == 0, run.output
-    assert len(fake_server.requests) == 3  # the undecodable answer was sent again (and both counted paid)
+    assert len(fake_server.requests) == 3  # the undecodable answer was sent again ...
     assert [row["status"] for row in run.journal()] == ["scored", "scored"]
+    assert metrics(run)["calls/paid"] == 3  # ... and counted as paid, not as a failed attempt
 
 
 def test_a_valid_answer_with_a_malformed_usage_is_scored_with_its_tokens_unknown(run_cli, fake_server):

@@ -35,6 +35,8 @@ WHOLE = [  # judgments the columns cannot hold exactly: kept as they are
     journaled(cost_usd=float("nan")),
     journaled(paid=2),  # a malformed answer sent again (judge.retry_malformed): paid for twice
     journaled(repaid=1),  # sent by an earlier process of the run, whose answer never reached its journal
+    journaled(notes=("substituted: 1 lone surrogate(s) in the text replaced by U+FFFD",)),  # kept with a note
+    journaled(tokens_known=False, prompt_tokens=0, completion_tokens=0),  # usage that was not a count
 ]
 COMPACT = [
     journaled(),
@@ -118,5 +120,5 @@ def test_the_columns_cover_every_field_of_a_judgment() -> None:
     assert {f.name for f in fields(JudgeRequest)} == {"item_id", "repeat", "order", "stage", "messages_hash"}
     assert {f.name for f in fields(JudgeResponse)} == {
         "text", "finish_reason", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s", "error_type", "error",
-        "attempts", "rate_limited", "source", "journal_at", "paid", "repaid"}
+        "attempts", "rate_limited", "source", "journal_at", "paid", "repaid", "notes", "tokens_known"}
     assert {f.name for f in fields(Verdict)} == {"label", "reason", "scores", "extras"}

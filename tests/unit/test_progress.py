@@ -9,6 +9,7 @@ import logging
 from rich.console import Console
 
 from runner.judging.progress import ProgressBar, ProgressOptions
+from runner.llm.retry import LongWaits, clock
 
 
 class Terminal(io.StringIO):
@@ -52,3 +53,21 @@ def test_without_a_terminal_there_is_no_bar_and_no_rerouting():
         assert bar.record().startswith("judging 1/3 (33%)") and bar.record().endswith("$0.5000  errors 1  429s 2")
     finally:
         root.removeHandler(handler)
+
+
+def test_a_long_retry_after_wait_shows_its_end_on_the_bar_and_in_the_records(caplog):
+    waits = LongWaits("gpt-4o-mini")
+    screen = io.StringIO()
+    with caplog.at_level(logging.WARNING, logger="runner.llm.retry"):
+        waits.note(5.0)  # short: neither logged nor shown
+        assert waits.until() is None and not caplog.records
+        waits.note(45.0)
+        waits.note(45.0)  # the same wait, seen by a second call: one line
+    [record] = caplog.records
+    end = clock(waits.until() or 0.0)
+    assert record.getMessage() == f"gpt-4o-mini: waiting 45 s for Retry-After (until {end})"
+    with ProgressBar(3, ProgressOptions(), console=Console(file=screen, force_terminal=True, width=160)) as bar:
+        bar.watch(waits)
+        assert bar.record().endswith(f"429s 0  waiting until {end}")
+        bar.append_row({"cost_usd": 0.0, "status": "ok"}, "gen")  # redraws the bar
+    assert f"waiting until {end}" in screen.getvalue()

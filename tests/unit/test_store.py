@@ -6,6 +6,7 @@ import json
 import os
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -247,3 +248,27 @@ def test_journal_answers_hold_offsets_not_texts_and_read_the_text_on_lookup(tmp_
     looked_up = answers[scored("a").request.key]
     assert (looked_up.text, looked_up.journal_at) == ("Output (a) — sûr", 0)
     assert answers.get(("missing",)) is None
+
+
+def test_unknown_tokens_and_notes_are_journaled_and_read_back_on_resume(tmp_path: Path) -> None:
+    j = scored()
+    noted = replace(j, response=replace(j.response, prompt_tokens=0, completion_tokens=0, tokens_known=False,
+                                        notes=("usage_unknown: usage.prompt_tokens is -50, not a token count",)))
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as journal:
+        journal.append(noted)
+    [row] = read_lines(path)
+    assert (row["prompt_tokens"], row["completion_tokens"]) == (None, None)  # unknown, not 0
+    assert row["provider_notes"] == list(noted.response.notes)
+    back = JournalAnswers(path)[noted.request.key]
+    assert not back.tokens_known and back.notes == noted.response.notes and back.text == noted.response.text
+
+
+def test_a_line_utf8_cannot_encode_is_written_with_escapes_not_lost(tmp_path: Path) -> None:
+    j = scored()
+    lone = replace(j, response=replace(j.response, text="[[A]] \ud800"))
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as journal:
+        journal.append(lone)
+        journal.append(j)
+    assert [row["raw_response"] for row in read_journal(path)] == ["[[A]] \ud800", j.response.text]
