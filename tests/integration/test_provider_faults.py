@@ -83,6 +83,7 @@ def test_a_200_that_cannot_be_decoded_is_kept_unscored_with_its_reason_and_not_p
     assert all(row["error_type"] is None and row["raw_response"] is None for row in rows)
     reasons = [row["provider_notes"][0] for row in rows]  # the recorded reason it has no raw text
     assert "UnicodeDecodeError" in reasons[0] and "RecursionError" in reasons[1] and "JSONDecodeError" in reasons[2]
+    assert "an answer kept with a note (journaled with it): undecodable_body: UnicodeDecodeError" in run.output
     assert all(row["prompt_tokens"] is None for row in rows)  # nothing says what it cost: unknown, not 0
     m = metrics(run)
     assert m["judge/parse_failures/undecodable_body"] == 3 and m["calls/paid"] == 3 and m["tokens/unknown_calls"] == 3

@@ -177,6 +177,16 @@ def test_errors_are_never_cached(tmp_path: Path, failed: JudgeResponse) -> None:
     assert row_count(path) == 0
 
 
+@pytest.mark.parametrize("noted", [replace(answer(), notes=("substituted: 1 lone surrogate(s) in the text replaced",)),
+                                   replace(answer(), tokens_known=False, prompt_tokens=0, completion_tokens=0)])
+def test_an_answer_kept_with_a_note_is_not_cached(tmp_path: Path, noted: JudgeResponse) -> None:
+    """The cache has no column for a note or unknown tokens: a hit would serve the answer without them."""
+    path = tmp_path / "cache.sqlite"
+    with ResponseCache(path, CacheMode.read_write) as cache:
+        cache.put("k", noted)
+        assert cache.get("k") is None and cache.writes == 0
+
+
 def test_first_write_wins(tmp_path: Path) -> None:
     path = tmp_path / "cache.sqlite"
     first, second = answer("first"), answer("second", cost=1.0)

@@ -54,7 +54,9 @@ def test_a_body_litellm_could_not_decode_keeps_the_decoders_error():
 
 
 def test_a_lone_surrogate_in_an_answer_or_an_error_is_replaced_and_noted():
-    r = malformed(body(content="[[A]] \ud800", usage={"prompt_tokens": 1}), 0.0, 1, 0)
-    assert r.text == "[[A]] \ufffd" and r.substituted and r.tokens_known
+    r = malformed(body(content="[[A]] \ud800", usage={"prompt_tokens": 1}).replace('"stop"', '"st\\ud800"'),
+                  0.0, 1, 0)
+    assert r.text == "[[A]] \ufffd" and r.finish_reason == "st\ufffd" and r.substituted and r.tokens_known
+    assert len(r.notes) == 2  # one for the text, one for the finish_reason
     failed = failure(RuntimeError("overloaded \ud800"), (), 0.0, 1, 0)
     assert failed.error == "overloaded \ufffd" and failed.substituted
