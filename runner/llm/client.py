@@ -1,7 +1,10 @@
 """The only module that talks to litellm: one judge call in, one JudgeResponse out.
 
 Calls are paced by the judge's rpm/tpm limiter and retried with exponential backoff and jitter on
-rate-limit, timeout, connection and 5xx errors, honouring Retry-After; authentication and bad-request
+rate-limit, timeout, connection and 5xx errors, honouring Retry-After up to ``judge.max_retry_after_s`` (a wait over
+10 s is logged with its end: :class:`runner.llm.retry.LongWaits`); ``judge.timeout_s`` is a deadline for the whole
+call, connect to last byte. A 2xx is paid for: never retried (unless ``judge.retry_malformed`` and it holds no
+answer), whatever its body holds (:func:`runner.llm.responses.malformed`). Authentication and bad-request
 errors are not retried. Errors are classified by exception type (litellm's exceptions subclass
 openai's), never by message text, and come back inside the JudgeResponse: one failed call never
 stops the run. What comes back is read into a JudgeResponse by :mod:`runner.llm.responses`.
@@ -352,7 +355,7 @@ class JudgeClient:
         retried as one."""
         try:
             return await asyncio.wait_for(send, self.judge.timeout_s)
-        except TimeoutError:
+        except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11 on
             raise litellm.Timeout(message=f"no complete answer within judge.timeout_s={self.judge.timeout_s:g} s "
                                           "(the deadline of the whole call)", model=self.judge.model,
                                   llm_provider="judgesweep") from None
@@ -372,9 +375,9 @@ class JudgeClient:
                 log.debug("%s: Retry-After %.0f s cut to judge.max_retry_after_s=%g", self.judge.name, retry_after,
                           self.judge.max_retry_after_s)
                 retry_after = self.judge.max_retry_after_s
-            if retry_after is not None:
-                self.long_waits.note(retry_after)
             if self._limiter is not None:
+                if retry_after is not None:
+                    self.long_waits.note(retry_after)  # the limiter holds every call back that long
                 self._limiter.penalize(retry_after)
                 if self._progressing(call.first_attempt):
                     return None  # the limiter now holds this call back (pause, learned rate): no own backoff
@@ -383,7 +386,7 @@ class JudgeClient:
             return call.total(self._error(exc, call.started, call.attempts, call.limited))
         delay = self._retry.delay(call.attempts - call.limited, retry_after, self._rng)
         if retry_after is not None:
-            self.long_waits.note(delay)
+            self.long_waits.note(delay)  # this call's own wait, at least the Retry-After
         log.info("%s: %s, retry %d/%d in %.1fs", self.judge.name, type(exc).__name__, call.attempts,
                  self._retry.max_retries, delay)
         await asyncio.sleep(delay)

@@ -1,5 +1,7 @@
 """A :class:`~runner.core.types.JudgeResponse` from what one judge call came back with: the provider's answer,
-or the error it raised with every key scrubbed from its message.
+or the error it raised with every key scrubbed from its message. Whatever a paid 2xx holds is kept: what no UTF-8
+file can hold is replaced and noted (``JudgeResponse.notes``), a usage that is not a token count leaves the tokens
+unknown, a body that cannot be read is :data:`UNDECODABLE_BODY` with the decoder's error.
 
 Read by attribute from litellm's response object (``choices``, ``usage``, ``_hidden_params``), so this module
 needs no litellm import: :mod:`runner.llm.client`, the only module that talks to litellm, hands the objects over.
@@ -25,7 +27,7 @@ EMPTY_CHOICES = "empty_choices"
 # too deep): paid, kept like an empty answer, with the decoder's error in its notes
 UNDECODABLE_BODY = "undecodable_body"
 NO_ANSWER = (EMPTY_CHOICES, UNDECODABLE_BODY)
-# the notes a response carries (JudgeResponse.notes) start with one of these
+# a note (JudgeResponse.notes) starts with SUBSTITUTED (runner.core.types), UNDECODABLE_BODY or this
 USAGE_UNKNOWN = "usage_unknown"  # the body's usage was not a token count: tokens unknown (tokens/unknown_calls)
 MAX_TOKENS_PER_CALL = 10**9  # a usage count above this is not a count (no context window comes near it)
 _SURROGATES = re.compile("[\ud800-\udfff]")  # in a str, any surrogate code point is a lone one: not UTF-8
