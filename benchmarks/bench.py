@@ -7,6 +7,8 @@
    off: exit code, rows, peak RSS, wall, calls/s, and the time from the last answer to the process exit.
 3. rpm: a server allowing 600 rpm over a sliding 1 s window (10 per second), 300 judgments at 200 ms,
    without and with judge.rpm=600 (and the old 60 s window): wall / ideal, 429s, lost rows.
+   sporadic_429: no rate limit, but 10% of requests answered 429 (Retry-After: 1) whatever the rate (seeded),
+   500 judgments at 200 ms, no judge.rpm: wall against the same run without the faults (target <= 1.5x).
 4. start-up: launch to the first request (judgesweep sqlite / off, bare litellm loop), ``--help``.
 5. cache: 10,000 judgments cached, then the same command again: no HTTP call, < 15 s.
 6. tracking: the default sqlite tracking against tracking=off (1,000 x 200 ms: wall, CPU, peak RSS, and
@@ -44,6 +46,7 @@ from benchmarks.scenarios import (
     scenario_cache,
     scenario_rpm,
     scenario_scale,
+    scenario_sporadic_429,
     scenario_startup,
     scenario_throughput,
 )
@@ -53,12 +56,15 @@ RESULTS = REPO / "benchmarks" / "results.json"
 QUICK_RESULTS = Path(tempfile.gettempdir()) / "judgesweep-bench-quick.json"  # a smoke run never touches RESULTS
 DATA_DIR = Path(tempfile.gettempdir()) / "judgesweep-bench-data"
 FULL = {"throughput_n": 1000, "throughput_reps": 3, "scale_sizes": [10_000, 100_000], "rpm_n": 300,
-        "startup_reps": 3, "cache_n": 10_000, "tracking_n": 1000, "tracking_reps": 3, "tracking_big_items": 5_000}
-QUICK = {"throughput_n": 200, "throughput_reps": 1, "scale_sizes": [2_000], "rpm_n": 60, "startup_reps": 1,
+        "sporadic_n": 500, "startup_reps": 3, "cache_n": 10_000, "tracking_n": 1000, "tracking_reps": 3,
+        "tracking_big_items": 5_000}
+QUICK = {"throughput_n": 200, "throughput_reps": 1, "scale_sizes": [2_000], "rpm_n": 60, "sporadic_n": 100,
+         "startup_reps": 1,
          "cache_n": 1_000, "tracking_n": 200, "tracking_reps": 1, "tracking_big_items": 1_000}
 
 SCENARIOS: dict[str, Callable[[dict, Path, Path], dict[str, Any]]] = {
-    "throughput": scenario_throughput, "scale": scenario_scale, "rpm": scenario_rpm, "startup": scenario_startup,
+    "throughput": scenario_throughput, "scale": scenario_scale, "rpm": scenario_rpm,
+    "sporadic_429": scenario_sporadic_429, "startup": scenario_startup,
     "cache": scenario_cache, "tracking": scenario_tracking}
 
 
@@ -76,7 +82,8 @@ def machine_info() -> dict[str, Any]:
 
 def dataset_rows(cfg: dict, names: list[str]) -> int:
     """Rows the dataset needs for the scenarios about to run (scale judges at most MAX_SCALE_ITEMS items)."""
-    need = {"throughput": cfg["throughput_n"], "rpm": cfg["rpm_n"], "cache": cfg["cache_n"], "startup": 32,
+    need = {"throughput": cfg["throughput_n"], "rpm": cfg["rpm_n"], "sporadic_429": cfg["sporadic_n"],
+            "cache": cfg["cache_n"], "startup": 32,
             "scale": max((scale_plan(n)[0] for n in cfg["scale_sizes"]), default=0),
             "tracking": max(cfg["tracking_n"], cfg["tracking_big_items"])}
     return max(need[name] for name in names)

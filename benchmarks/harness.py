@@ -47,10 +47,14 @@ class FakeServer:
         nodelay: Run it through benchmarks/nodelay_server.py (TCP_NODELAY on), a diagnostic variant.
         window_s: The server's sliding rate window (``rpm * window_s / 60`` requests per window).
         record: False starts it with ``--no-record`` (counters only: flat memory for long runs).
+        sporadic_429: Share of requests answered 429 (Retry-After: 1) whatever the rate, seeded by ``sporadic_seed``.
     """
 
     def __init__(self, latency_ms: float = 0.0, rpm: int | None = None, nodelay: bool = False,
-                 window_s: float = 60.0, record: bool = True) -> None:
+                 window_s: float = 60.0, record: bool = True, sporadic_429: float = 0.0,
+                 sporadic_seed: int = 0) -> None:
+        self.sporadic_429 = sporadic_429
+        self.sporadic_seed = sporadic_seed
         self.latency_ms = latency_ms
         self.rpm = rpm
         self.nodelay = nodelay
@@ -66,6 +70,8 @@ class FakeServer:
             cmd += ["--rpm", str(self.rpm), "--window-s", str(self.window_s)]
         if not self.record:
             cmd.append("--no-record")
+        if self.sporadic_429:
+            cmd += ["--sporadic-429", str(self.sporadic_429), "--sporadic-seed", str(self.sporadic_seed)]
         self.proc = subprocess.Popen(cmd, cwd=REPO, env=bench_env(), stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline().strip() if self.proc.stdout else ""
         if not line.startswith("listening on "):

@@ -229,8 +229,22 @@ def tracking_rows(t: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def sporadic_rows(r: dict[str, Any]) -> list[Row]:
+    """Sporadic 429s: wall against the no-fault wall, 429s and lost rows."""
+    base, faulty = r["runs"]["no_fault"], r["runs"]["sporadic_10pct"]
+    v, t = r["verdicts"], r["targets"]
+    return [Row(f"sporadic 429s ({r['share_429']:.0%}, Retry-After 1), no judge.rpm",
+                f"{r['judgments']} judgments: wall (s) / no-fault wall {fmt(base['wall_s'], 1)} s",
+                f"{fmt(faulty['wall_s'], 1)} = {fmt(r['ratio'], 2)}x", t["wall_ratio"], verdict(v["wall_ratio"]),
+                run=r),
+            Row("", "429s from the server / requests", f"{faulty['count_429_server']} / {faulty['requests']}", "", ""),
+            Row("", "lost (not scored) / exit code", f"{faulty['lost']} / {faulty['run']['rc']}", "0 / 0",
+                verdict(v["lost"]))]
+
+
 ROWS: dict[str, tuple[str, Callable[[dict[str, Any]], list[Row]]]] = {
     "throughput": ("throughput", throughput_rows), "scale": ("scale", scale_rows), "rpm": ("rpm", rpm_rows),
+    "sporadic_429": ("sporadic 429s", sporadic_rows),
     "startup": ("start-up", startup_rows), "cache": ("cache", cache_rows), "tracking": ("tracking", tracking_rows)}
 
 

@@ -235,6 +235,37 @@ def scenario_rpm(cfg: dict, data: Path, work: Path) -> dict[str, Any]:
             "runs": runs, "pass": all(headline) if headline else None}
 
 
+SPORADIC_SHARE, SPORADIC_SEED, SPORADIC_TARGET = 0.10, 29, 1.5  # issue 29: within 1.5x of the no-fault wall
+
+
+def scenario_sporadic_429(cfg: dict, data: Path, work: Path) -> dict[str, Any]:
+    """A server with no rate limit that answers 10% of requests 429 (Retry-After: 1) whatever the rate (seeded),
+    200 ms latency, ``n`` judgments at concurrency 32, no judge.rpm, against the same server without the faults:
+    wall / no-fault wall, 429s, lost rows. A limiter that reads these 429s as a rate limit collapses its rate."""
+    n, latency_ms = cfg["sporadic_n"], 200
+    runs: dict[str, Any] = {}
+    for name, share in (("no_fault", 0.0), ("sporadic_10pct", SPORADIC_SHARE)):
+        with FakeServer(latency_ms=latency_ms, sporadic_429=share, sporadic_seed=SPORADIC_SEED) as srv:
+            cmd = judgesweep_cmd(srv.base_url, data, n, work / f"sporadic_{name}", work / "sporadic_cache.sqlite")
+            m, stats = server_run(srv, cmd, work, f"sporadic_{name}")
+        facts = run_facts(m, stats, n)
+        journal = journal_summary(work / f"sporadic_{name}")
+        scored = journal["status"].get("scored", 0)
+        runs[name] = {"share_429_configured": share, "wall_s": facts["window_s"],
+                      "process_wall_s": facts["process_wall_s"],
+                      "count_429_server": stats["count_429"], "requests": stats["requests"],
+                      "rate_limited_client": journal["rate_limited"], "scored": scored, "lost": n - scored,
+                      "run": facts, "journal": journal}
+    base, faulty = runs["no_fault"], runs["sporadic_10pct"]
+    ratio = faulty["wall_s"] / base["wall_s"] if faulty["wall_s"] and base["wall_s"] else None
+    verdicts = {"lost": faulty["lost"] == 0 and faulty["run"]["rc"] == 0 and base["lost"] == 0,
+                "wall_ratio": ratio is not None and ratio <= SPORADIC_TARGET}
+    return {"judgments": n, "latency_ms": latency_ms, "concurrency": 32, "share_429": SPORADIC_SHARE,
+            "seed": SPORADIC_SEED, "ratio": _round(ratio, 3), "runs": runs,
+            "targets": {"lost": "0", "wall_ratio": f"<= {SPORADIC_TARGET}x the no-fault wall"},
+            "verdicts": verdicts, "pass": all(verdicts.values())}
+
+
 def scenario_cache(cfg: dict, data: Path, work: Path) -> dict[str, Any]:
     """Populate the cache with n judgments, rerun the same command: no HTTP, whole process < 15 s."""
     n, cache = cfg["cache_n"], work / "cache.sqlite"

@@ -34,12 +34,14 @@ from runner.outputs import sweep
 from runner.run import config_guard, naming
 from runner.run.experiment import prepare_process, run_job
 from runner.storage import store
+from runner.storage.cache import CacheError
 
 log = logging.getLogger("judgesweep")
 
 # A bad parameter from config is a ParamsError (a ConfigurationError); any other TypeError is a bug and keeps
 # its traceback.
-EXPECTED_ERRORS = (ConfigurationError, DatasetError, TemplateError, UnknownNameError, RubricError, RunAborted)
+EXPECTED_ERRORS = (ConfigurationError, DatasetError, TemplateError, UnknownNameError, RubricError, RunAborted,
+                   CacheError)
 
 # Process-wide state: jobs of this process that failed (bad input, too many failed calls), and jobs whose files are
 # complete but whose MLflow tracking failed. A multirun goes on after either and the process exits non-zero at the
@@ -100,6 +102,25 @@ def _fail(job: str, reason: str) -> None:
     ``main()``, the file does (``SweepSummary`` reads it in the launching process)."""
     _failed_jobs.append(job)
     sweep.write_failure(Path(job), reason)
+
+
+class RunDirectory(Callback):
+    """Hydra callback (conf/hydra/default.yaml, first): the run or sweep directory is created and written to before
+    Hydra's own mkdir and log file, so a read-only place is one line naming it, not a traceback."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
+        _writable(Path(str(config.hydra.run.dir)), "hydra.run.dir")
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
+        _writable(Path(str(config.hydra.sweep.dir)), "hydra.sweep.dir")
+
+
+def _writable(directory: Path, key: str) -> None:
+    try:
+        locations.check_writable(directory, key)
+    except locations.UnwritableDirectory as exc:
+        _say(f"judgesweep: {type(exc).__name__}: {exc}")
+        sys.exit(1)
 
 
 class SweepSummary(Callback):

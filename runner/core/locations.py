@@ -16,11 +16,14 @@ relative paths resolve against the user's project, then the working directory, t
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["PACKAGED_CONF", "PACKAGED_PROMPTS", "PACKAGED_ROOT", "candidates", "directories", "input_roots",
-           "is_packaged_conf", "user_conf_dir"]
+from runner.core.errors import ConfigurationError
+
+__all__ = ["PACKAGED_CONF", "PACKAGED_PROMPTS", "PACKAGED_ROOT", "UnwritableDirectory", "candidates",
+           "check_writable", "directories", "input_roots", "is_packaged_conf", "user_conf_dir"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]  # runner/
 
@@ -80,3 +83,28 @@ def directories(path: str | Path, roots: Sequence[Path]) -> list[Path]:
     holds it); the first candidate alone when none exists, so an error names where it was looked for."""
     found = candidates(path, roots)
     return [p for p in found if p.is_dir()] or found[:1]
+
+
+class UnwritableDirectory(ConfigurationError):
+    """A run or sweep directory that cannot be created or written in; the message names it."""
+
+
+def check_writable(directory: Path, key: str) -> None:
+    """Create ``directory`` (and its parents) and write and delete a file in it, so a read-only place fails here,
+    in one line, rather than as a traceback from Hydra's mkdir or its log file, or from the first write of a run.
+
+    Args:
+        directory: The run (or sweep) directory.
+        key: The config key that chose it (``hydra.run.dir``), for the message.
+
+    Raises:
+        UnwritableDirectory: Naming the directory, the key and the OS's reason.
+    """
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory, prefix=".judgesweep-write-check-"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise UnwritableDirectory(f"the output directory {directory} cannot be written ({reason}); choose a writable "
+                                  f"one with {key}=<dir> (or resume=<dir>)") from None

@@ -27,7 +27,8 @@ __all__ = ["ALLOWED_PREFIXES", "SHIPPED_CALLBACKS", "check_overrides", "check_us
 ALLOWED_PREFIXES = ("hydra.launcher.", "hydra.sweeper.")
 # judgesweep's own Hydra callbacks (conf/hydra/default.yaml, conf/experiment/calibrate_llmbar.yaml): a user's copy of
 # a packaged file that names one of them passes.
-SHIPPED_CALLBACKS = frozenset({"runner.app.cli.SweepSummary", "runner.app.calibration.HeldOutTest"})
+SHIPPED_CALLBACKS = frozenset({"runner.app.cli.RunDirectory", "runner.app.cli.SweepSummary",
+                               "runner.app.calibration.HeldOutTest"})
 _SHIPPED_CALLBACK_KEY = re.compile(r"^hydra\.callbacks\.[^.]+\._target_$")
 _PACKAGE_HEADER = re.compile(r"^#\s*@package\s+(\S+)", re.MULTILINE)
 

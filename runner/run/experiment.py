@@ -32,6 +32,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 # litellm, MLflow or the statistics stack. The modules that run a job (pipeline, client, and through them
 # litellm) are imported by prepare_run.
 from runner.core import locations
+from runner.core.addresses import check_addresses
 from runner.core.config import RunConfig
 from runner.core.config_store import register_configs
 from runner.core.values import check_values
@@ -102,6 +103,7 @@ def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LI
     job_context.check_keys(dcfg)
     cfg: RunConfig = OmegaConf.to_object(dcfg)  # type: ignore[assignment]
     check_values(cfg)
+    check_addresses(cfg)
     if cfg.resume and hc.mode == RunMode.MULTIRUN:
         from runner.run import sweep_resume
 
@@ -166,6 +168,7 @@ def run_experiment(overrides: Sequence[str] = (), config_dir: str | Path | None 
         full = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
     HydraConfig.instance().set_config(full)  # resolves ${hydra:...} (the default store's runtime.cwd)
     run_dir = Path(str(full.hydra.run.dir))
+    locations.check_writable(run_dir, "hydra.run.dir")
     with read_write(full.hydra), open_dict(full.hydra):
         full.hydra.runtime.output_dir = str(run_dir.resolve())
     HydraConfig.instance().set_config(full)

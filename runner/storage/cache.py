@@ -51,6 +51,8 @@ _INSERT = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _HAS_TABLE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'responses'"
+_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+_COLUMNS = ("key", "text", "finish_reason", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s", "created_at")
 
 _BUSY_CODES = (5, 6)  # primary result codes SQLITE_BUSY and SQLITE_LOCKED
 _T = TypeVar("_T")
@@ -111,7 +113,7 @@ class ResponseCache:
         try:
             return operation()
         except sqlite3.Error as exc:
-            raise CacheError(f"response cache {self.path} ({self.mode.value}): {exc}") from exc
+            raise CacheError(f"response cache {self.path} (cache.path, {self.mode.value}): {exc}") from exc
 
     def _connect(self, target: str | Path, *, uri: bool = False) -> sqlite3.Connection:
         # isolation_level=None: every statement commits on its own, so no transaction ever holds a
@@ -128,6 +130,7 @@ class ResponseCache:
             if journal != "wal":
                 logger.warning("response cache %s: journal mode is %s, not wal", self.path, journal)
             conn.execute("PRAGMA synchronous = NORMAL")
+            self._check_schema(conn, other_tables_ok=False)
             conn.execute(_CREATE)
             self._check_version(conn)
         except BaseException:
@@ -165,11 +168,28 @@ class ResponseCache:
                 logger.warning("response cache %s has no responses table; every lookup misses", self.path)
                 conn.close()
                 return None
+            self._check_schema(conn, other_tables_ok=True)
             self._check_version(conn)
         except BaseException:
             conn.close()
             raise
         return conn
+
+    def _check_schema(self, conn: sqlite3.Connection, other_tables_ok: bool) -> None:
+        """Refuse a SQLite file that is not a response cache before anything is read from or written to it: a
+        ``responses`` table of other columns, or (``other_tables_ok`` False: the cache would add its table to
+        someone else's database) tables but no ``responses`` one."""
+        tables = [row[0] for row in conn.execute(_TABLES)]
+        if "responses" in tables:
+            columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(responses)"))
+            if sorted(columns) != sorted(_COLUMNS):
+                raise CacheError(f"response cache {self.path} (cache.path): its table 'responses' has the columns "
+                                 f"{', '.join(columns)}, not a judgesweep cache's ({', '.join(_COLUMNS)}); "
+                                 "point cache.path at another file")
+        elif tables and not other_tables_ok:
+            shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+            raise CacheError(f"response cache {self.path} (cache.path) is a SQLite database of another kind "
+                             f"(tables: {shown}), not a judgesweep cache; point cache.path at another file")
 
     def _check_version(self, conn: sqlite3.Connection) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]

@@ -6,7 +6,7 @@ over a sliding window (60 s by default; ``window_s=1`` is how providers that enf
 For benchmarks it also serves ``GET /v1/_stats`` (request counts and wall-clock stamps) and ``POST /v1/_reset``,
 and can keep counters only (``record=False``), so a million-request run does not grow its memory.
 Standalone: ``python -m tests.fakes.openai_server --port 8765 [--latency-ms 200] [--rpm 600] [--window-s 1]
-[--no-record] [--reply X]``.
+[--no-record] [--reply X] [--sporadic-429 0.1 --sporadic-seed 0]``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import copy
 import json
 import logging
 import math
+import random
 import signal
 import threading
 import time
@@ -248,6 +249,9 @@ class FakeOpenAIServer:
         record: Keep a copy of every request body and its headers (``requests``, ``headers_seen``). False
             keeps counters only, so memory stays flat however many requests arrive; ``stats()`` still works.
         port: Port to bind; 0 picks a free ephemeral port.
+        sporadic_429: Share of chat requests answered 429 with ``Retry-After: 1`` whatever the rate (overload or a
+            flaky gateway, not a rate limit), drawn from ``random.Random(sporadic_seed)``; counted in ``count_429``.
+        sporadic_seed: Seed of those draws (the same seed rejects the same request numbers).
     """
 
     def __init__(
@@ -258,9 +262,15 @@ class FakeOpenAIServer:
         window_s: float = RATE_WINDOW_S,
         record: bool = True,
         port: int = 0,
+        sporadic_429: float = 0.0,
+        sporadic_seed: int = 0,
     ) -> None:
         if window_s <= 0:
             raise ValueError(f"window_s must be > 0, got {window_s}")
+        if not 0.0 <= sporadic_429 <= 1.0:
+            raise ValueError(f"sporadic_429 must be in [0, 1], got {sporadic_429}")
+        self._sporadic_429 = sporadic_429
+        self._sporadic_seed = sporadic_seed
         self._policy = reply or _default_reply
         self._rpm_limit = rpm_limit
         self._window_s = float(window_s)
@@ -364,6 +374,7 @@ class FakeOpenAIServer:
             self._received = 0
             self._admitted: collections.deque[float] = collections.deque()
             self._count_429 = 0
+            self._sporadic_rng = random.Random(self._sporadic_seed)
             self._accepted = 0
             self._first_request_ts: float | None = None
             self._last_response_ts: float | None = None
@@ -411,6 +422,9 @@ class FakeOpenAIServer:
         self._record(body, headers)
         if body.get("stream"):
             return 400, _error_body(400, "stream=true is not supported here; send stream=false"), {}
+        if self._sporadic():
+            headers = {"Retry-After": "1"}
+            return 429, _error_body(429, "The server is overloaded; please try again in 1s."), headers
         wait_s = self._admit()
         if wait_s is not None:
             retry_after = max(1, math.ceil(wait_s))
@@ -445,6 +459,16 @@ class FakeOpenAIServer:
                 self._headers.append({k.lower(): v for k, v in headers.items()})
             if isinstance(body.get("model"), str):
                 self._models.setdefault(body["model"], None)
+
+    def _sporadic(self) -> bool:
+        """Whether this request draws a sporadic 429 (``sporadic_429``), counted in ``count_429``."""
+        if self._sporadic_429 <= 0.0:
+            return False
+        with self._lock:
+            if self._sporadic_rng.random() >= self._sporadic_429:
+                return False
+            self._count_429 += 1
+            return True
 
     def _admit(self) -> float | None:
         """Admits a request into the rate window; if it is over the limit, returns the seconds until the
@@ -488,13 +512,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-record", action="store_true",
                         help="keep counters only, not every request body (flat memory for long runs)")
     parser.add_argument("--reply", default="[[A]]", help="content of every reply")
+    parser.add_argument("--sporadic-429", type=float, default=0.0,
+                        help="share of requests answered 429 (Retry-After: 1) whatever the rate")
+    parser.add_argument("--sporadic-seed", type=int, default=0, help="seed of the sporadic 429 draws")
     args = parser.parse_args(argv)
     reply = Reply(content=args.reply, delay_s=args.latency_ms / 1000.0)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     with FakeOpenAIServer(lambda _body: reply, rpm_limit=args.rpm, window_s=args.window_s,
-                          record=not args.no_record, port=args.port) as server:
+                          record=not args.no_record, port=args.port, sporadic_429=args.sporadic_429,
+                          sporadic_seed=args.sporadic_seed) as server:
         print(f"listening on {server.base_url}", flush=True)
         while not stop.wait(0.5):
             pass

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
 
 from tests.integration.conftest import live_judge
 
@@ -85,3 +91,71 @@ def test_a_parser_parameter_the_parser_refuses_fails_before_any_call(run_cli, fa
     assert "patterns must be a list of regexes, not one string" in one_string.output
     assert fake_server.requests == []
     assert not (bad_regex.run_dir / "journal.jsonl").exists() and not (one_string.run_dir / "journal.jsonl").exists()
+
+
+# --- issue 29, point 6: what used to be a traceback or a paid retry loop is one line before any call ---------------
+
+def _one_line_before_any_call(result, fake_server, *names: str) -> None:
+    """The run failed with one line naming each of ``names``, no traceback, and no request reached the judge."""
+    assert result.proc.returncode == 1, result.output
+    assert "Traceback" not in result.output, result.output
+    lines = [line for line in result.output.splitlines() if "judgesweep:" in line]
+    assert any(all(name in line for name in names) for line in lines), result.output
+    assert fake_server.requests == []
+
+
+def _unwritable_dir(tmp_path: Path) -> Path:
+    """A directory this process cannot write in: mode 0555, or for root (who ignores modes) a directory of the
+    read-only sysfs."""
+    if os.geteuid() == 0:
+        return Path("/sys/kernel")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    return locked
+
+
+@pytest.mark.parametrize("below", [False, True], ids=["existing", "to_create"])
+def test_a_run_directory_that_cannot_be_written_is_one_line(run_process, fake_server, tmp_path, below):
+    run_dir = _unwritable_dir(tmp_path) / ("run" if below else "")
+    result = run_process(*live_judge(fake_server), "tracking=off", "cache.mode=off", run_dir=run_dir)
+    _one_line_before_any_call(result, fake_server, str(run_dir).rstrip("/"))
+
+
+def test_a_sweep_directory_that_cannot_be_written_is_one_line(run_process, fake_server, tmp_path):
+    sweep_dir = _unwritable_dir(tmp_path) / "sweep"
+    result = run_process(*live_judge(fake_server), "tracking=off", "cache.mode=off", "max_items=1,2", multirun=True,
+                         run_dir=sweep_dir)
+    _one_line_before_any_call(result, fake_server, str(sweep_dir), "hydra.sweep.dir")
+
+
+def test_a_cache_file_that_is_not_sqlite_is_one_line(run_cli, fake_server, tmp_path):
+    cache = tmp_path / "notes.txt"
+    cache.write_text("these are my notes, not a cache\n" * 100)
+    result = run_cli(*live_judge(fake_server), "tracking=off", f"cache.path={cache}")
+    _one_line_before_any_call(result, fake_server, str(cache))
+    assert cache.read_text() == "these are my notes, not a cache\n" * 100
+
+
+def test_a_sqlite_cache_of_another_schema_is_one_line(run_cli, fake_server, tmp_path):
+    cache = tmp_path / "other.sqlite"
+    with contextlib.closing(sqlite3.connect(cache)) as db:
+        db.execute("CREATE TABLE responses (id INTEGER PRIMARY KEY, body BLOB)")
+        db.commit()
+    result = run_cli(*live_judge(fake_server), "tracking=off", f"cache.path={cache}")
+    _one_line_before_any_call(result, fake_server, str(cache))
+
+
+@pytest.mark.parametrize("api_base", ["notaurl", "ftp://127.0.0.1/v1", "http://", "http:///v1"])
+def test_an_api_base_that_is_not_an_http_url_is_one_line(run_cli, fake_server, api_base):
+    result = run_cli(*live_judge(fake_server), f"judge.api_base={api_base}", "tracking=off")
+    _one_line_before_any_call(result, fake_server, "judge.api_base", repr(api_base))
+
+
+def test_a_rubric_whose_output_format_does_not_fit_the_prompt_is_one_line(run_cli, fake_server):
+    result = run_cli(*live_judge(fake_server), "prompt=mtbench_pair", "rubric=agent_output", "tracking=off")
+    _one_line_before_any_call(result, fake_server, "agent_output", "mtbench_pair", "pairwise")
+    assert "unknown parser" not in result.output
+    pointwise = run_cli(*live_judge(fake_server), "prompt=single_score", "rubric=llmbar", "tracking=off")
+    _one_line_before_any_call(pointwise, fake_server, "llmbar", "single_score", "pointwise")
+    assert "unknown score parser" not in pointwise.output

@@ -238,3 +238,18 @@ def test_standalone_script_serves_until_sigterm() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_sporadic_429s_are_a_seeded_share_whatever_the_rate() -> None:
+    def statuses(seed: int) -> list[int]:
+        with FakeOpenAIServer(sporadic_429=0.1, sporadic_seed=seed) as server, \
+                httpx.Client(trust_env=False) as client:
+            url = f"{server.base_url}/chat/completions"
+            answers = [client.post(url, json={"messages": MESSAGES}) for _ in range(200)]
+            assert server.count_429 == sum(a.status_code == 429 for a in answers)
+            assert all(a.headers["Retry-After"] == "1" for a in answers if a.status_code == 429)
+            return [a.status_code for a in answers]
+
+    first = statuses(7)
+    assert set(first) == {200, 429} and 5 <= first.count(429) <= 40  # ~10% of 200, one at a time: no rate limit
+    assert statuses(7) == first  # seeded: the same requests are refused again
