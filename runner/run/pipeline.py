@@ -16,7 +16,7 @@ from typing import Any
 from runner.core import locations, metric_names
 from runner.core.choices import PromptMode, StructuredOutput
 from runner.core.config import JudgeConfig, RunConfig
-from runner.core.errors import ConfigurationError
+from runner.core.errors import ConfigurationError, WriteFailed
 from runner.core.judgments import Judgments
 from runner.inputs.datasets import load_items, resolve_path
 from runner.inputs.items import Shape
@@ -246,6 +246,8 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
         with publication.signals_raise(ctx):
             try:
                 result = outcome.finish(ctx, prepared, judged, started, started_ns)
+            except WriteFailed:  # disk full: said in one line (runner.app.cli); the journal keeps every answer
+                raise
             except Exception:  # a bug after the paid stages: every answer is kept, and the run says it failed
                 log.error("the run's answers are all in %s; summarizing them failed. Once the cause is fixed, "
                           "resume=%s rebuilds the summary without calling the judge", ctx.run_dir / store.JOURNAL_NAME,

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
+from runner.core.errors import WriteFailed
 from runner.core.types import Message, hash_messages
 from runner.storage.wal import checkpoint
 
@@ -59,21 +60,31 @@ class MessageStore:
             if not path.is_file():
                 self._db.execute(_CREATE)
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, isolation_level=None)  # autocommit: one transaction per put
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        # a checkpoint fsyncs on the event loop's thread: every 64 MB of WAL instead of SQLite's 4 MB
-        self._db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
-        self._db.execute(_CREATE)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, isolation_level=None)  # autocommit: one transaction per put
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            # a checkpoint fsyncs on the event loop's thread: every 64 MB of WAL instead of SQLite's 4 MB
+            self._db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
+            self._db.execute(_CREATE)
+        except (OSError, sqlite3.Error) as exc:
+            raise WriteFailed(path, exc) from None
 
     def put(self, messages: tuple[Message, ...], sha256: str | None = None) -> str:
-        """Store ``messages`` under their sha256 (given, or computed) unless already there; returns the hash."""
+        """Store ``messages`` under their sha256 (given, or computed) unless already there; returns the hash.
+
+        Raises:
+            WriteFailed: The file could not be written.
+        """
         key = sha256 or hash_messages(messages)
         if key in self._seen:
             return key
-        cursor = self._db.execute("INSERT OR IGNORE INTO messages (sha256, z) VALUES (?, ?)",
-                                  (key, zlib.compress(_canonical(messages), LEVEL)))
+        try:
+            cursor = self._db.execute("INSERT OR IGNORE INTO messages (sha256, z) VALUES (?, ?)",
+                                      (key, zlib.compress(_canonical(messages), LEVEL)))
+        except sqlite3.Error as exc:  # disk full, an I/O error: the put is rolled back whole
+            raise WriteFailed(self.path, exc) from None
         self.written += cursor.rowcount
         self._seen.add(key)
         return key
