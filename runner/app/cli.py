@@ -196,7 +196,7 @@ def main() -> None:
         sys.exit(sync_cli.main(sys.argv[2:]))
     prepare_process()
     # a launcher's workers (joblib, Ray) inherit it: each of their jobs stops once this process is gone
-    os.environ[launcher_watch.LAUNCHER_PID] = str(os.getpid())
+    os.environ[launcher_watch.LAUNCHER_PID] = launcher_watch.launcher_id()
     primary, sys.argv[1:] = _overlay(sys.argv[1:])
     try:
         hydra.main(config_path=str(primary), config_name="config", version_base="1.3")(_job)()

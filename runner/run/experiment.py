@@ -120,8 +120,8 @@ def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LI
 
 def _launcher(hc: DictConfig) -> int | None:
     """The pid of the process that launched this sweep job, when the CLI said (None for a single run)."""
-    pid = os.environ.get(launcher_watch.LAUNCHER_PID, "")
-    return int(pid) if hc.mode == RunMode.MULTIRUN and pid.isdigit() else None
+    value = os.environ.get(launcher_watch.LAUNCHER_PID, "")
+    return launcher_watch.launcher_pid(value) if hc.mode == RunMode.MULTIRUN else None
 
 
 @contextlib.contextmanager

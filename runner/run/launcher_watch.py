@@ -2,10 +2,11 @@
 
 A launcher's workers (joblib's loky processes, Ray's workers) are not ended by the death of the process that
 launched the sweep: killed with ``kill -9``, it leaves them paying for calls whose results nobody collects, while a
-resume started at once pays for them again. Each job run in a worker watches the launching process (its pid, handed
-down by the CLI in :data:`LAUNCHER_PID`) from a thread and, once that process is gone, sends SIGTERM to its own
-process: the paid stage stops as at a Ctrl-C (nothing more is sent, the answers in flight are journaled, see
-:mod:`runner.judging.shutdown`), and outside a paid stage the signal ends the worker.
+resume started at once pays for them again. Each job run in a worker on the launcher's machine watches the
+launching process (its pid and host, handed down by the CLI in :data:`LAUNCHER_PID`) from a thread and, once that
+process is gone, sends SIGTERM to its own process: the paid stage stops as at a Ctrl-C (nothing more is sent, the
+answers in flight are journaled, see :mod:`runner.judging.shutdown`), and outside a paid stage the signal ends the
+worker.
 
 A thread polling the pid, not ``prctl(PR_SET_PDEATHSIG)``: that signal follows the thread that started the worker
 (loky may start them from a thread of its own), not the process, and Ray's workers are not the launcher's children.
@@ -17,6 +18,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +27,18 @@ log = logging.getLogger(__name__)
 
 LAUNCHER_PID = "JUDGESWEEP_LAUNCHER_PID"  # the environment variable the CLI sets for its launcher's workers
 POLL_S = 0.5
+
+
+def launcher_id() -> str:
+    """This process as a launcher: ``<pid>@<host>`` (the value of LAUNCHER_PID)."""
+    return f"{os.getpid()}@{socket.gethostname()}"
+
+
+def launcher_pid(value: str) -> int | None:
+    """The launcher's pid from a LAUNCHER_PID value, when it runs on this machine (a pid of another machine, as a
+    Ray cluster's worker elsewhere could inherit, names nothing here)."""
+    pid, _, host = value.partition("@")
+    return int(pid) if pid.isdigit() and host == socket.gethostname() else None
 
 
 def alive(pid: int) -> bool:

@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import sys
 import pytest
 
 from runner.core.errors import RunDirectoryBusy
-from runner.run.launcher_watch import alive
+from runner.run.launcher_watch import alive, launcher_id, launcher_pid
 from runner.storage.owner import OWNER_NAME, owned
 from runner.storage.wal import checkpoint
 
@@ -100,3 +101,9 @@ def test_a_journal_line_that_cannot_be_written_is_cut_off_and_nothing_follows_it
     lines = path.read_bytes().splitlines(keepends=True)
     assert len(lines) == report["written"] > 0 and all(line.endswith(b"\n") for line in lines)
     assert [json.loads(line)["n"] for line in lines] == list(range(report["written"]))
+
+
+def test_a_launcher_on_another_machine_is_not_watched():
+    assert launcher_pid(launcher_id()) == os.getpid()
+    assert launcher_pid(f"{os.getpid()}@another-host-{socket.gethostname()}") is None
+    assert launcher_pid("") is None and launcher_pid("12@") is None
