@@ -14,6 +14,7 @@ SLOW_MODULES = frozenset({
     "test_calibration",  # Optuna sweeps and their held-out runs
     "test_compare",  # a sweep, then judgesweep-compare as a command
     "test_default_run",  # `make run`'s command line
+    "test_disk_full",  # a run on a full filesystem, then resumed, in processes
     "test_interrupt",  # SIGINT/SIGTERM to a running judgesweep process
     "test_launchers",  # joblib workers
     "test_llmbar_subsets",  # 24 runs over the published subsets
@@ -21,6 +22,7 @@ SLOW_MODULES = frozenset({
     "test_ray_launcher",  # a local Ray cluster
     "test_replay_sweep",  # a six-job sweep and its table
     "test_resume",  # kill -9, then resume
+    "test_run_dir_owner",  # two processes on one run directory, kill -9 of its owner, of a joblib sweep
     "test_startup",  # what a fresh `python -m runner` imports (--help, --cfg): the process is the point
     "test_results_api",  # sweeps read back
     "test_tracking_start",  # a run killed during its calls and resumed, in a process
@@ -39,10 +41,10 @@ TMPFS = Path("/dev/shm")
 # short modules fill in at the end rather than one long module running alone after the other worker is done;
 # xdist's own order (scopes by number of tests, --loadscope-reorder) would start them last.
 LONGEST_FIRST = ("test_tracking_view", "test_sweep_resume", "test_ray_launcher", "test_tracking_launchers",
-                 "test_launchers", "test_shared_store", "test_calibration", "test_compare", "test_tracking_promises",
-                 "test_tracking_start", "test_llmbar_subsets", "test_presets", "test_published_figures",
-                 "test_rubric_judging", "test_hardening", "test_results_api", "test_default_run", "test_in_process",
-                 "test_resume", "test_secrets", "test_config")
+                 "test_launchers", "test_run_dir_owner", "test_shared_store", "test_calibration", "test_compare",
+                 "test_tracking_promises", "test_tracking_start", "test_llmbar_subsets", "test_presets",
+                 "test_published_figures", "test_rubric_judging", "test_hardening", "test_results_api",
+                 "test_default_run", "test_in_process", "test_resume", "test_secrets", "test_config")
 
 
 def pytest_configure(config: pytest.Config) -> None:  # noqa: D103

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +20,15 @@ from omegaconf import DictConfig
 
 from runner.core import locations
 from runner.core.config_store import multirun_tracking
-from runner.core.errors import TRACKING_FAILED, ConfigurationError, DatasetError
+from runner.core.errors import (
+    RUN_DIR_BUSY,
+    TRACKING_FAILED,
+    WRITE_FAILED,
+    ConfigurationError,
+    DatasetError,
+    RunDirectoryBusy,
+    WriteFailed,
+)
 from runner.core.registry import UnknownNameError
 from runner.inputs.prompts import TemplateError
 from runner.judging.calls import RunAborted
@@ -31,9 +40,9 @@ from runner.judging.shutdown import Interrupted
 # client, and through them litellm) are imported by experiment.prepare_run, those that end a sweep by
 # SweepSummary.
 from runner.outputs import sweep
-from runner.run import config_guard, naming
+from runner.run import config_guard, launcher_watch, naming
 from runner.run.experiment import prepare_process, run_job
-from runner.storage import store
+from runner.storage import owner, store
 from runner.storage.cache import CacheError
 
 log = logging.getLogger("judgesweep")
@@ -61,6 +70,20 @@ def _job(dcfg: DictConfig) -> float | None:
     # cast: HydraConfig.get() is annotated as the HydraConf dataclass but returns the config's ``hydra`` DictConfig node
     hc = cast(DictConfig, HydraConfig.get())
     job = hc.runtime.output_dir
+    try:
+        with owner.owned(Path(job)):  # before anything is written or sent: a second process refuses here
+            return _owned_job(dcfg, hc, job)
+    except RunDirectoryBusy as exc:
+        _say(f"judgesweep: RunDirectoryBusy: {exc}")
+        sys.exit(RUN_DIR_BUSY)
+    except WriteFailed as exc:  # disk full: nothing more was sent, and nothing more can be written here
+        _say(f"judgesweep: WriteFailed: {exc}; nothing more was sent. Every answer in the journal is kept: make room "
+             f"and continue with resume={job}")
+        sys.exit(WRITE_FAILED)
+
+
+def _owned_job(dcfg: DictConfig, hc: DictConfig, job: str) -> float | None:
+    """The job once its run directory is this process's (runner.storage.owner)."""
     failure = Path(job) / sweep.FAILURE_NAME
     failure.unlink(missing_ok=True)  # a resumed job that failed before
     untracked = Path(job) / sweep.UNTRACKED_NAME
@@ -193,6 +216,8 @@ def main() -> None:
 
         sys.exit(sync_cli.main(sys.argv[2:]))
     prepare_process()
+    # a launcher's workers (joblib, Ray) inherit it: each of their jobs stops once this process is gone
+    os.environ[launcher_watch.LAUNCHER_PID] = launcher_watch.launcher_id()
     primary, sys.argv[1:] = _overlay(sys.argv[1:])
     try:
         hydra.main(config_path=str(primary), config_name="config", version_base="1.3")(_job)()

@@ -19,3 +19,28 @@ class ParamsError(ConfigurationError, TypeError):
 # The exit status of a run (or aggregation, or sync) whose files are complete but whose MLflow tracking failed:
 # distinct from 1 (a failed run) so a script can tell "rerun" from "judgesweep sync <dir>".
 TRACKING_FAILED = 3
+
+# The exit status of a run refused because another live process owns its run directory (runner.storage.owner).
+RUN_DIR_BUSY = 4
+# The exit status of a run stopped because its run directory could not be written (disk full, I/O error).
+WRITE_FAILED = 5
+
+
+class RunDirectoryBusy(RuntimeError):
+    """Another live process owns the run directory; raised before any call, the message names that process."""
+
+
+class WriteFailed(RuntimeError):
+    """A file of the run directory could not be written (disk full, an I/O error, no permission).
+
+    The run sends nothing more once it is raised; the answers already journaled are kept, and a resume pays only
+    for what never reached the journal.
+
+    Attributes:
+        path: The file that could not be written.
+    """
+
+    def __init__(self, path: object, cause: BaseException) -> None:
+        self.path = path
+        reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause)
+        super().__init__(f"cannot write {path}: {reason}")

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
+from runner.core.errors import WriteFailed
 from runner.core.types import JudgeRequest, JudgeResponse, Message
 from runner.judging.shutdown import SHUTDOWN, Interrupted
 from runner.llm import recorded
@@ -110,6 +111,7 @@ class PaidCalls:
         self.window = 2 * concurrency
         self._slots = asyncio.Semaphore(concurrency)
         self.budget = ErrorBudget(max_error_rate, what)
+        self.write_failed: WriteFailed | None = None  # the first answer the run directory could not take
 
     async def call(self, request: JudgeRequest, messages: tuple[Message, ...],
                    journal: Callable[[JudgeResponse], T]) -> T:
@@ -117,12 +119,17 @@ class PaidCalls:
 
         Raises:
             RunAborted: Once the error budget is exceeded (the response is journaled first).
+            WriteFailed: The answer could not be journaled, or an earlier one could not (then it is not sent).
         """
         response = await self._answer(request, messages)
-        journaled = journal(response)
-        finished = getattr(self.sources, "journaled", None)  # see _answer's "sending"
-        if response.source == "call" and finished is not None:
-            finished(request)
+        try:
+            journaled = journal(response)
+            finished = getattr(self.sources, "journaled", None)  # see _answer's "sending"
+            if response.source == "call" and finished is not None:
+                finished(request)
+        except WriteFailed as exc:  # the run directory cannot be written: no call is sent after this one
+            self.write_failed = self.write_failed or exc
+            raise
         self.budget.count(response)
         return journaled
 
@@ -134,6 +141,8 @@ class PaidCalls:
             shutdown = SHUTDOWN.get()
             if shutdown is not None and shutdown.requested:  # not sent: the resumed run sends it
                 raise Interrupted(shutdown.signum or 0)
+            if self.write_failed is not None:  # its answer could not be kept: not sent, the resumed run sends it
+                raise self.write_failed
             # sources that note what is sent (runner.storage.sources.AnswerSources.sending) say whether an earlier
             # process of the run had sent this call already
             sending = getattr(self.sources, "sending", None)
@@ -172,30 +181,34 @@ async def run_windowed(units: Iterable[U], work: Callable[[U], Awaitable[R]], wi
     RunAborted, say) the exception propagates, the units still in flight are cancelled (what completed is
     already in the journal) and every other task's outcome is collected, so none is left unretrieved. After a
     signal (runner.judging.shutdown) no unit is started; the units in flight finish (their calls not yet sent
-    raise Interrupted, their answers arriving are kept) and then Interrupted is raised.
+    raise Interrupted, their answers arriving are kept) and then Interrupted is raised. A unit whose answer the run
+    directory could not take (WriteFailed: disk full) stops the run the same way, and WriteFailed is raised.
     """
     pending: dict[asyncio.Future[R], int] = {}
     shutdown = SHUTDOWN.get()
     stopped = False
+    unwritable: WriteFailed | None = None
 
     def collect(task: asyncio.Future[R]) -> None:
-        nonlocal stopped
+        nonlocal stopped, unwritable
         try:
             keep(pending[task], task.result())
         except Interrupted:  # the unit was stopped before (some of) its calls were sent: the resumed run sends them
             stopped = True
+        except WriteFailed as exc:  # as at a signal: no unit starts, those in flight keep what they can
+            unwritable = unwritable or exc
         del pending[task]  # a task leaves `pending` only once its result is kept: on an abort the others' errors
         # are collected below
 
     try:
         for index, unit in enumerate(units):
-            if shutdown is not None and shutdown.requested:
+            if (shutdown is not None and shutdown.requested) or unwritable is not None:
                 break
             if len(pending) >= window:
                 finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 for task in finished:
                     collect(task)
-                if shutdown is not None and shutdown.requested:
+                if (shutdown is not None and shutdown.requested) or unwritable is not None:
                     break
             pending[asyncio.ensure_future(work(unit))] = index
         for task in list(pending):
@@ -205,5 +218,7 @@ async def run_windowed(units: Iterable[U], work: Callable[[U], Awaitable[R]], wi
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+    if unwritable is not None:
+        raise unwritable
     if stopped or (shutdown is not None and shutdown.requested):
         raise Interrupted(shutdown.signum or 0 if shutdown is not None else 0)

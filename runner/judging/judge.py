@@ -23,6 +23,7 @@ import numpy as np
 
 from runner.core.choices import OrderPolicy, Strategy
 from runner.core.config import ParserConfig
+from runner.core.errors import WriteFailed
 from runner.core.judgments import Judgments
 from runner.core.types import (
     TIE,
@@ -211,9 +212,15 @@ class Executor:
 
         def journal(response: JudgeResponse) -> Judgment:
             judgment = self._judgment(item, request, response)
+            unstored = None
             if self.messages is not None:  # the input first, so a journaled answer always has it on disk
-                self.messages.put(messages, request.messages_hash)
+                try:
+                    self.messages.put(messages, request.messages_hash)
+                except WriteFailed as exc:  # the answer is still kept if it can be; a resume stores the input
+                    unstored = exc
             at = self.sink.append(judgment)
+            if unstored is not None:
+                raise unstored
             return judgment if at is None else replace(judgment, response=replace(response, journal_at=at))
 
         return await self._calls.call(request, messages, journal)

@@ -37,7 +37,8 @@ from runner.core.config import RunConfig
 from runner.core.config_store import register_configs
 from runner.core.values import check_values
 from runner.llm.limiter_pool import LimiterPool
-from runner.run import config_guard, job_context
+from runner.run import config_guard, job_context, launcher_watch
+from runner.storage import owner
 
 if TYPE_CHECKING:
     from runner.run.context import RunOutcome
@@ -115,7 +116,14 @@ def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LI
 
     ctx = dataclasses.replace(job_context.context(dcfg, cfg, hc, limiters), publish_here=publish_here)
     job_context.protect_secrets(ctx.api_keys)  # Hydra configured this job's handlers before the job started
-    return pipeline.run(ctx)
+    with launcher_watch.watching(_launcher(hc)):
+        return pipeline.run(ctx)
+
+
+def _launcher(hc: DictConfig) -> int | None:
+    """The pid of the process that launched this sweep job, when the CLI said (None for a single run)."""
+    value = os.environ.get(launcher_watch.LAUNCHER_PID, "")
+    return launcher_watch.launcher_pid(value) if hc.mode == RunMode.MULTIRUN else None
 
 
 @contextlib.contextmanager
@@ -175,10 +183,11 @@ def run_experiment(overrides: Sequence[str] = (), config_dir: str | Path | None 
     dcfg = copy.deepcopy(full)  # the job's config is the composed one without its hydra node, as in run_job
     with read_write(dcfg), open_dict(dcfg):
         del dcfg["hydra"]
-    if full.hydra.output_subdir is not None:  # what Hydra's run_job writes there: the sweep table reads it
-        hydra_dir = run_dir / str(full.hydra.output_subdir)
-        hydra_dir.mkdir(parents=True, exist_ok=True)
-        OmegaConf.save(dcfg, hydra_dir / "config.yaml")
-        OmegaConf.save(full.hydra, hydra_dir / "hydra.yaml")
-        OmegaConf.save(OmegaConf.create(list(full.hydra.overrides.task)), hydra_dir / "overrides.yaml")
-    return run_job(dcfg, full.hydra, limiters, publish_here=True)
+    with owner.owned(run_dir.resolve()):  # before anything is written or sent: a second process refuses here
+        if full.hydra.output_subdir is not None:  # what Hydra's run_job writes there: the sweep table reads it
+            hydra_dir = run_dir / str(full.hydra.output_subdir)
+            hydra_dir.mkdir(parents=True, exist_ok=True)
+            OmegaConf.save(dcfg, hydra_dir / "config.yaml")
+            OmegaConf.save(full.hydra, hydra_dir / "hydra.yaml")
+            OmegaConf.save(OmegaConf.create(list(full.hydra.overrides.task)), hydra_dir / "overrides.yaml")
+        return run_job(dcfg, full.hydra, limiters, publish_here=True)

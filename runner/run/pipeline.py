@@ -7,6 +7,7 @@ resumed run's config matches the one that was interrupted.
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 import time
@@ -16,7 +17,7 @@ from typing import Any
 from runner.core import locations, metric_names
 from runner.core.choices import PromptMode, StructuredOutput
 from runner.core.config import JudgeConfig, RunConfig
-from runner.core.errors import ConfigurationError
+from runner.core.errors import ConfigurationError, WriteFailed
 from runner.core.judgments import Judgments
 from runner.inputs.datasets import load_items, resolve_path
 from runner.inputs.items import Shape
@@ -40,6 +41,9 @@ from runner.storage import store
 __all__ = ["execute", "prepare", "run"]
 
 log = logging.getLogger(__name__)
+
+# errors writing the run directory's files: not a bug in the summary but a disk (full, read-only, failing)
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
 
 
 def _json_schema_format(judge: JudgeConfig, schema: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -246,7 +250,11 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
         with publication.signals_raise(ctx):
             try:
                 result = outcome.finish(ctx, prepared, judged, started, started_ns)
-            except Exception:  # a bug after the paid stages: every answer is kept, and the run says it failed
+            except WriteFailed:  # disk full: said in one line (runner.app.cli); the journal keeps every answer
+                raise
+            except Exception as exc:  # a bug after the paid stages: every answer is kept, and the run says it failed
+                if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:  # a report file on a full disk, say
+                    raise WriteFailed(exc.filename or ctx.run_dir, exc) from None
                 log.error("the run's answers are all in %s; summarizing them failed. Once the cause is fixed, "
                           "resume=%s rebuilds the summary without calling the judge", ctx.run_dir / store.JOURNAL_NAME,
                           ctx.run_dir)

@@ -23,10 +23,13 @@ from typing import TypeVar
 
 from runner.core.choices import CacheMode
 from runner.core.types import JudgeResponse
+from runner.storage.wal import checkpoint
 
 logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_S = 30.0
+# a sweep's other jobs may be reading the shared cache when one job ends: its close waits this long for them at most
+CLOSE_CHECKPOINT_MS = 2000
 SCHEMA_VERSION = 1  # PRAGMA user_version of a file this module created
 
 _CREATE = """
@@ -277,8 +280,11 @@ class ResponseCache:
         self.writes += cursor.rowcount
 
     def close(self) -> None:
-        """Close the connection (idempotent); later get/put calls raise CacheError."""
+        """Fold the WAL into the file (read_write; waiting at most CLOSE_CHECKPOINT_MS for another process's read),
+        close the connection (idempotent); later get/put calls raise CacheError."""
         if self._conn is not None:
+            if self.mode is CacheMode.read_write and self.writes:
+                checkpoint(self._conn, self.path, CLOSE_CHECKPOINT_MS, logging.DEBUG)
             self._conn.close()
             self._conn = None
         self._closed = True

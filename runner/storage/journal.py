@@ -7,10 +7,15 @@ the event loop never waits for the disk, and a paid line reaches the disk within
 one fsync (a few ms; tens on a busy disk) of being written. So only a power cut or a kernel crash can
 lose anything: the answers of those last milliseconds, paid again on resume. On resume the journal is
 read back (a line torn by the crash is ignored and cut off) and its answers are reused.
+
+A line that cannot be written (disk full, an I/O error) is cut off again, so the journal keeps whole lines only,
+and :class:`runner.core.errors.WriteFailed` is raised: the stage sends nothing more, and the resume pays only
+for the answers that never reached the journal.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -22,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from runner.core.errors import WriteFailed
 from runner.core.types import JudgeResponse, Judgment
 
 log = logging.getLogger(__name__)
@@ -97,10 +103,14 @@ class Journal:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _cut_torn_tail(path)
-        self._fh = path.open("ab")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _cut_torn_tail(path)
+            self._fh = path.open("ab", buffering=0)  # unbuffered: a failed write leaves nothing to retry later
+        except OSError as exc:
+            raise WriteFailed(path, exc) from None
         self._offset = self._fh.seek(0, os.SEEK_END)  # where the next line starts
+        self._failed: WriteFailed | None = None  # the first write or fsync that failed: nothing is written after it
         self._cond = threading.Condition()
         self._written = 0  # paid lines written so far ...
         self._synced = 0  # ... and how many of them an fsync has covered
@@ -120,7 +130,11 @@ class Journal:
             time.sleep(GROUP_COMMIT_S)
             with self._cond:
                 target = self._written
-            os.fsync(self._fh.fileno())
+            try:
+                os.fsync(self._fh.fileno())
+            except OSError as exc:  # the next append raises it
+                self._failed = WriteFailed(self.path, exc)
+                return
             self.fsyncs += 1
             with self._cond:
                 self._synced = target
@@ -137,6 +151,8 @@ class Journal:
         """
         if source == "journal":
             return None
+        if self._failed is not None:
+            raise self._failed
         try:
             line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate no answer should hold (runner.llm.responses replaces them)
@@ -144,8 +160,13 @@ class Journal:
             log.warning("journal %s: a line with text UTF-8 cannot encode, written with \\u escapes", self.path)
             line = (json.dumps(row, ensure_ascii=True) + "\n").encode("ascii")
         at = self._offset
-        self._fh.write(line)
-        self._fh.flush()
+        try:
+            self._write_all(line)
+        except OSError as exc:
+            self._failed = WriteFailed(self.path, exc)
+            with contextlib.suppress(OSError):  # the journal keeps whole lines only
+                os.ftruncate(self._fh.fileno(), at)
+            raise self._failed from None
         self._offset += len(line)
         if source == "call":
             with self._cond:
@@ -153,14 +174,23 @@ class Journal:
                 self._cond.notify()
         return at
 
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[self._fh.write(view) or 0:]
+
     def close(self) -> None:
-        """Stop the fsync thread, fsync what it had not covered yet, and close the file."""
+        """Stop the fsync thread, fsync what it had not covered yet (unless a write failed), and close the file."""
         with self._cond:
             self._closing = True
             self._cond.notify()
         self._syncer.join()
-        if self._synced < self._written and not self._fh.closed:
-            os.fsync(self._fh.fileno())
+        if self._synced < self._written and not self._fh.closed and self._failed is None:
+            try:
+                os.fsync(self._fh.fileno())
+            except OSError as exc:
+                self._fh.close()
+                raise WriteFailed(self.path, exc) from None
             self.fsyncs += 1
             self._synced = self._written
         self._fh.close()

@@ -8,6 +8,10 @@ repeat, a resumed call or a cache hit with the same messages adds nothing (``INS
 SQLite in WAL mode with ``synchronous=NORMAL``, as the response cache: each put is its own transaction, written
 to the operating system before the call counts as done, so a kill -9 loses nothing and a record torn by a crash
 is dropped by SQLite's recovery (its WAL frames are checksummed); only a power cut can lose the last puts.
+
+Closed, the store folds its WAL into the file (``PRAGMA wal_checkpoint(TRUNCATE)``) even while a reader (the
+publishing process writing traces) still has it open, where SQLite's own checkpoint-on-close is skipped: a finished
+run's ``messages.sqlite`` holds every row on its own, and copying that one file copies them all.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
+from runner.core.errors import WriteFailed
 from runner.core.types import Message, hash_messages
+from runner.storage.wal import checkpoint
 
 MESSAGES_NAME = "messages.sqlite"
 CHECKPOINT_PAGES = 16_384  # 64 MB at SQLite's 4 KB pages (~30,000 LLMBar-sized judgments)
@@ -47,27 +53,38 @@ class MessageStore:
         self.path = path
         self.written = 0  # distinct messages this object added
         self._seen: set[str] = set()  # hashes put through this object: a repeat skips compressing again
+        self._read_only = read_only
         if read_only:
             uri = f"file:{path}?mode=ro"
             self._db = sqlite3.connect(uri, uri=True) if path.is_file() else sqlite3.connect(":memory:")
             if not path.is_file():
                 self._db.execute(_CREATE)
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, isolation_level=None)  # autocommit: one transaction per put
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        # a checkpoint fsyncs on the event loop's thread: every 64 MB of WAL instead of SQLite's 4 MB
-        self._db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
-        self._db.execute(_CREATE)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, isolation_level=None)  # autocommit: one transaction per put
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            # a checkpoint fsyncs on the event loop's thread: every 64 MB of WAL instead of SQLite's 4 MB
+            self._db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
+            self._db.execute(_CREATE)
+        except (OSError, sqlite3.Error) as exc:
+            raise WriteFailed(path, exc) from None
 
     def put(self, messages: tuple[Message, ...], sha256: str | None = None) -> str:
-        """Store ``messages`` under their sha256 (given, or computed) unless already there; returns the hash."""
+        """Store ``messages`` under their sha256 (given, or computed) unless already there; returns the hash.
+
+        Raises:
+            WriteFailed: The file could not be written.
+        """
         key = sha256 or hash_messages(messages)
         if key in self._seen:
             return key
-        cursor = self._db.execute("INSERT OR IGNORE INTO messages (sha256, z) VALUES (?, ?)",
-                                  (key, zlib.compress(_canonical(messages), LEVEL)))
+        try:
+            cursor = self._db.execute("INSERT OR IGNORE INTO messages (sha256, z) VALUES (?, ?)",
+                                      (key, zlib.compress(_canonical(messages), LEVEL)))
+        except sqlite3.Error as exc:  # disk full, an I/O error: the put is rolled back whole
+            raise WriteFailed(self.path, exc) from None
         self.written += cursor.rowcount
         self._seen.add(key)
         return key
@@ -90,7 +107,9 @@ class MessageStore:
         return int(self._db.execute("SELECT count(*) FROM messages").fetchone()[0])
 
     def close(self) -> None:
-        """Close the file (SQLite folds the WAL into it when the last connection closes)."""
+        """Fold the WAL into the file (a writer), then close it."""
+        if not self._read_only:
+            checkpoint(self._db, self.path)
         self._db.close()
 
     def __enter__(self) -> MessageStore:
@@ -99,3 +118,4 @@ class MessageStore:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+

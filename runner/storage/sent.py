@@ -15,6 +15,8 @@ import logging
 from pathlib import Path
 from typing import TextIO
 
+from runner.core.errors import WriteFailed
+
 log = logging.getLogger(__name__)
 
 SENT_NAME = "sent.jsonl"
@@ -32,6 +34,7 @@ class SentLog:
         self.path = path
         self.earlier = frozenset(_unfinished(path))
         self._fh: TextIO | None = None
+        self._failed: WriteFailed | None = None
 
     def record(self, key: tuple) -> bool:
         """Note that the call ``key`` is being sent; True when an earlier process had sent it and journaled nothing."""
@@ -43,19 +46,28 @@ class SentLog:
         self._write({"done": list(key)})
 
     def _write(self, entry: object) -> None:
-        if self._fh is None:  # opened at the first send: a run served from its journal and cache writes no file
-            torn = _torn(self.path)
-            self._fh = self.path.open("a", encoding="utf-8")
-            if torn:  # a line torn by a crash: ours start on a line of their own
-                self._fh.write("\n")
-        self._fh.write(json.dumps(entry) + "\n")
-        self._fh.flush()  # to the operating system: a kill -9 keeps it
+        if self._failed is not None:  # nothing after a failed write: the stage is stopping
+            raise self._failed
+        try:
+            if self._fh is None:  # opened at the first send: a run served from its journal and cache writes no file
+                torn = _torn(self.path)
+                self._fh = self.path.open("a", encoding="utf-8")
+                if torn:  # a line torn by a crash: ours start on a line of their own
+                    self._fh.write("\n")
+            self._fh.write(json.dumps(entry) + "\n")
+            self._fh.flush()  # to the operating system: a kill -9 keeps it
+        except OSError as exc:  # disk full: the call is not sent (record) or its outcome is journaled (finished)
+            self._failed = WriteFailed(self.path, exc)
+            raise self._failed from None
 
     def close(self) -> None:
         """Close the file (if a call was sent)."""
         if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+            fh, self._fh = self._fh, None
+            try:
+                fh.close()
+            except OSError:  # what a failed write left in the buffer: only a count is lost (module docstring)
+                log.debug("%s: its last lines were not written", self.path)
 
     def __enter__(self) -> SentLog:
         return self

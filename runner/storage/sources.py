@@ -3,14 +3,17 @@ and the response cache shared across runs and sweeps."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from runner.core.types import JudgeRequest, JudgeResponse, Message
-from runner.storage.cache import ResponseCache
+from runner.storage.cache import CacheError, ResponseCache
 from runner.storage.keys import cache_key, repeat_params
 from runner.storage.sent import SentLog
+
+log = logging.getLogger(__name__)
 
 
 class AnswerSources:
@@ -60,6 +63,13 @@ class AnswerSources:
             self._sent.finished(request.key)
 
     def put(self, request: JudgeRequest, messages: tuple[Message, ...], response: JudgeResponse) -> None:
-        """Remember a fresh, successful answer in the cache (the cache decides by its mode)."""
-        if self._cache is not None:
+        """Remember a fresh, successful answer in the cache (the cache decides by its mode). A cache that cannot be
+        written (disk full) is said once and not used again in this stage: the answer still goes to the journal, the
+        run's record."""
+        if self._cache is None:
+            return
+        try:
             self._cache.put(self._key(request, messages), response)
+        except CacheError as exc:
+            log.warning("the response cache is not used for the rest of this stage: %s", exc)
+            self._cache = None

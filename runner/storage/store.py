@@ -5,12 +5,14 @@ The journal, written as each judge call completes and read back on resume, is :m
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.core.errors import WriteFailed
 from runner.core.types import Judgment
 from runner.storage.journal import judgment_record
 
@@ -57,16 +59,21 @@ def write_manifest(run_dir: Path, manifest: Manifest) -> None:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    """Write ``obj`` as indented UTF-8 JSON, atomically (temp file + rename).
+    """Write ``obj`` as indented UTF-8 JSON, atomically (temp file + rename); WriteFailed when it cannot be written.
 
     Streamed to the file piece by piece: a 100,000-judgment summary is ~12 MB of JSON, and json.dumps
     would hold it (and ~4x that in pieces) in memory at the run's peak.
     """
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        json.dump(obj, fh, ensure_ascii=False, indent=2)
-        fh.write("\n")
-    tmp.replace(path)
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            json.dump(obj, fh, ensure_ascii=False, indent=2)
+            fh.write("\n")
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise WriteFailed(path, exc) from None
 
 
 def write_results(path: Path, judgments: Iterable[Judgment], labels: Mapping[str, dict[str, Any]] | None = None,
@@ -79,10 +86,15 @@ def write_results(path: Path, judgments: Iterable[Judgment], labels: Mapping[str
     """
     labels = labels or {}
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for n, j in enumerate(judgments):
-            row = {**judgment_record(j, operational=False), **labels.get(j.item_id, {})}
-            if judges is not None:
-                row = {"judge": judges[n], **row}
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    tmp.replace(path)
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for n, j in enumerate(judgments):
+                row = {**judgment_record(j, operational=False), **labels.get(j.item_id, {})}
+                if judges is not None:
+                    row = {"judge": judges[n], **row}
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise WriteFailed(path, exc) from None

@@ -1,0 +1,66 @@
+"""Disk full under a run (issue 29, point 3): a run directory on a real 1 MB filesystem (tmpfs) fills up mid-run.
+The run sends nothing more, keeps every answer it could write, exits 5 with one line naming the file (no
+traceback), and its journal holds whole lines only; moved to a filesystem with room, the resume pays only for the
+judgments missing from the journal."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from tests.fakes.openai_server import Reply
+from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
+
+ITEMS = 200
+WRITE_FAILED = 5
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    """A 1 MB tmpfs mounted under tmp_path (root only); skipped where mounting is not permitted."""
+    where = tmp_path / "tiny"
+    where.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root or CAP_SYS_ADMIN): {mounted.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def run(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(args, cwd=REPO, env=offline_env(), capture_output=True, text=True, timeout=300)
+
+
+def test_a_full_disk_stops_the_run_in_one_line_and_the_resume_pays_only_what_was_not_written(fake_server, tmp_path,
+                                                                                           tiny_fs):
+    dataset = tmp_path / "pairs.jsonl"
+    dataset.write_text("".join(json.dumps({"id": f"q{n}", "prompt": f"question {n}", "chat": f"chat {n}",
+                                           "simple_chat": f"simple {n}"}) + "\n" for n in range(ITEMS)))
+    fake_server.reply = lambda _body: Reply(content="Verdict: [[A]] " + "because " * 400)  # ~3 KB a journal line
+    overrides = (*live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
+                 f"dataset.path={dataset}", "order=fixed", "concurrency=4", "cache.mode=off", "tracking=off")
+    run_dir = tiny_fs / "run"
+    full = run(cli_args(tmp_path, run_dir, overrides))
+    output = full.stdout + full.stderr
+    assert full.returncode == WRITE_FAILED, output
+    assert "Traceback" not in output, output
+    [line] = [ln for ln in output.splitlines() if "WriteFailed" in ln]
+    assert f"cannot write {run_dir}/" in line and f"resume={run_dir}" in line, line
+    journal = [json.loads(row) for row in (run_dir / "journal.jsonl").read_text().splitlines()]  # whole lines only
+    paid = fake_server.stats()["requests"]
+    assert 0 < len(journal) < ITEMS and paid < ITEMS  # it stopped sending
+    assert all(row["status"] == "scored" for row in journal)
+
+    roomy = tmp_path / "roomy"
+    shutil.copytree(run_dir, roomy)
+    fake_server.reset()
+    resumed = run(cli_args(tmp_path, roomy, (*overrides, f"resume={roomy}")))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert fake_server.stats()["requests"] == ITEMS - len(journal)  # what the journal held was not paid again
+    assert len((roomy / "results.jsonl").read_text().splitlines()) == ITEMS

@@ -1,0 +1,145 @@
+"""One owner per run directory (issue 29, point 1): a second process on a run directory in use (a second
+``resume=<dir>``, a copy of the command) refuses in one line naming the owner before any call, exit 4; the owner's
+lock dies with it, ``kill -9`` included, so a resume after it runs; a sweep's joblib workers stop paying within
+seconds of the death of the process that launched them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+from tests.fakes.openai_server import Reply
+from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
+
+ITEMS = 12
+RUN_DIR_BUSY = 4
+
+
+def write_dataset(path, items: int = ITEMS) -> None:
+    path.write_text("".join(json.dumps({"id": f"q{n}", "prompt": f"question {n}", "chat": f"chat {n}",
+                                        "simple_chat": f"simple {n}"}) + "\n" for n in range(items)))
+
+
+def overrides(server, dataset, *extra: str) -> tuple[str, ...]:
+    return (*live_judge(server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
+            f"dataset.path={dataset}", "order=fixed", "concurrency=2", "cache.mode=off", "tracking=off", *extra)
+
+
+class Gate:
+    """Reply policy: every answer waits until the test opens the gate (at most 120 s)."""
+
+    def __init__(self) -> None:
+        self.open = threading.Event()
+
+    def __call__(self, _body: dict) -> Reply:
+        self.open.wait(120)
+        return Reply(content="Verdict: [[A]]")
+
+
+def start(args: list[str], **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(args, cwd=REPO, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, **kwargs)
+
+
+def wait_for_requests(server, count: int, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 120
+    while server.stats()["requests"] < count and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert server.stats()["requests"] >= count, proc.poll()
+
+
+def refused(args: list[str], owner_pid: int) -> str:
+    """Run ``args`` to its end; it must refuse in one line naming ``owner_pid``; returns that line."""
+    # a process that does not refuse waits at the test's gate: the timeout fails the test
+    proc = subprocess.run(args, cwd=REPO, env=offline_env(), capture_output=True, text=True, timeout=90)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == RUN_DIR_BUSY, output
+    assert "Traceback" not in output, output
+    [line] = [ln for ln in output.splitlines() if "RunDirectoryBusy" in ln]
+    assert f"in use by pid {owner_pid} " in line and "runner" in line, line
+    return line
+
+
+def test_a_second_process_on_a_run_directory_refuses_before_any_call(fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    gate = Gate()
+    fake_server.reply = gate
+    run_dir = tmp_path / "run"
+    first = start(cli_args(tmp_path, run_dir, overrides(fake_server, dataset)))
+    try:
+        wait_for_requests(fake_server, 2, first)  # the first process is at the judge, its answers held
+        refused(cli_args(tmp_path, run_dir, overrides(fake_server, dataset, f"resume={run_dir}")), first.pid)
+        refused(cli_args(tmp_path, run_dir, overrides(fake_server, dataset)), first.pid)  # a copy of the command
+        assert fake_server.stats()["requests"] == 2  # neither sent anything
+    finally:
+        gate.open.set()
+    out, _ = first.communicate(timeout=300)
+    assert first.returncode == 0, out
+    assert fake_server.stats()["requests"] == ITEMS  # each judgment paid once
+    journal = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    assert sorted(row["item_id"] for row in journal) == sorted(f"q{n}" for n in range(ITEMS))  # no line twice
+    assert len((run_dir / "results.jsonl").read_text().splitlines()) == ITEMS
+
+
+def test_the_lock_dies_with_its_owner_so_a_resume_after_kill_9_runs(fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    gate = Gate()
+    fake_server.reply = gate
+    run_dir = tmp_path / "run"
+    first = start(cli_args(tmp_path, run_dir, overrides(fake_server, dataset)))
+    try:
+        wait_for_requests(fake_server, 2, first)
+        refused(cli_args(tmp_path, run_dir, overrides(fake_server, dataset, f"resume={run_dir}")), first.pid)
+        first.kill()  # kill -9: no chance to release anything
+        first.communicate(timeout=60)
+    finally:
+        gate.open.set()
+    assert (run_dir / ".owner.lock").is_file()  # left behind, naming a dead process: it must not matter
+    resumed = subprocess.run(cli_args(tmp_path, run_dir, overrides(fake_server, dataset, f"resume={run_dir}")),
+                             cwd=REPO, env=offline_env(), capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert len((run_dir / "results.jsonl").read_text().splitlines()) == ITEMS
+
+
+def test_joblib_workers_stop_paying_once_the_sweeps_process_is_killed(fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset, 400)  # minutes of calls at this pace: the sweep is far from its end when killed
+    fake_server.reply = lambda _body: Reply(content="Verdict: [[A]]", delay_s=0.2)
+    args = cli_args(tmp_path, tmp_path / "multirun",
+                    (*overrides(fake_server, dataset), "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                     "judge.seed=1,2"), multirun=True)
+    log = (tmp_path / "sweep.log").open("w")  # not a pipe: the workers would hold it open after the kill
+    # its own process group: the test ends the workers whatever happens
+    sweep = subprocess.Popen(args, cwd=REPO, env=offline_env(), stdout=log, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while {r.get("seed") for r in fake_server.requests} != {1, 2} and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert {r.get("seed") for r in fake_server.requests} == {1, 2}, "both workers never sent"
+        sweep.kill()  # kill -9 of the launching process alone; its workers are not signalled
+        sweep.wait(timeout=60)
+        # within seconds the workers stop (their answers in flight still arrive): then no request for 3 s running
+        quiet_since, last = time.monotonic(), fake_server.stats()["requests"]
+        deadline = time.monotonic() + 30
+        while time.monotonic() - quiet_since < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            now = fake_server.stats()["requests"]
+            if now != last:
+                quiet_since, last = time.monotonic(), now
+        assert time.monotonic() - quiet_since >= 3, f"the workers kept sending: {last} requests"
+        assert last < 2 * 400
+        assert "stops sending" in (tmp_path / "sweep.log").read_text() + "".join(
+            p.read_text() for p in (tmp_path / "multirun").glob("*/judgesweep.log"))
+    finally:
+        log.close()
+        try:
+            os.killpg(sweep.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
