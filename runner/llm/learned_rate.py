@@ -189,6 +189,7 @@ class LearnedRate:
     def _decrease(self, now: float, resume_at: float) -> None:
         """Multiplicative decrease, never below the floor; the cut is judged when requests are numbered (acquire)."""
         before = self.at(now) if self._learned is not None else None
+        current: float
         if before is None:  # unpaced: what was sent in the last second (after a pause, paced: it undercounts)
             current = max(1, *(sum(1 for t in times if now - t <= OBSERVE_S) for times in (self._starts, self._sends)))
         else:

@@ -289,14 +289,11 @@ class RateLimiter:
         """The learned rate changed: calls waiting on a booking at the old rate book again."""
         self._epoch += 1
         self._next_start = self._last_start = now
-        if not self._learned.known:
-            logger.info("429s with no rpm configured did not fall when the rate was cut: not a rate limit, back to "
-                        "no pacing; a 429 now holds back only its own call (up to %.0f%% of answers)",
-                        100 * (self._learned.noise or 0.0))
-        elif self._learned.noise is not None:
-            logger.info("429s with no rpm configured did not fall when the rate was cut: not a rate limit, back to "
-                        "%.2f requests/s; a 429 now holds back only its own call (up to %.0f%% of answers)",
-                        self._learned.at(now), 100 * self._learned.noise)
+        if self._learned.noise is not None:  # a cut was undone
+            rate = f"{self._learned.at(now):.2f} requests/s" if self._learned.known else "no pacing"
+            logger.info("429s with no rpm configured did not fall when the rate was cut: not a rate limit, back to %s; "
+                        "a 429 now holds back only its own call (up to %.0f%% of answers)", rate,
+                        100 * self._learned.noise)
 
     @property
     def last_success(self) -> float:
