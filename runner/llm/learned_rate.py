@@ -11,7 +11,8 @@ A cut is an experiment (:class:`runner.llm.rate_evidence.CutTrial`): the rate st
 until the ``TRIAL_SENDS`` requests after it are sent (or ``TRIAL_S`` seconds passed), and once they and the
 ``TRIAL_SENDS`` before it are answered their 429 shares are compared. Meanwhile, once ``MIN_ANSWERS`` of them are
 answered, a 429 pauses every start (and may cut again) only while their 429 share exceeds ``MAX_NOISE``; below it,
-only its own call waits. A side of fewer than ``TRIAL_SENDS`` requests judges nothing (the cut stands). A share that did not fall (:func:`runner.llm.rate_evidence.helped`) means the 429s
+only its own call waits. A side of fewer than ``TRIAL_SENDS`` requests judges nothing (the cut stands).
+A share that did not fall (:func:`runner.llm.rate_evidence.helped`) means the 429s
 do not depend on the rate (overload, a flaky gateway): the rate before the cut is back at once, and from then on a
 429 holds back only its own call for its Retry-After (:attr:`Decision.OWN`) while the share of the last
 ``NOISE_ANSWERS`` answers stays within ``NOISE_TRIP`` times that share (or ``NOISE_SLACK`` above it); beyond it, 429s
