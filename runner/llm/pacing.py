@@ -24,7 +24,9 @@ Two more behaviours come from providers that meter more tightly than the configu
 - No burst in any second: an rpm of 600 is also read as "10 in any sliding second", which some providers
   enforce; :meth:`RateLimiter.acquire` holds a send that would break it (:mod:`runner.llm.send_window`).
 - A limit nobody configured is learned (AIMD, as TCP does): without an rpm, 429s teach the limiter a request
-  rate (:mod:`runner.llm.learned_rate`). Retry-After pauses every new start, as with a configured limit.
+  rate (:mod:`runner.llm.learned_rate`). Retry-After pauses every new start, as with a configured limit, while
+  cutting the rate lowers the 429s' share; when a cut did not, the rate before it is back and a 429 holds back
+  only its own call for its Retry-After.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 
-from runner.llm.learned_rate import RAMP, LearnedRate
+from runner.llm.learned_rate import RAMP, Decision, LearnedRate
 from runner.llm.send_window import SendWindow
 
 logger = logging.getLogger(__name__)
@@ -44,6 +47,10 @@ BUCKET_SECONDS = 10.0  # the tpm bucket holds this many seconds of refill
 SLOWDOWN = 0.8  # a 429 multiplies the effective rate by this
 MIN_RATE_FACTOR = 0.25  # ... but never below this share of the configured rate
 RECOVERY_STEP = 0.02  # each success gives back this share of the configured rate
+# Per call (each asyncio task has its own copy), without an rpm: the number acquire() gave the request being sent,
+# read back by penalize() or record_success(); and until when a sporadic 429 holds back this call alone.
+_SENDING: ContextVar[int | None] = ContextVar("judgesweep_sending", default=None)
+_OWN_HOLD: ContextVar[float] = ContextVar("judgesweep_own_hold", default=-math.inf)
 
 
 class RateLimiter:
@@ -177,7 +184,7 @@ class RateLimiter:
         Returns:
             Seconds waited.
         """
-        total = 0.0
+        total = await self._own_hold()
         while True:
             epoch = self._epoch
             wait = self.reserve(tokens)
@@ -192,8 +199,21 @@ class RateLimiter:
                     await self._sleep(extra)
             total += wait
             if self._epoch == epoch:
-                return total + await self._guard_window()
+                total += await self._guard_window()
+                if self._rpm is None:
+                    _SENDING.set(self._learned.record_send(self._clock()))
+                return total
             # a 429 lowered the learned rate while this call waited on a booking made at the old rate: book again
+
+    async def _own_hold(self) -> float:
+        """Wait out the Retry-After of this call's last 429 when it held back no other call (a sporadic 429)."""
+        wait = _OWN_HOLD.get() - self._clock()
+        _OWN_HOLD.set(-math.inf)
+        if not wait > 0.0:
+            return 0.0
+        self._waited_s += wait
+        await self._sleep(wait)
+        return wait
 
     async def _guard_window(self) -> float:
         """Hold a send until the one rpm/60 sends ago is over a second old; record the send (rpm only)."""
@@ -233,12 +253,12 @@ class RateLimiter:
         if retry_after is None or not 0.0 <= retry_after < math.inf:
             retry_after = 60.0 / self._rpm if self._rpm else 1.0
         until = now + retry_after
-        if now >= self._blocked_until:
-            if self._rpm is None:
-                if self._learned.may_decrease(now):
-                    self._learn(now, until)
-            else:
-                self._set_factor(max(MIN_RATE_FACTOR, self._factor * SLOWDOWN))
+        if self._rpm is None:
+            if not self._learn(now, until):
+                _OWN_HOLD.set(max(_OWN_HOLD.get(), until))
+                return  # a sporadic 429: only its own call waits (acquire); the others go on at the same rate
+        elif now >= self._blocked_until:
+            self._set_factor(max(MIN_RATE_FACTOR, self._factor * SLOWDOWN))
         if until <= self._blocked_until:
             return
         if self._last_start > now:  # bookings are waiting: move them all
@@ -252,14 +272,28 @@ class RateLimiter:
         self._blocked_until = until
         logger.debug("429: no start before +%.2fs, rate factor %.2f", retry_after, self._factor)
 
-    def _learn(self, now: float, resume_at: float) -> None:
-        """Multiplicative decrease of the learned rate at the first 429 of an episode; the additive ramp
-        starts when the pause ends."""
-        rate = self._learned.decrease(now, resume_at)
+    def _learn(self, now: float, resume_at: float) -> bool:
+        """A 429 without an rpm: count it and let the learned rate decide (runner.llm.learned_rate). Returns whether
+        every start pauses until ``resume_at`` (read as a rate limit); else only this call waits until then."""
+        if self._learned.record_answer(now, _SENDING.get(), limited=True):
+            self._rebook(now)
+        _SENDING.set(None)
+        decision = self._learned.decide(now, resume_at, paused=now < self._blocked_until)
+        if decision is Decision.CUT:
+            self._rebook(now)  # waiting calls book again at the new rate, from the pause's end
+            logger.info("429 with no rpm configured: pacing at %.2f requests/s, then %.0f%% more per second",
+                        self._learned.at(now), RAMP * 100)
+        return decision is not Decision.OWN
+
+    def _rebook(self, now: float) -> None:
+        """The learned rate changed: calls waiting on a booking at the old rate book again."""
         self._epoch += 1
-        self._next_start = self._last_start = now  # waiting calls book again at the new rate, from the pause's end
-        logger.info("429 with no rpm configured: pacing at %.2f requests/s, then %.0f%% more per second",
-                    rate, RAMP * 100)
+        self._next_start = self._last_start = now
+        if self._learned.noise is not None:  # a cut was undone
+            rate = f"{self._learned.at(now):.2f} requests/s" if self._learned.known else "no pacing"
+            logger.info("429s with no rpm configured did not fall when the rate was cut: not a rate limit, back to %s; "
+                        "a 429 now holds back only its own call (up to %.0f%% of answers)", rate,
+                        100 * self._learned.noise)
 
     @property
     def last_success(self) -> float:
@@ -267,8 +301,13 @@ class RateLimiter:
         return self._last_success
 
     def record_success(self) -> None:
-        """Recover gradually after penalties: +2% of the configured rate per success, up to 100%."""
+        """Recover gradually after penalties: +2% of the configured rate per success, up to 100%; without an rpm,
+        count the answer for the learned rate."""
         self._last_success = self._clock()
+        if self._rpm is None:
+            if self._learned.record_answer(self._last_success, _SENDING.get(), limited=False):
+                self._rebook(self._last_success)
+            _SENDING.set(None)
         if self._factor < 1.0:
             self._set_factor(min(1.0, round(self._factor + RECOVERY_STEP, 9)))
 

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tests.fakes.openai_server import Reply
+from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from tests.integration.conftest import live_judge
 
 pytestmark = pytest.mark.integration
@@ -73,3 +73,27 @@ def test_without_progress_a_429_is_given_up_after_the_patience(run_cli, fake_ser
     [row] = result.journal()
     assert (row["status"], row["error_type"]) == ("error", "RateLimitError")
     assert row["rate_limited"] == row["attempts"] > 1
+
+
+N_SPORADIC = 300  # judgments against 10% sporadic 429s: enough answers for a few trials of a cut (20 requests a side)
+
+
+def test_sporadic_429s_are_not_read_as_a_rate_limit(run_cli, tmp_path):
+    """A provider answering 10% of requests 429 whatever the rate (seeded): a cut of the learned rate does not
+    lower their share, so the limiter undoes it and later 429s hold back only their own call; nothing is lost."""
+    dataset = tmp_path / "pairs.jsonl"
+    dataset.write_text("".join(json.dumps({"id": f"q{n}", "prompt": f"q{n}", "chat": "a", "simple_chat": "b"}) + "\n"
+                               for n in range(N_SPORADIC)))
+    with FakeOpenAIServer(sporadic_429=0.1, sporadic_seed=29) as server:
+        server.reply = lambda body: Reply(content="[[A]]", delay_s=0.02)
+        result = run_cli(*live_judge(server), "prompt=mtbench_pair", "rubric=mtbench_verdict",
+                         "dataset=chat_vs_simple", f"dataset.path={dataset}", "order=fixed", "concurrency=16",
+                         "tracking=off", "cache.mode=off", "progress=false")
+        count_429 = server.stats()["count_429"]
+    assert result.proc.returncode == 0, result.output
+    journal = result.journal()
+    assert len(journal) == N_SPORADIC and all(row["status"] == "scored" for row in journal)
+    assert sum(row["rate_limited"] for row in journal) == count_429 > 0  # every 429 sent again, none lost
+    assert "did not fall when the rate was cut: not a rate limit" in result.output, result.output
+    cuts = result.output.count("429 with no rpm configured: pacing at")
+    assert cuts < count_429 / 3, result.output  # read as a rate limit, each 429 episode would cut the rate again

@@ -214,6 +214,19 @@ def test_each_429_episode_lowers_the_learned_rate_again() -> None:
     assert limiter.learned_rate == pytest.approx(0.1)  # the floor
 
 
+def test_a_cut_never_goes_below_what_the_last_minute_answered_without_a_429() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(rpm=None, tpm=None, clock=clock)
+    for _ in range(600):  # a minute of 10 answers a second, none a 429
+        limiter.reserve(1)
+        clock.advance(0.1)
+        limiter.record_success()
+    for _ in range(10):  # then ten 429 episodes in ten seconds: each cuts the rate by 20%, down to 0.1 without a floor
+        clock.advance(1.0)
+        limiter.penalize(0.0)
+    assert limiter.learned_rate is not None and limiter.learned_rate >= 500 / 60  # the answers of the last 60 s
+
+
 class VirtualTimeLoop(asyncio.SelectorEventLoop):
     """An event loop on virtual time: where a real loop would block in select() until its next timer, this one
     moves the clock forward by that much at once, so minutes of pacing run in milliseconds, deterministically."""
