@@ -40,9 +40,9 @@ ORDERS = ("ab", "ba")
 VERDICT, SCORE = "verdict", "score"  # the two kinds of vote
 USERS_JSON, RESULTS_JSONL, GENERIC_JSONL = "users_json", "results_jsonl", "generic_jsonl"
 _ACCEPTED = ('a JSON document {"evaluations"|"results": [{"id"|"subset_id"|"item_id": ..., "verdict"|"winner": '
-             '...}]} or {"evaluations"|"results": {id: {"verdict"|"winner": ...}}}, a list of such entries or a mapping '
-             '{id: verdict}; or a .jsonl file of judgesweep results rows ("item_id", "status", ...) or of generic '
-             'votes ("id" with "verdict", "scores" or "score")')
+             '...}]} or {"evaluations"|"results": {id: {"verdict"|"winner": ...}}}, a list of such entries or a '
+             'mapping {id: verdict}; or a .jsonl file of judgesweep results rows ("item_id", "status", ...) or of '
+             'generic votes ("id" with "verdict", "scores" or "score")')
 
 
 class EvaluationFileError(DatasetError):
