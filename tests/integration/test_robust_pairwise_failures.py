@@ -91,6 +91,7 @@ def test_a_partial_run_counts_the_retries_of_the_calls_its_abort_cut_off(run_cli
     logged = len(RETRY_LINE.findall(run.output))
     assert logged >= 3  # each of pair-09's calls decided at least one retry
     metrics = json.loads((run.run_dir / "metrics.json").read_text())
-    assert doc["summary"]["retries"] == metrics["calls/retries"] == logged
+    assert metrics["calls/retries"] == logged
     assert f"retries {logged}," in run.output
+    assert doc["summary"]["retries"] == logged
     assert metrics["calls/made"] >= 20 and metrics["calls/failed"] == 2
