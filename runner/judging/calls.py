@@ -53,8 +53,9 @@ class RunAborted(RuntimeError):
 
     ``completed`` is what the judge stage finished before it stopped (a ``Judgments`` of the units that completed,
     set by the stage on its way out; None when nothing was collected), so the run can summarize it; an ensemble's
-    stage also sets ``completed_by_member`` (member name -> its completed judgments). ``calls`` counts every call
-    the judge stage finished (:class:`CallCounts`), also those of the units it did not complete.
+    stage also sets ``completed_by_member`` (member name -> its completed judgments). ``calls`` counts the judge
+    stage's calls (:class:`CallCounts`, set by the stage): every call it finished, also those of the units it did not
+    complete, and every retry its client decided, also those of a call the abort cut off.
     """
 
     def __init__(self, message: str, completed: Sequence[Any] | None = None) -> None:
