@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hydra import compose
 from hydra.core.hydra_config import HydraConfig
@@ -35,7 +36,9 @@ from runner.inputs.prompts import TemplateError
 from runner.judging.scoring import RubricError
 from runner.run import job_context
 from runner.run.experiment import _hydra_initialized, prepare_process
-from runner.run.reaggregation import AggregateJob, reaggregate
+
+if TYPE_CHECKING:
+    from runner.run.reaggregation import AggregateJob
 
 __all__ = ["OWN_KEYS", "build_parser", "main", "script"]
 
@@ -108,6 +111,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ours, baseline = cfg.dataset.ours, cfg.dataset.baseline  # a pointwise dataset has neither
         systems = Systems(ours.name if ours else "ours", baseline.name if baseline else "baseline")
         evaluation = read_evaluation_set(files, systems)
+        # Only once the files are read: the report's modules (the statistics, litellm's cost map, MLflow's
+        # publishing path) take seconds to import, and a file that cannot be aggregated is refused without them.
+        from runner.run.reaggregation import reaggregate
+
         outcome = reaggregate(cfg, evaluation, _job(dcfg, full, own, len(files), args.config_dir))
     except ERRORS as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")
@@ -123,6 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _job(dcfg: DictConfig, full: DictConfig, own: dict[str, str], n_files: int, config_dir: str | None
          ) -> AggregateJob:
+    from runner.run.reaggregation import AggregateJob
+
     cwd = Path.cwd()
     run_dir = Path(own.get("output_dir") or cwd / "outputs" / "aggregate" / datetime.now().strftime(
         "%Y-%m-%d_%H-%M-%S-%f"))

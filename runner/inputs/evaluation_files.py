@@ -4,7 +4,10 @@ Three formats, told apart by the file name and the first row:
 
 - a JSON document (any name not ending in ``.jsonl``): the users' per-run evaluation file, one run over the items:
   ``{"evaluations": [{"id": ..., "verdict": ..., "reasoning": ...}, ...]}`` (``subset_id`` or ``item_id`` for
-  ``id``, ``winner`` for ``verdict``), a bare list of such entries, or a mapping ``{id: verdict}``;
+  ``id``, ``winner`` for ``verdict``; ``results`` for ``evaluations``), the entries keyed by item id
+  ``{"results": {id: {"verdict": ..., "reasoning": ...}}}`` (an entry without a verdict but with an ``error`` is a
+  failed vote), a bare list of entries, a mapping ``{id: verdict}`` or ``{id: entry}``; other top-level keys
+  (``evaluation_completed``, ...) are ignored;
 - a ``.jsonl`` file whose rows have ``item_id`` and ``status``: judgesweep's own results.jsonl;
 - a ``.jsonl`` file whose rows have ``id``: the generic format, one vote a line, ``{"id", "verdict"}`` or
   ``{"id", "scores": {...}}`` / ``{"id", "score"}``, optionally ``repeat``, ``order``, ``judge``, ``reasoning``,
@@ -36,9 +39,10 @@ LIST_KEYS = ("evaluations", "results")  # the users' JSON: where the entries are
 ORDERS = ("ab", "ba")
 VERDICT, SCORE = "verdict", "score"  # the two kinds of vote
 USERS_JSON, RESULTS_JSONL, GENERIC_JSONL = "users_json", "results_jsonl", "generic_jsonl"
-_ACCEPTED = ('a JSON document {"evaluations": [{"id"|"subset_id"|"item_id": ..., "verdict"|"winner": ...}]}, a '
-             'list of such entries or a mapping {id: verdict}; or a .jsonl file of judgesweep results rows '
-             '("item_id", "status", ...) or of generic votes ("id" with "verdict", "scores" or "score")')
+_ACCEPTED = ('a JSON document {"evaluations"|"results": [{"id"|"subset_id"|"item_id": ..., "verdict"|"winner": '
+             '...}]} or {"evaluations"|"results": {id: {"verdict"|"winner": ...}}}, a list of such entries or a '
+             'mapping {id: verdict}; or a .jsonl file of judgesweep results rows ("item_id", "status", ...) or of '
+             'generic votes ("id" with "verdict", "scores" or "score")')
 
 
 class EvaluationFileError(DatasetError):
@@ -137,7 +141,10 @@ def _users_json(path: Path, text: str, systems: Systems) -> Iterator[Vote]:
     except json.JSONDecodeError as exc:
         raise EvaluationFileError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno})") from None
     lines = _Lines(text)
-    entries = next((doc[k] for k in LIST_KEYS if isinstance(doc, dict) and isinstance(doc.get(k), list)), doc)
+    key = next((k for k in LIST_KEYS if isinstance(doc, dict) and isinstance(doc.get(k), list | dict)), None)
+    entries = doc if key is None else doc[key]
+    if key is not None:
+        lines.after(json.dumps(key))  # the entries' ids are looked for after it
     if isinstance(entries, list):
         for n, entry in enumerate(entries):
             yield _entry_vote(path, n, entry, lines, systems)
@@ -145,6 +152,10 @@ def _users_json(path: Path, text: str, systems: Systems) -> Iterator[Vote]:
         for item_id, verdict in entries.items():
             where = f"{path}:{lines.after(json.dumps(item_id))}"
             yield _verdict_vote(_item_id(item_id, where), where, verdict, systems)
+    elif isinstance(entries, dict) and entries and all(isinstance(v, dict) for v in entries.values()):
+        for item_id, entry in entries.items():  # {"results": {id: {"verdict": ..., "reasoning": ...}}}
+            where = f"{path}:{lines.after(json.dumps(item_id))}"
+            yield _keyed_vote(_item_id(item_id, where), where, entry, systems)
     else:
         raise EvaluationFileError(f"{path}: not an evaluation file: expected {_ACCEPTED}")
 
@@ -159,11 +170,27 @@ def _entry_vote(path: Path, n: int, entry: Any, lines: _Lines, systems: Systems)
         raise EvaluationFileError(f"{where}: evaluation {n} needs one id key of {list(ID_KEYS)} and one verdict key "
                                   f"of {list(VERDICT_KEYS)}; it has {sorted(entry)}")
     where = f"{path}:{lines.after(json.dumps(entry[ids[0]]))}"
+    return _entry_fields(_verdict_vote(_item_id(entry[ids[0]], where), where, entry[verdicts[0]], systems), entry)
+
+
+def _keyed_vote(item_id: str, where: str, entry: dict[str, Any], systems: Systems) -> Vote:
+    """One entry of a mapping id -> entry: its verdict, or a failed vote when it has none but an ``error``."""
+    verdicts = [k for k in VERDICT_KEYS if k in entry]
+    error = entry.get("error")
+    if len(verdicts) > 1 or (not verdicts and error is None):
+        raise EvaluationFileError(f"{where}: item {item_id!r} needs one verdict key of {list(VERDICT_KEYS)} (or an "
+                                  f"\"error\" for a failed vote); it has {sorted(entry)}")
+    if error is not None and (not verdicts or entry[verdicts[0]] is None):  # the run's call failed: no vote
+        return _entry_fields(Vote(item_id, where, VERDICT, status="error", reason=str(error)), entry)
+    return _entry_fields(_verdict_vote(item_id, where, entry[verdicts[0]], systems), entry)
+
+
+def _entry_fields(vote: Vote, entry: dict[str, Any]) -> Vote:
+    """``vote`` with its entry's ``order`` and text (``reasoning`` or ``explanation``)."""
     order = entry.get("order")
     if order is not None and order not in ORDERS:
-        raise EvaluationFileError(f"{where}: order {order!r} is not one of {list(ORDERS)}")
+        raise EvaluationFileError(f"{vote.where}: order {order!r} is not one of {list(ORDERS)}")
     text = next((entry[k] for k in TEXT_KEYS if isinstance(entry.get(k), str)), None)
-    vote = _verdict_vote(_item_id(entry[ids[0]], where), where, entry[verdicts[0]], systems)
     return _with(vote, order=order, text=text)
 
 

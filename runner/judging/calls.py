@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
 from runner.core.errors import WriteFailed
@@ -28,18 +28,41 @@ R = TypeVar("R")  # what a unit's task returns
 T = TypeVar("T")  # what journaling a call returns
 
 
+@dataclass(frozen=True)
+class CallCounts:
+    """What a stage's calls did, every finished call counted (also those of a unit an abort left unfinished, which no
+    summarized judgment holds): calls made (sent, not known from the journal or the cache), failed, retries, 429s."""
+
+    made: int = 0
+    failed: int = 0
+    retries: int = 0
+    rate_limited: int = 0
+
+    def __add__(self, other: CallCounts) -> CallCounts:
+        return CallCounts(self.made + other.made, self.failed + other.failed, self.retries + other.retries,
+                          self.rate_limited + other.rate_limited)
+
+    def metrics(self) -> dict[str, int]:
+        """As ``calls/*`` metrics (the keys runner.modes.summary.judge_metrics counts from judgments)."""
+        return {"calls/made": self.made, "calls/failed": self.failed, "calls/retries": self.retries,
+                "calls/rate_limited": self.rate_limited}
+
+
 class RunAborted(RuntimeError):
     """Too many judge calls failed: the run stops instead of paying for more failures.
 
     ``completed`` is what the judge stage finished before it stopped (a ``Judgments`` of the units that completed,
     set by the stage on its way out; None when nothing was collected), so the run can summarize it; an ensemble's
-    stage also sets ``completed_by_member`` (member name -> its completed judgments).
+    stage also sets ``completed_by_member`` (member name -> its completed judgments). ``calls`` counts the judge
+    stage's calls (:class:`CallCounts`, set by the stage): every call it finished, also those of the units it did not
+    complete, and every retry its client decided, also those of a call the abort cut off.
     """
 
     def __init__(self, message: str, completed: Sequence[Any] | None = None) -> None:
         super().__init__(message)
         self.completed = completed
         self.completed_by_member: dict[str, Any] | None = None
+        self.calls: CallCounts | None = None
 
 
 class ErrorBudget:
@@ -54,11 +77,15 @@ class ErrorBudget:
         self.what = what  # "judge" or "generation"
         self.done = 0
         self.failed = 0
+        self.calls = CallCounts()  # the calls made, a call finishing after the abort included
         self._first: JudgeResponse | None = None
         self._aborted: RunAborted | None = None
 
     def count(self, response: JudgeResponse) -> None:
         """Count one finished call; raises RunAborted when the budget is (or was already) exceeded."""
+        if response.source == "call":
+            self.calls += CallCounts(1, int(response.error_type is not None), max(response.attempts - 1, 0),
+                                     response.rate_limited)
         if self._aborted is not None:
             raise self._aborted
         self.done += 1

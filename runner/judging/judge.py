@@ -38,7 +38,7 @@ from runner.core.types import (
     hash_messages,
 )
 from runner.inputs.prompts import Template
-from runner.judging.calls import AnswerSource, CallClient, PaidCalls, RunAborted
+from runner.judging.calls import AnswerSource, CallClient, CallCounts, PaidCalls, RunAborted
 from runner.judging.parsing import parse_verdict
 from runner.judging.score_parsing import parse_scores
 from runner.judging.scoring import Scoring
@@ -178,6 +178,17 @@ class Executor:
         self.sources = sources
         self._calls = PaidCalls(client, sources, plan.concurrency, plan.max_error_rate, "judge")
 
+    @property
+    def calls(self) -> CallCounts:
+        """This executor's calls so far (runner.judging.calls.CallCounts): those finished, their failures, and the
+        retries and 429s the client counts (runner.llm.client.JudgeClient), those of a call cut off by an abort
+        included; a client that counts none (a test's) gives the finished calls' own."""
+        counts = self._calls.budget.calls
+        resent, limited = getattr(self.client, "resent", None), getattr(self.client, "rate_limited", None)
+        if isinstance(resent, int) and isinstance(limited, int):
+            counts = replace(counts, retries=resent, rate_limited=limited)
+        return counts
+
     def _read(self, item: Item, request: JudgeRequest, response: JudgeResponse
               ) -> tuple[Verdict, str | None, float | None]:
         """(verdict, winner, overall score) of one response."""
@@ -281,6 +292,7 @@ class Executor:
         except RunAborted as exc:  # the units that completed go with the abort, so the run can summarize them
             done.reorder(np.argsort(np.frombuffer(units, dtype=np.int64), kind="stable"))
             exc.completed = self.completed = done
+            exc.calls = self.calls
             raise
         except asyncio.CancelledError:  # another ensemble member aborted: what this one completed stays readable
             done.reorder(np.argsort(np.frombuffer(units, dtype=np.int64), kind="stable"))

@@ -23,7 +23,7 @@ from runner.core.judgments import Judgments
 from runner.core.types import Item, JudgeResponse, Order, Secret
 from runner.inputs.datasets import ItemRef, resolve_path
 from runner.inputs.prompts import Template
-from runner.judging.calls import RunAborted
+from runner.judging.calls import CallCounts, RunAborted
 from runner.judging.generation import GENERATIONS_NAME, Generation, Generator
 from runner.judging.judge import Executor, JudgePlan
 from runner.judging.progress import FirstAnswer, ProgressBar, ProgressOptions, Sinks
@@ -156,6 +156,7 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
                              for (name, executor), result in zip(executors.items(), ended, strict=True)}
                 exc.completed_by_member = {name: _in_dataset_order(js, refs) for name, js in completed.items()
                                            if js is not None}
+                exc.calls = sum((executor.calls for executor in executors.values()), CallCounts())
                 raise
 
         done = asyncio.run(run_stage(run_all(), shutdown_grace_s))

@@ -269,6 +269,10 @@ class JudgeClient:
         self._rng = random.Random(seed)
         self.long_waits = LongWaits(judge.name)
         self.note_kinds: Counter[str] = Counter()  # kind of a response's note -> how many were logged
+        # every call's attempts after its first (retries, 429s sent again, retry_malformed) as each is decided (and
+        # logged), and 429s answered, also those of a call that never finished (cancelled when the run aborted): what
+        # a partial run's summary counts
+        self.resent = self.rate_limited = 0
         self.decoding_params: dict[str, Any] = {"temperature": judge.temperature, "max_tokens": judge.max_tokens}
         if judge.seed is not None:
             self.decoding_params["seed"] = judge.seed
@@ -370,6 +374,7 @@ class JudgeClient:
         retry_after = None
         if isinstance(exc, litellm.RateLimitError):
             call.limited += 1
+            self.rate_limited += 1
             retry_after = retry_after_of(exc)
             if retry_after is not None and retry_after > self.judge.max_retry_after_s:
                 log.debug("%s: Retry-After %.0f s cut to judge.max_retry_after_s=%g", self.judge.name, retry_after,
@@ -380,6 +385,7 @@ class JudgeClient:
                     self.long_waits.note(retry_after)  # the limiter holds every call back that long
                 self._limiter.penalize(retry_after)
                 if self._progressing(call.first_attempt):
+                    self.resent += 1
                     return None  # the limiter now holds this call back (pause, learned rate): no own backoff
                 return call.total(self._error(exc, call.started, call.attempts, call.limited))
         if not _retryable(exc) or call.attempts - call.limited > self._retry.max_retries:
@@ -387,6 +393,7 @@ class JudgeClient:
         delay = self._retry.delay(call.attempts - call.limited, retry_after, self._rng)
         if retry_after is not None:
             self.long_waits.note(delay)  # this call's own wait, at least the Retry-After
+        self.resent += 1
         log.info("%s: %s, retry %d/%d in %.1fs", self.judge.name, type(exc).__name__, call.attempts,
                  self._retry.max_retries, delay)
         await asyncio.sleep(delay)
@@ -405,6 +412,7 @@ class JudgeClient:
                 or call.attempts - call.limited > self._retry.max_retries):
             return call.total(bad)
         call.spent.append(bad)
+        self.resent += 1
         log.info("%s: a 200 without an answer (%s), sent again (retry_malformed) %d/%d", self.judge.name,
                  bad.finish_reason, call.attempts, self._retry.max_retries)
         return None

@@ -181,7 +181,8 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
     # their responses would be 100,000 objects alive at the run's peak.
     status: Counter[Status] = Counter()
     reasons: Counter[str] = Counter()
-    prompt = completion = made = paid = repaid = cache_hits = resumed = retries = rate_limited = unknown_cost = 0
+    prompt = completion = made = failed = paid = repaid = cache_hits = resumed = retries = rate_limited = 0
+    unknown_cost = 0
     substituted = unknown_tokens = 0
     latencies: list[float] = []
     paid_costs, saved_costs = array("d"), array("d")  # summed in judgment order, as the costs were
@@ -199,6 +200,7 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
         resumed += r.source == "journal"
         if r.source == "call":
             made += 1
+            failed += r.error_type is not None
             paid += r.paid
             repaid += r.repaid
             retries += max(r.attempts - 1, 0)
@@ -224,6 +226,7 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
         "cost/usd_saved": float(sum(saved_costs)),
         "cost/unknown_calls": unknown_cost,
         "calls/made": made,
+        "calls/failed": failed,
         "calls/paid": paid,
         "calls/repaid": repaid,
         "calls/cache_hits": cache_hits,

@@ -17,7 +17,7 @@ from runner.core.config import RunConfig
 from runner.core.judgments import Judgments
 from runner.core.types import Judgment, Status
 from runner.inputs.datasets import ItemRef
-from runner.judging.calls import RunAborted
+from runner.judging.calls import CallCounts, RunAborted
 from runner.judging.estimate import run_list_cost
 from runner.judging.generation import Generation, generation_metrics
 from runner.modes import drilldown
@@ -40,6 +40,9 @@ class Judged:
     generations: dict[str, Generation] | None  # item id -> generated output (runs with a generator)
     judgments: Sequence[Judgment]  # every judge call, an ensemble's members' included (a core.judgments.Judgments)
     by_member: Mapping[str, Sequence[Judgment]] | None = None  # an ensemble's judgments per member
+    # an aborted stage's count of every call it finished, also those of the units it left unfinished (None: every
+    # call's judgment is in ``judgments``)
+    calls: CallCounts | None = None
 
 
 def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, started_ns: int = 0,
@@ -67,6 +70,10 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, 
         store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged),
                             item_labels(prepared.refs, found), judges)
     judge_stats = summaries.judge_metrics(judgments)
+    if judged.calls is not None:  # a partial run: the calls of the units it did not finish were made all the same
+        judge_stats.update(judged.calls.metrics())
+    # after skipped_rows, before partial: the typed records read the keys in this order
+    summary["summary"].update(failed_calls=judge_stats["calls/failed"], retries=judge_stats["calls/retries"])
     metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
     metrics.update(run_list_cost(cfg.judge, judgments, judged.by_member))
     metrics["items/skipped_rows"] = float(len(prepared.dataset.skipped))
@@ -111,8 +118,8 @@ def completed_part(exc: RunAborted, generations: dict[str, Generation] | None, m
         kept = {name: Judgments(j for j in js if j.request.item_id in common) for name, js in by_member.items()}
         if not common or len(kept) < members:  # a member with nothing completed: no item has every vote
             return None
-        return Judged(generations, Judgments(j for js in kept.values() for j in js), kept)
-    return Judged(generations, exc.completed) if exc.completed else None
+        return Judged(generations, Judgments(j for js in kept.values() for j in js), kept, exc.calls)
+    return Judged(generations, exc.completed, calls=exc.calls) if exc.completed else None
 
 
 def finish_partial(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, started_ns: int,

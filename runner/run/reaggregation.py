@@ -36,6 +36,7 @@ from runner.storage import store
 __all__ = ["AGGREGATION_KIND", "AggregateJob", "AggregateOutcome", "judgments_of", "reaggregate", "refs_of"]
 
 AGGREGATION_KIND = "aggregation"  # the MLflow run's judgesweep.kind tag
+USED_CHOICES = ("experiment", "aggregation")  # the config groups an aggregation uses (and ``rubric`` for scores)
 FILE_SOURCE = "file"  # JudgeResponse.source of a vote read from a file: no call was made
 _POSITIONAL = {Order.AB: ("A", "B"), Order.BA: ("B", "A")}  # (label of ours, label of baseline)
 
@@ -76,6 +77,7 @@ def reaggregate(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) ->
     judges = None if by_member is None else [m for m, js in by_member.items() for _ in js]
     report = mode.build(inputs)
     summary = report.to_json()
+    summary["summary"]["skipped_rows"] = []  # as a run's summary says; a row that cannot be read refuses the file
     metrics = dict(report.metrics)
     judge_stats = summaries.judge_metrics(judgments)
     metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
@@ -222,8 +224,11 @@ def _overall(v: Vote, scoring: Scoring) -> float:
 
 
 def _params(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) -> dict[str, Any]:
-    """The aggregation, the files (name, format, sha256) and the config's choices, as MLflow params."""
-    params: dict[str, Any] = {f"choice.{k}": v for k, v in job.choices.items()}
+    """What the aggregation used, as MLflow params: the aggregation, the files (name, format, sha256), the preset and
+    (scores) the rubric; not the judge, prompt or dataset of the composed config, which no file came from."""
+    used = USED_CHOICES + (("rubric",) if evaluation.kind == SCORE else ())
+    params: dict[str, Any] = {f"choice.{k}": v for k, v in job.choices.items() if k in used}
+    params["aggregate.mode"] = cfg.prompt.mode.value
     chosen = ensemble_check.combine_of(cfg) if cfg.judge.members else cfg.aggregation  # the user's aggregation
     params.update({"aggregation.name": chosen.name, "aggregation.params": dict(chosen.params),
                    "aggregate.files": len(evaluation.files), "aggregate.repeats": evaluation.repeats,
@@ -237,5 +242,6 @@ def _params(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) -> dic
         params[f"aggregate.file.{n}.sha256"] = f.sha256
         params[f"aggregate.file.{n}.format"] = f.format
     if cfg.dataset.ours is not None and cfg.dataset.baseline is not None and evaluation.kind != SCORE:
+        # what the role words ours / baseline in the files stand for (ours=, baseline=); `judgesweep compare` reads it
         params.update({"dataset.ours.name": cfg.dataset.ours.name, "dataset.baseline.name": cfg.dataset.baseline.name})
     return params

@@ -5,16 +5,24 @@ three runs, generic JSONL scores; the errors naming file and line; the MLflow ru
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
+import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
 from runner.app import aggregate_cli
+from tests.fakes.openai_server import Reply
+from tests.integration.conftest import REPO, live_judge, offline_env
 
 USERS = Path(__file__).resolve().parents[1] / "fixtures" / "users" / "aggregate"
 EVALS = [str(USERS / f"eval{n}.json") for n in (1, 2, 3)]
+RESULTS = [USERS / f"results{n}.json" for n in (1, 2, 3)]  # {"evaluation_completed": ..., "results": {id: {...}}}
+SYSTEMS = {"ours": "chat", "baseline": "simple-chat", "tie": "tie"}
 OFF = "tracking=off"
 ROBUST = "experiment=robust_pairwise"  # ours = chat, baseline = simple-chat
 
@@ -101,7 +109,7 @@ def test_results_of_three_runs_give_the_summary_of_one_run_with_three_repeats(tm
     assert aggregate(tmp_path / "agg", *(str(r.run_dir / "results.jsonl") for r in runs), OFF) == 0
     doc, want = summary(tmp_path / "agg"), repeated.summary()
     assert doc["aggregated_results"] == want["aggregated_results"]
-    run_only = {"evaluation_completed", "skipped_rows"}  # when the run ended; the dataset rows it skipped
+    run_only = {"evaluation_completed", "failed_calls", "retries"}  # when the run ended; the calls it made
     assert {k: v for k, v in doc["summary"].items() if k not in run_only} == {
         k: v for k, v in want["summary"].items() if k not in run_only}
     assert doc["gold"] == want["gold"]  # the results' gold column: agreement with gold, per order
@@ -150,7 +158,102 @@ def test_the_mlflow_run_is_tagged_and_holds_the_files_sha256(tmp_path, empty_mlf
     assert run.data.params["aggregate.file.0"] == EVALS[0]
     assert run.data.params["aggregate.file.0.format"] == "users_json"
     assert run.data.params["aggregation.name"] == "majority_vote" and run.data.params["aggregate.repeats"] == "3"
+    # what the aggregation used, not the judge, prompt and dataset of the composed config that no file came from
+    assert (run.data.params["choice.experiment"], run.data.params["aggregate.mode"]) == ("robust_pairwise", "pairwise")
+    assert sorted(k for k in run.data.params if k.startswith("choice.")) == ["choice.aggregation",
+                                                                             "choice.experiment"]
+    assert not [k for k in run.data.params if k.split(".")[0] in ("judge", "prompt")]
+    assert run.data.params["dataset.ours.name"] == "chat"  # what the role word ours stood for (ours=)
     assert run.data.metrics["verdict/ours_win_rate"] == 0.5
     assert run.data.metrics["confidence/no_consensus_count"] == 1
     assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"summary.json", "results.jsonl"}
     assert run.info.status == "FINISHED"
+
+
+# --------------------------------------------------------------------------------- the users' {"results": ...} files
+
+
+def file_votes() -> dict[str, list[str | None]]:
+    """Item -> its vote in each of the users' results files, in file order (None: the run's call failed)."""
+    votes: dict[str, list[str | None]] = {}
+    for path in RESULTS:
+        for item, entry in json.loads(path.read_text())["results"].items():
+            votes.setdefault(item, []).append(entry["verdict"])
+    return votes
+
+
+def majority(votes: list[str | None]) -> tuple[str | None, str | None]:
+    """The users' rule, computed here on its own: a side wins with a majority of the valid votes, all valid and equal
+    is unanimous, anything else a tie without consensus; no valid vote, no verdict."""
+    valid = [SYSTEMS[v] for v in votes if v is not None]
+    if not valid:
+        return None, None
+    top, n = Counter(valid).most_common(1)[0]
+    if 2 * n <= len(valid):
+        return "tie", "no_consensus"
+    return top, "unanimous" if n == len(votes) else "majority"
+
+
+def test_users_results_files_give_the_majority_of_their_votes(tmp_path):
+    assert aggregate(tmp_path / "agg", *map(str, RESULTS), ROBUST, OFF) == 0
+    doc = summary(tmp_path / "agg")
+    got = {k: (v["final_verdict"], v["confidence"]) for k, v in doc["aggregated_results"].items()}
+    assert got == {item: majority(votes) for item, votes in file_votes().items()}
+    assert got["q3"] == ("tie", "no_consensus") and got["q5"] == ("simple-chat", "majority")  # 2 valid votes of 3
+    s = doc["summary"]
+    assert (s["num_evaluation_runs"], s["total_subsets"], s["successful_evaluations"]) == (3, 6, 5)
+    assert s["failed_items"] == ["q6"] and s["skipped_rows"] == []
+    rows = [json.loads(line) for line in (tmp_path / "agg" / "results.jsonl").read_text().splitlines()]
+    failed = [r for r in rows if r["status"] == "error"]
+    assert len(failed) == 4 and all("context_length_exceeded" in r["error"] for r in failed)
+
+
+def live_reply(votes: dict[str, list[str | None]], texts: dict[str, tuple[str, str]]):
+    """The fake judge's answer to each call: the vote the users' file r holds for repeat r (the request's seed, the
+    judge's seed 0 + r), as [[A]]/[[B]]/[[C]] for the order the call shows; a failed vote a context-length 400."""
+    def reply(body: dict) -> Reply:
+        prompt = body["messages"][-1]["content"]
+        item = re.search(r"question (q\d)", prompt).group(1)
+        vote = votes[item][body["seed"]]
+        if vote is None:
+            return Reply(status=400, error_message="This model's maximum context length is 128000 tokens. However, "
+                                                   "your messages resulted in 131072 tokens.")
+        ours_first = prompt.index(texts[item][0]) < prompt.index(texts[item][1])
+        label = {"tie": "C", "ours": "A" if ours_first else "B", "baseline": "B" if ours_first else "A"}[vote]
+        return Reply(content=f"My verdict: [[{label}]]")
+    return reply
+
+
+def test_users_results_files_give_the_verdicts_of_a_live_run_of_those_votes(tmp_path, run_cli, fake_server):
+    votes = file_votes()
+    texts = {item: (f"the chat answer to {item}", f"the simple answer to {item}") for item in votes}
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps({"id": item, "prompt": f"question {item}?", "chat": ours,
+                                        "simple_chat": baseline}) + "\n" for item, (ours, baseline) in texts.items()))
+    fake_server.reply = live_reply(votes, texts)
+    live = run_cli(ROBUST, *live_judge(fake_server), f"dataset.path={data}", "cache.mode=off", OFF)
+    assert live.proc.returncode == 0, live.output
+    assert aggregate(tmp_path / "agg", *map(str, RESULTS), ROBUST, OFF) == 0
+    doc, want = summary(tmp_path / "agg"), live.summary()
+    assert doc["aggregated_results"] == want["aggregated_results"]
+    run_only = {"evaluation_completed", "failed_calls", "retries"}  # when the run ended; the calls it made
+    assert {k: v for k, v in doc["summary"].items() if k not in run_only} == {
+        k: v for k, v in want["summary"].items() if k not in run_only}
+    assert want["summary"]["failed_calls"] == 4
+
+
+@pytest.mark.parametrize("content", [
+    '{"evaluation_completed": true,\n "results": {"q1": {"verdict": "better"}}}',
+    '{"evaluations": [\n {"subset_id": "q1", "winner": "better"}]}'])
+def test_a_refused_file_is_refused_before_the_reports_modules_are_imported(tmp_path, content):
+    # what made a refusal slow (a minute on a loaded machine): litellm, MLflow and the statistics stack imported
+    # before the first file was read
+    bad = tmp_path / "run1.json"
+    bad.write_text(content)
+    code = ("import sys; from runner.app import aggregate_cli; code = aggregate_cli.main(sys.argv[1:]); "
+            "print(code, sorted(m for m in ('litellm', 'mlflow', 'scipy', 'runner.run.reaggregation') "
+            "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code, str(bad), ROBUST, OFF], capture_output=True, text=True,
+                          cwd=tmp_path, env=offline_env({"PYTHONPATH": str(REPO)}), timeout=300)
+    assert f"{bad}:2: item 'q1': verdict 'better' is not one of" in proc.stderr
+    assert proc.stdout.split() == ["1", "[]"], proc.stdout + proc.stderr

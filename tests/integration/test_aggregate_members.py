@@ -117,7 +117,7 @@ def test_bad_member_file_still_names_file_and_line(tmp_path, capsys):
     assert re.search(r"bad\.json:3: item 'q2': verdict 'x'", capsys.readouterr().err)
 
 
-RUN_ONLY = {"evaluation_completed", "skipped_rows"}  # when the run ended; the dataset rows it skipped
+RUN_ONLY = {"evaluation_completed", "failed_calls", "retries"}  # when the run ended; the calls it made
 
 
 def test_results_of_member_runs_give_the_ensemble_runs_report(tmp_path, run_cli):

@@ -134,3 +134,25 @@ def test_files_of_two_kinds_are_refused(tmp_path):
     scores = write(tmp_path / "s.jsonl", '{"id": "q1", "score": 3}\n')
     with pytest.raises(EvaluationFileError, match=r"s\.jsonl: holds score votes, .*eval1\.json verdict votes"):
         read_evaluation_set([USERS / "eval1.json", scores], SYSTEMS)
+
+
+def test_users_results_file_keyed_by_item_id_with_other_top_level_keys():
+    f = read_evaluation_file(USERS / "results2.json", SYSTEMS)
+    assert f.format == USERS_JSON
+    assert [(v.item_id, v.verdict, v.status) for v in f.votes] == [
+        ("q1", "chat", "scored"), ("q2", "simple-chat", "scored"), ("q3", "simple-chat", "scored"),
+        ("q4", "simple-chat", "scored"), ("q5", None, "error"), ("q6", None, "error")]
+    assert f.votes[1].text == "the baseline is enough" and f.votes[1].where == f"{USERS / 'results2.json'}:8"
+    assert f.votes[4].reason.startswith("context_length_exceeded")  # a failed vote: the run's call failed
+
+
+def test_users_results_entry_without_a_verdict_or_an_error_names_file_line_and_item(tmp_path):
+    path = write(tmp_path / "run.json", '{"evaluation_completed": true,\n "results": {\n  "q1": {"verdict": "ours"},\n'
+                                        '  "q2": {"reasoning": "no verdict"}\n }\n}')
+    with pytest.raises(EvaluationFileError, match=r"run\.json:4: item 'q2' needs one verdict key of \['verdict', "
+                                                  r"'winner'\] \(or an \"error\" for a failed vote\); it has "
+                                                  r"\['reasoning'\]"):
+        read_evaluation_file(path, SYSTEMS)
+    mixed = write(tmp_path / "mixed.json", '{"results": {"q1": {"verdict": "ours"}, "q2": "tie"}}')
+    with pytest.raises(EvaluationFileError, match=r"mixed\.json: not an evaluation file"):
+        read_evaluation_file(mixed, SYSTEMS)

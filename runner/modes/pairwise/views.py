@@ -57,7 +57,7 @@ def headline_lines(summary: VerdictSummary | Mapping[str, Any], gold: GoldAccura
         + (f"; parse failures: {failures}" if failures else ""),
         f"tokens {judge['tokens/prompt']} + {judge['tokens/completion']} = {judge['tokens/total']}, "
         f"cost ${judge['cost/usd_total']:.4f} ({judge['cost/unknown_calls']} calls unpriced)",
-        f"calls made {judge['calls/made']}, cache hits {judge['calls/cache_hits']} "
+        f"calls made {judge['calls/made']} (failed {judge['calls/failed']}), cache hits {judge['calls/cache_hits']} "
         f"(saved ${judge['cost/usd_saved']:.4f}), resumed {judge['calls/resumed']}, "
         f"retries {judge['calls/retries']}, 429s {judge['calls/rate_limited']}",
     ]

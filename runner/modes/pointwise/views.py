@@ -46,6 +46,7 @@ def console_lines(rep: PointwiseReport, judge: Mapping[str, Any]) -> list[str]:
                      f"({_fmt(chk.violation_rate, True)}; target < {_fmt(chk.max_rate, True)})")
     lines.append(f"judge calls {judge['judge/calls']}: unscored {judge['judge/unscored']} "
                  f"({_fmt(judge['judge/parse_failure_rate'], True)}), errors {judge['judge/errors']}, "
+                 f"retries {judge['calls/retries']}, "
                  f"cost ${judge['cost/usd_total']:.4f}")
     return lines + statistics.console_lines(rep.statistics or {})
 

@@ -28,6 +28,8 @@ class VerdictSummary(Record):
     unanimous_agreement_rate: float
     failed_items: tuple[str, ...]
     skipped_rows: tuple[str, ...] | None = optional()  # the dataset rows left out (added when the run ends)
+    failed_calls: int | None = optional()  # calls made that failed, every one the run made (added when it ends)
+    retries: int | None = optional()  # retries of those calls (added when the run ends)
     partial: bool | None = optional()  # an aborted run's summary of what completed (added when the run ends)
     partial_reason: str | None = optional()
 
