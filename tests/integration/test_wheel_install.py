@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -48,8 +49,14 @@ def installed(tmp_path_factory) -> Installed:
     base = tmp_path_factory.mktemp("wheel")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    # from a copy of what the wheel is built from: setuptools reuses a source tree's build/ (a previous build's files)
+    source = base / "source"
+    for name in ("runner", "conf", "prompts"):
+        shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
     build_output = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(base / "dist"),
-                         str(REPO)], base, env)
+                         str(source)], base, env)
     wheel = next((base / "dist").glob("judgesweep-*.whl"))
     venv = base / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], base, env)
@@ -103,7 +110,9 @@ def test_every_packaged_option_dry_runs_installed_from_an_empty_directory_and_ev
     presets = {f"project: {o}" for o in packaged if o.startswith("experiment=")}
     assert set(results) == packaged | presets  # enumerated from the installed conf/: the checkout's options, all
     failed = {option: outcome["errors"] for option, outcome in results.items() if not outcome["ok"]}
-    assert failed == {}
+    # each failed option with the distinct errors of the ways it was tried (the default run, then each preset)
+    assert failed == {}, "\n".join(f"{option}: " + " | ".join(dict.fromkeys(e[:300] for _, e in errors))
+                                   for option, errors in failed.items())
 
 
 def test_the_default_run_works_from_an_empty_directory(installed, tmp_path):
