@@ -3,14 +3,16 @@ default run prints the LLMBar GPT-4 figures, every packaged option of every conf
 `judgesweep init demo && cd demo && judgesweep` runs, every packaged experiment preset too (README "Use judgesweep
 in your own project"). Slow: it builds a wheel and runs judgesweep as processes.
 
-The wheel is built as `make install` builds (pip, setuptools from the configured index). The fresh venv reaches
+The wheel is built by pip and setuptools from a copy of the sources. The fresh venv reaches
 its dependencies through a .pth file naming this venv's site-packages: Python does not process .pth files inside a
 directory added that way, so the repository's editable install does not leak in; the test checks that ``runner``
-is imported from the fresh venv's own site-packages. Nothing is downloaded but the build backend.
+is imported from the fresh venv's own site-packages. Nothing is downloaded when this venv's setuptools can build
+the wheel (the dev extras install one); else pip fetches the build backend.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import shutil
@@ -26,12 +28,23 @@ import pytest
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
+SETUPTOOLS_MAJOR = 77  # pyproject.toml's [build-system] requires (an SPDX license string)
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
     proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout + proc.stderr
+
+
+def _offline_build() -> list[str]:
+    """pip's flag to build with this venv's setuptools (the dev extras hold one new enough), else none: pip then
+    fetches the build backend pyproject.toml names from the configured index."""
+    try:
+        major = int(importlib.metadata.version("setuptools").split(".")[0])
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    return ["--no-build-isolation"] if major >= SETUPTOOLS_MAJOR else []
 
 
 class Installed(NamedTuple):
@@ -55,8 +68,8 @@ def installed(tmp_path_factory) -> Installed:
         shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, source / name)
-    build_output = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(base / "dist"),
-                         str(source)], base, env)
+    build_output = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", *_offline_build(), "-w",
+                         str(base / "dist"), str(source)], base, env)
     wheel = next((base / "dist").glob("judgesweep-*.whl"))
     venv = base / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], base, env)
