@@ -18,7 +18,7 @@ RUN_STAMP := $(VENV)/.installed-run
 
 # The installs print one line, then only what went wrong: pip at -qq shows its errors (a failed build with the
 # backend's output, dependency conflicts) and nothing else. A single --quiet still shows the build backend's
-# warnings: setuptools' ~1,100 lines on each fresh install before pyproject.toml listed every data directory, and
+# warnings: setuptools' ~950 lines on each fresh install before pyproject.toml listed every data directory, and
 # its notice about editable installs, which says nothing a user of `make run` acts on. PIP_QUIET= shows it all.
 PIP_QUIET ?= --quiet --quiet
 
