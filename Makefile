@@ -16,22 +16,30 @@ unexport PYTHONDONTWRITEBYTECODE
 # extras (pytest, ruff, mypy, import-linter, ray). `benchmarks/install_size.sh` measures both.
 RUN_STAMP := $(VENV)/.installed-run
 
+# The installs print one line, then only what went wrong: pip at -qq shows its errors (a failed build with the
+# backend's output, dependency conflicts) and nothing else. A single --quiet still shows the build backend's
+# warnings: setuptools' ~950 lines on each fresh install before pyproject.toml listed every data directory, and
+# its notice about editable installs, which says nothing a user of `make run` acts on. PIP_QUIET= shows it all.
+PIP_QUIET ?= --quiet --quiet
+
 $(RUN_STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
-	touch $(RUN_STAMP)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "installing judgesweep and its dependencies into $(VENV) (minutes on a fresh machine)"
+	@$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip
+	@$(BIN)/python -m pip install $(PIP_QUIET) -e .
+	@touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP) $(RUN_STAMP)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "installing judgesweep, its dependencies and the dev tools into $(VENV) (minutes on a fresh machine)"
+	@$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip
+	@$(BIN)/python -m pip install $(PIP_QUIET) -e '.[dev]'
+	@touch $(STAMP) $(RUN_STAMP)
 
 install: $(STAMP)
 
 run: $(RUN_STAMP)  ## the default experiment: LLMBar Natural, replayed GPT-4, no key, no network
-	$(BIN)/judgesweep $(ARGS)
+	@$(BIN)/judgesweep $(ARGS)
 
 # Two test processes (pytest-xdist), a module's tests kept in one of them so its module-scoped fixtures run once.
 # TEST_WORKERS=0 runs everything in this process.

@@ -1,26 +1,34 @@
 """The wheel, installed non-editable into a fresh venv outside the repository, works from an empty directory: the
-default run prints the LLMBar GPT-4 figures and `judgesweep init demo && cd demo && judgesweep` runs (README "Use
-judgesweep in your own project"). Slow: it builds a wheel and runs judgesweep as processes.
+default run prints the LLMBar GPT-4 figures, every packaged option of every config group dry-runs, and
+`judgesweep init demo && cd demo && judgesweep` runs, every packaged experiment preset too (README "Use judgesweep
+in your own project"). Slow: it builds a wheel and runs judgesweep as processes.
 
-The wheel is built as `make install` builds (pip, setuptools from the configured index). The fresh venv reaches
+The wheel is built by pip and setuptools from a copy of the sources. The fresh venv reaches
 its dependencies through a .pth file naming this venv's site-packages: Python does not process .pth files inside a
 directory added that way, so the repository's editable install does not leak in; the test checks that ``runner``
-is imported from the fresh venv's own site-packages.
+is imported from the fresh venv's own site-packages. Nothing is downloaded when this venv's setuptools can build
+the wheel (the dev extras install one); else pip fetches the build backend.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
+SETUPTOOLS_MAJOR = 77  # pyproject.toml's [build-system] requires (an SPDX license string)
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -29,14 +37,39 @@ def _run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
     return proc.stdout + proc.stderr
 
 
+def _offline_build() -> list[str]:
+    """pip's flag to build with this venv's setuptools (the dev extras hold one new enough), else none: pip then
+    fetches the build backend pyproject.toml names from the configured index."""
+    try:
+        major = int(importlib.metadata.version("setuptools").split(".")[0])
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    return ["--no-build-isolation"] if major >= SETUPTOOLS_MAJOR else []
+
+
+class Installed(NamedTuple):
+    """The fresh venv's bin/, the environment to run it in, the wheel and what building it printed."""
+
+    bin: Path
+    env: dict[str, str]
+    wheel: Path
+    build_output: str
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+def installed(tmp_path_factory) -> Installed:
     """A fresh venv with judgesweep's wheel installed (non-editable), and an environment for it."""
     base = tmp_path_factory.mktemp("wheel")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(base / "dist"),
-          str(REPO)], base, env)
+    # from a copy of what the wheel is built from: setuptools reuses a source tree's build/ (a previous build's files)
+    source = base / "source"
+    for name in ("runner", "conf", "prompts"):
+        shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
+    build_output = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", *_offline_build(), "-w",
+                         str(base / "dist"), str(source)], base, env)
     wheel = next((base / "dist").glob("judgesweep-*.whl"))
     venv = base / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], base, env)
@@ -47,25 +80,72 @@ def installed(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     _run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], base, env)
     where = _run([str(python), "-c", "import runner; print(runner.__file__)"], base, env).strip()
     assert Path(where).is_relative_to(site), where  # the wheel's copy, not the repository's
-    return venv / "bin", env
+    return Installed(venv / "bin", env, wheel, build_output)
+
+
+def _checkout_files() -> set[str]:
+    """Every file of runner/, conf/ and prompts/, by the path the wheel gives it (conf/ -> runner/conf/)."""
+    files = set()
+    for top, inside in (("runner", "runner"), ("conf", "runner/conf"), ("prompts", "runner/prompts")):
+        for path in (REPO / top).rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                files.add(f"{inside}/{path.relative_to(REPO / top).as_posix()}")
+    return files
+
+
+def test_the_wheel_carries_every_file_of_the_checkout_and_builds_without_warnings(installed):
+    shipped = {name for name in zipfile.ZipFile(installed.wheel).namelist() if not name.startswith("judgesweep-")}
+    checkout = _checkout_files()
+    assert "runner/prompts/single_score.txt" in checkout
+    assert sorted(checkout - shipped) == []  # prompts/single_score.txt was left out (issue 30)
+    assert sorted(shipped - checkout) == []
+    # setuptools' ~40-line warnings (a data directory not listed in `packages`, a deprecated license table) were
+    # ~1,100 lines of `make run` on a fresh machine; pip prints them even with --quiet
+    assert "Warning" not in installed.build_output, installed.build_output[:3000]
+
+
+def _options(conf: Path) -> set[str]:
+    return {f"{path.parent.relative_to(conf).as_posix()}={path.stem}" for path in conf.rglob("*.yaml")
+            if path.parent != conf}
+
+
+def test_every_packaged_option_dry_runs_installed_from_an_empty_directory_and_every_preset_from_a_project(
+        installed, tmp_path):
+    # one process dry-runs them all (tests/integration/dry_run_every_option.py): a process start imports litellm
+    _run([str(installed.bin / "judgesweep"), "init", "demo"], tmp_path, installed.env)
+    (tmp_path / "empty").mkdir()
+    out = tmp_path / "dry_runs.json"
+    _run([str(installed.bin / "python"), str(Path(__file__).with_name("dry_run_every_option.py")), str(out),
+          str(tmp_path / "demo")], tmp_path / "empty", installed.env)
+    results = json.loads(out.read_text())
+    packaged = _options(REPO / "conf")
+    assert {"prompt=single_score", "experiment=agent_rubric_generate", "hydra/launcher=ray_local"} <= packaged
+    presets = {f"project: {o}" for o in packaged if o.startswith("experiment=")}
+    assert set(results) == packaged | presets  # enumerated from the installed conf/: the checkout's options, all
+    failed = {option: outcome["errors"] for option, outcome in results.items() if not outcome["ok"]}
+    # each failed option with the distinct errors of the ways it was tried (the default run, then each preset)
+    assert failed == {}, "\n".join(f"{option}: " + " | ".join(dict.fromkeys(e[:300] for _, e in errors))
+                                   for option, errors in failed.items())
 
 
 def test_the_default_run_works_from_an_empty_directory(installed, tmp_path):
-    bin_dir, env = installed
     (tmp_path / "empty").mkdir()
-    out = _run([str(bin_dir / "judgesweep"), "tracking=off"], tmp_path / "empty", env)
+    out = _run([str(installed.bin / "judgesweep"), "tracking=off"], tmp_path / "empty", installed.env)
     assert "accuracy AB 95.0% / BA 96.0% / mean 95.5% / both 93.0%" in out
-    help_text = _run([str(bin_dir / "judgesweep"), "--help"], tmp_path / "empty", env)
+    help_text = _run([str(installed.bin / "judgesweep"), "--help"], tmp_path / "empty", installed.env)
     assert help_text.startswith("judgesweep: ") and "judge: " in help_text and "replay_gpt4" in help_text
 
 
 def test_init_demo_then_judgesweep_in_it_runs(installed, tmp_path):
-    bin_dir, env = installed
-    _run([str(bin_dir / "judgesweep"), "init", "demo"], tmp_path, env)
-    out = _run([str(bin_dir / "judgesweep")], tmp_path / "demo", env)  # tracking too: the project's sqlite store
+    judgesweep, env = str(installed.bin / "judgesweep"), installed.env
+    _run([judgesweep, "init", "demo"], tmp_path, env)
+    out = _run([judgesweep], tmp_path / "demo", env)  # tracking too: the project's sqlite store
     assert "items 8, successful 8, failed 0" in out
     assert (tmp_path / "demo" / "outputs" / "mlflow.db").is_file()
     # a packaged option from inside the project: its template comes from the package
-    out = _run([str(bin_dir / "judgesweep"), "tracking=off", "prompt=llmbar_vanilla_norules", "dataset=llmbar_natural",
+    out = _run([judgesweep, "tracking=off", "prompt=llmbar_vanilla_norules", "dataset=llmbar_natural",
                 "max_items=5", "judge=replay_gpt4"], tmp_path / "demo", env)
     assert "items 5, successful 5" in out
+    # a packaged preset that picks a generator: the project's defaults list names the group (issue 30)
+    out = _run([judgesweep, "experiment=agent_rubric_generate", "dry_run=true"], tmp_path / "demo", env)
+    assert "dry run, no call made: generator gpt4o_mini" in out

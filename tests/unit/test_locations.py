@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import tomllib
+import yaml
 
 from runner.app import init_project
 from runner.core import locations
@@ -59,11 +60,30 @@ def test_a_template_comes_from_the_first_prompts_dir_that_holds_it(tmp_path):
         load_template(dirs, "absent")
 
 
-def test_every_package_of_runner_is_listed_for_the_wheel():
+def _shipped_directories() -> set[str]:
+    """Every directory holding a file the wheel carries, as a package name: runner/'s own, conf/ and prompts/ as
+    runner.conf and runner.prompts (pyproject.toml's package-dir)."""
+    found = set()
+    for top, package in (("runner", "runner"), ("conf", "runner.conf"), ("prompts", "runner.prompts")):
+        for path in (REPO / top).rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                found.add(".".join((package, *path.parent.relative_to(REPO / top).parts)))
+    return found
+
+
+def test_every_directory_with_a_shipped_file_is_a_listed_package():
+    # a data directory left out still ships through its parent's glob, but setuptools prints ~40 lines of warning for
+    # it on every install (issue 30: ~1,100 lines on `make run`) and means to stop shipping it
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "runner").rglob("__init__.py")}
+    found = _shipped_directories()
     assert found <= listed, f"add to pyproject.toml [tool.setuptools] packages: {sorted(found - listed)}"
-    assert {"runner.conf", "runner.prompts"} <= listed
+    assert listed <= found, f"listed but holding no file: {sorted(listed - found)}"
+    assert {"runner.conf", "runner.prompts", "runner.conf.judge", "runner.data.llmbar.replay"} <= listed
+
+
+def test_every_file_under_conf_and_prompts_is_package_data_whatever_its_extension():
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert data["runner.conf"] == data["runner.prompts"] == ["**/*"]  # prompts/single_score.txt was left out
 
 
 def test_init_writes_a_project_and_refuses_to_overwrite_naming_the_files(tmp_path, capsys):
@@ -82,3 +102,16 @@ def test_init_writes_a_project_and_refuses_to_overwrite_naming_the_files(tmp_pat
     assert stopped.value.code == 1
     assert "not overwriting existing files" in capsys.readouterr().err
     assert (demo / "README.md").read_text() == "mine"
+
+
+def _default_groups(config: Path) -> set[str]:
+    return {next(iter(entry)) for entry in yaml.safe_load(config.read_text())["defaults"] if isinstance(entry, dict)}
+
+
+def test_an_init_projects_defaults_list_names_every_packaged_group():
+    # a preset can override only a group the defaults list names: without `generator: null` the project's
+    # `experiment=agent_rubric_generate` failed with "Could not override 'generator'" (issue 30)
+    packaged = _default_groups(locations.PACKAGED_CONF / "config.yaml")
+    project = _default_groups(init_project.TEMPLATE_DIR / "conf" / "config.yaml")
+    assert packaged <= project, f"add to project_template/conf/config.yaml's defaults: {sorted(packaged - project)}"
+    assert "generator" in packaged
