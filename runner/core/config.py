@@ -303,6 +303,8 @@ class RunConfig:
     on_bad_row: OnBadRow = OnBadRow.error
     cache: CacheConfig = field(default_factory=CacheConfig)
     resume: str | None = None  # a run (or sweep) directory to continue; see README "Resume"
+    # the run's directory (hydra.run.dir; with -m the sweep's, hydra.sweep.dir); None: a new one under outputs/
+    output_dir: str | None = None
     dry_run: bool = False  # render every request, count tokens, price them; make no call
     progress: bool = True  # a live progress bar on a terminal; without one, a progress record in the log
     progress_interval_s: float = 10.0  # without a terminal: seconds between two progress records (0: none)
