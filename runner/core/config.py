@@ -8,6 +8,7 @@ enumerated options are :mod:`runner.core.choices`.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,10 +176,12 @@ class AggregationConfig(FunctionRef):
 
 @dataclass
 class SystemConfig:
-    """One compared system: its display name and the dataset field holding its output."""
+    """One compared system: its display name and the dataset field holding its output (or one of its aliases)."""
 
     name: str = MISSING
     field: str = MISSING
+    # other fields holding the output in rows without ``field`` (the users' ``actual_output``), tried in order
+    aliases: list[str] = dataclasses.field(default_factory=list)  # (``field`` is this class's own key above)
     family: str | None = None  # the model family that wrote this system's outputs (self-preference bias)
 
 
