@@ -155,8 +155,9 @@ def run_experiment(overrides: Sequence[str] = (), config_dir: str | Path | None 
 
     The config is composed with Hydra's compose API as the CLI composes it: from ``config_dir`` (else ``./conf``
     when it exists) overlaid on judgesweep's packaged conf/, or from the packaged conf/ alone; and
-    written to ``<run dir>/.hydra/`` as the CLI does; the run directory is ``hydra.run.dir`` (``output_dir=DIR`` or
-    a ``hydra.run.dir`` override may set it). Sweeps (``-m``), Hydra's logging setup and its callbacks are the CLI's: here the caller's logging applies.
+    written to ``<run dir>/.hydra/`` as the CLI does; the run directory is ``hydra.run.dir`` (``output_dir=DIR``
+    or a ``hydra.run.dir`` override may set it). Sweeps (``-m``), Hydra's logging setup and its callbacks are the
+    CLI's: here the caller's logging applies.
 
     The finished run is published to MLflow in this process (the CLI starts a helper process for it): its
     ``tracking_error`` says when the store could not be written (the files are complete).
