@@ -16,7 +16,7 @@ import hydra
 from hydra._internal.utils import get_args_parser  # Hydra's own argv parser: reads --config-dir as Hydra will
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from runner.core import locations
 from runner.core.config_store import multirun_tracking
@@ -132,15 +132,16 @@ class RunDirectory(Callback):
     Hydra's own mkdir and log file, so a read-only place is one line naming it, not a traceback."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
-        _writable(Path(str(config.hydra.run.dir)), "hydra.run.dir")
+        _writable(config, str(config.hydra.run.dir), "hydra.run.dir")
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
-        _writable(Path(str(config.hydra.sweep.dir)), "hydra.sweep.dir")
+        _writable(config, str(config.hydra.sweep.dir), "hydra.sweep.dir")
 
 
-def _writable(directory: Path, key: str) -> None:
+def _writable(config: DictConfig, directory: str, hydra_key: str) -> None:
+    key = locations.directory_key(OmegaConf.select(config, "output_dir", default=None), directory, hydra_key)
     try:
-        locations.check_writable(directory, key)
+        locations.check_writable(Path(directory), key)
     except locations.UnwritableDirectory as exc:
         _say(f"judgesweep: {type(exc).__name__}: {exc}")
         sys.exit(1)

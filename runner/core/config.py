@@ -8,6 +8,7 @@ enumerated options are :mod:`runner.core.choices`.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,10 +176,12 @@ class AggregationConfig(FunctionRef):
 
 @dataclass
 class SystemConfig:
-    """One compared system: its display name and the dataset field holding its output."""
+    """One compared system: its display name and the dataset field holding its output (or one of its aliases)."""
 
     name: str = MISSING
     field: str = MISSING
+    # other fields holding the output in rows without ``field`` (the users' ``actual_output``), tried in order
+    aliases: list[str] = dataclasses.field(default_factory=list)  # (``field`` is this class's own key above)
     family: str | None = None  # the model family that wrote this system's outputs (self-preference bias)
 
 
@@ -303,6 +306,8 @@ class RunConfig:
     on_bad_row: OnBadRow = OnBadRow.error
     cache: CacheConfig = field(default_factory=CacheConfig)
     resume: str | None = None  # a run (or sweep) directory to continue; see README "Resume"
+    # the run's directory (hydra.run.dir; with -m the sweep's, hydra.sweep.dir); None: a new one under outputs/
+    output_dir: str | None = None
     dry_run: bool = False  # render every request, count tokens, price them; make no call
     progress: bool = True  # a live progress bar on a terminal; without one, a progress record in the log
     progress_interval_s: float = 10.0  # without a terminal: seconds between two progress records (0: none)

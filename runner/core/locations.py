@@ -89,6 +89,12 @@ class UnwritableDirectory(ConfigurationError):
     """A run or sweep directory that cannot be created or written in; the message names it."""
 
 
+def directory_key(output_dir: str | None, directory: str, hydra_key: str) -> str:
+    """The config key that chose a run or sweep ``directory``, for messages: ``output_dir`` when the directory is its
+    value (it was given and nothing overrode it), else ``hydra_key`` (``hydra.run.dir``, ``hydra.sweep.dir``)."""
+    return "output_dir" if output_dir is not None and output_dir == directory else hydra_key
+
+
 def check_writable(directory: Path, key: str) -> None:
     """Create ``directory`` (and its parents) and write and delete a file in it, so a read-only place fails here,
     in one line, rather than as a traceback from Hydra's mkdir or its log file, or from the first write of a run.

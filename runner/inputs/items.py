@@ -117,7 +117,19 @@ def _candidates(row: dict, cfg: DatasetConfig, shape: Shape) -> tuple[Candidate,
         systems = (cfg.ours, cfg.baseline)
     else:
         systems = (cfg.candidate,) if shape.with_candidate else ()
-    return tuple(Candidate(system=s.name, text=_judged_text(row, s.field)) for s in systems if s is not None)
+    return tuple(Candidate(system=s.name, text=_judged_text(row, _output_field(row, s))) for s in systems
+                 if s is not None)
+
+
+def _output_field(row: dict, system: SystemConfig) -> str:
+    """The row's field holding ``system``'s output: ``field``, else the first of its ``aliases`` the row has."""
+    if system.field in row or not system.aliases:
+        return system.field
+    found = next((name for name in system.aliases if name in row), None)
+    if found is None:
+        raise RowError(f"missing field {system.field!r} (or {' / '.join(map(repr, system.aliases))}; fields present: "
+                       f"{sorted(row)})")
+    return found
 
 
 def _judged_text(row: dict, name: str) -> str:

@@ -292,7 +292,7 @@ def _jinja_source(path: Path, source: str) -> str:
     if path.suffix not in TEXT_SUFFIXES:
         return source
     try:
-        return texts.plain_text_to_jinja(source, path)
+        return texts.txt_to_jinja(source, path)
     except texts.PlainTextError as exc:
         raise TemplateError(str(exc)) from None
 
@@ -303,8 +303,8 @@ def load_template(directories: Path | Sequence[Path], name: str) -> Template:
     look in every directory, in the same order.
 
     ``<name>.j2`` is Jinja with ``system`` and ``user`` blocks; a Jinja file without any block is one user message;
-    ``<name>.txt`` is plain text with ``str.format`` placeholders (``{question}``), one user message
-    (runner.inputs.text_templates).
+    ``<name>.txt`` is plain text with ``str.format`` placeholders (``{question}``), one user message, or, when it
+    has none but holds Jinja syntax, Jinja (runner.inputs.text_templates.txt_to_jinja).
 
     Raises:
         TemplateError: If no directory holds the file, or it does not parse, or has no user block.

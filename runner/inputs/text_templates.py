@@ -7,10 +7,16 @@ Plain text follows Python's ``str.format`` syntax (:class:`string.Formatter` par
 variable, ``{{`` and ``}}`` are literal braces. Only plain names are fields: ``{0}``, ``{}``, ``{a.b}``,
 ``{a[0]}``, ``{a!r}`` and ``{a:>10}`` are refused, naming the file, line and field, because the judge would
 otherwise get text the user did not write.
+
+A ``.txt`` file is read as ``str.format`` text when it parses as such with at least one ``{name}`` placeholder;
+one that does not but holds Jinja syntax (``{{ question }}``, ``{% if ... %}``, ``{# ... #}``) is read as Jinja
+(:func:`txt_to_jinja`). A file that needs Jinja and also holds a ``{name}`` placeholder is refused, naming the line:
+one of the two would reach the judge as literal text.
 """
 
 from __future__ import annotations
 
+import re
 import string
 from pathlib import Path
 
@@ -18,6 +24,8 @@ JINJA_SUFFIXES = (".j2", ".jinja", ".jinja2")
 TEXT_SUFFIXES = (".txt",)
 _TAG_START = "{%"
 _TAG_START_EXPR = "{{ '{%' }}"
+_JINJA_SYNTAX = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)  # an expression, a tag, a comment
+_FORMAT_FIELD = re.compile(r"(?<!\{)\{[A-Za-z_]\w*\}(?!\})")  # {name}, not inside {{ name }}
 
 
 class PlainTextError(ValueError):
@@ -74,10 +82,33 @@ def plain_text_to_jinja(text: str, path: Path) -> str:
         pieces.append("{{ " + field + " }}")
     if not fields:
         raise PlainTextError(f"template {path} has no {{placeholder}}: a plain-text template names its variables "
-                             "as {question}; Jinja syntax ({{ question }}, {% ... %}) needs a .j2 file")
+                             "as {question} (str.format) or {{ question }} (Jinja)")
     return "{% block user %}" + "".join(pieces) + "{% endblock %}"
 
 
 def wrap_blockless(source: str) -> str:
     """A Jinja source without any ``{% block %}`` as one user message (line numbers unchanged)."""
     return "{% block user %}" + source + "{% endblock %}"
+
+
+def txt_to_jinja(text: str, path: Path) -> str:
+    """The Jinja source of a ``.txt`` prompt: ``str.format`` text (:func:`plain_text_to_jinja`) when it is one, else
+    the file itself when it holds Jinja syntax (rendered as Jinja, blocks or not, like a ``.j2`` file).
+
+    Raises:
+        PlainTextError: The text is neither (naming the file, line and field), or it holds Jinja syntax beside a
+            ``{name}`` placeholder (naming the line of the placeholder).
+    """
+    try:
+        return plain_text_to_jinja(text, path)
+    except PlainTextError:
+        jinja = _JINJA_SYNTAX.search(text)
+        if jinja is None:
+            raise
+    field = _FORMAT_FIELD.search(text)
+    if field is not None:
+        line = text.count("\n", 0, field.start()) + 1
+        raise PlainTextError(f"template {path}, line {line}: {field.group()} is a str.format placeholder in a file "
+                             f"read as Jinja (it holds {jinja.group()[:40]!r}): write it "
+                             f"{{{{ {field.group()[1:-1]} }}}}, or the file as plain str.format text") from None
+    return text

@@ -110,6 +110,10 @@ class RecordedProvider(CustomLLM):
         except (recorded.RecordingMiss, recorded.RecordingsError) as exc:
             raise litellm.BadRequestError(message=str(exc), model=model, llm_provider=recorded.RECORDED_PROVIDER
                                           ) from None
+        failed = found.failure_message()
+        if failed is not None or found.output is None:  # a call that failed when recorded fails again, once
+            raise litellm.BadRequestError(message=failed or "recorded failure", model=model,
+                                          llm_provider=recorded.RECORDED_PROVIDER)
         return ModelResponse(
             model=f"{recorded.RECORDED_PROVIDER}/{model}",
             choices=[{"index": 0, "finish_reason": found.finish_reason,

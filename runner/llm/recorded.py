@@ -11,8 +11,12 @@ judgments) are scored by judgesweep's parsers, aggregations and reports exactly 
 - ``order``: ``"ab"`` (the dataset's first system shown as A) or ``"ba"``; missing or null for pointwise runs.
   A pairwise call shown in order ab that has no ``"ab"`` line takes the line without an order (order=fixed).
 - ``repeat``: 0-based; missing means 0.
-- ``output`` (required): the judge's raw text.
+- ``output`` (required unless ``error`` is given): the judge's raw text.
 - ``finish_reason``: optional, default ``"stop"``; ``"length"`` counts as cut off, as a live answer would.
+- ``error`` (instead of ``output``): the call failed, with this message; ``error_type`` (optional) names the error
+  it failed with. It replays as a failed call (not retried), its error reading
+  ``recorded failure: <error_type>: <error>``, so a run's own export (:mod:`runner.llm.recordings_export`) covers
+  every call it made and replays with the same failed items.
 
 Any other key is ignored (provenance, say). A line that does not parse, or a key recorded twice, is an error
 naming the file and line(s).
@@ -56,9 +60,14 @@ class RecordingMiss(LookupError):
 class Recording:
     """One recorded answer and the line of the file it came from."""
 
-    output: str
+    output: str | None  # None: a recorded failure (``error``)
     finish_reason: str
     line: int
+    error: str | None = None  # ``error_type: message`` of a recorded failure
+
+    def failure_message(self) -> str | None:
+        """What a replayed failure's error says, None for an answer."""
+        return None if self.error is None else f"recorded failure: {self.error}"
 
 
 def is_recorded(model: str) -> bool:
@@ -83,8 +92,18 @@ def _field(row: dict[str, Any], where: str) -> Key:
     return str(item_id), order, repeat
 
 
+def _failure(row: dict[str, Any], where: str, line: int) -> Recording:
+    error, kind = row.get("error"), row.get("error_type")
+    if not isinstance(error, str) or (kind is not None and not isinstance(kind, str)):
+        raise RecordingsError(f"{where}: 'error' (a failed call's message) and 'error_type' must be strings, got "
+                              f"{error!r} and {kind!r}")
+    return Recording(output=None, finish_reason="error", line=line, error=f"{kind}: {error}" if kind else error)
+
+
 def _recording(row: dict[str, Any], where: str, line: int) -> Recording:
     output, finish = row.get("output"), row.get("finish_reason")
+    if output is None and row.get("error") is not None:
+        return _failure(row, where, line)
     if not isinstance(output, str):
         raise RecordingsError(f"{where}: 'output' (the judge's raw text) must be a string, got {output!r}")
     if finish is not None and not isinstance(finish, str):

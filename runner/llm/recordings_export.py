@@ -3,7 +3,8 @@
 ``python -m runner.llm.recordings_export <run dir> <out.jsonl>`` turns every first-round answer of a run (a
 replay run such as ``make run``, or any live one) into the recordings format, so ``judge=recorded
 judge.path=<out.jsonl>`` scores the same answers again: with another rubric, parser or aggregation, or to see
-the format a recordings file takes. Failed calls have no answer and are left out.
+the format a recordings file takes. A failed call (no answer) is written as a failure (``error``, ``error_type``),
+which replays as a failed call: the recorded run covers every call of the run it came from and ends as it did.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from runner.storage.store import RESULTS_NAME
 
 
 def export_run(run_dir: Path, out: Path) -> int:
-    """Write the first-round answers of the run in ``run_dir`` to ``out``; returns how many lines were written.
+    """Write the first-round answers (and failures) of the run in ``run_dir`` to ``out``; returns how many lines
+    were written.
 
     Raises:
         FileNotFoundError: ``run_dir`` holds no results.jsonl (the run did not finish).
@@ -25,10 +27,15 @@ def export_run(run_dir: Path, out: Path) -> int:
     with (run_dir / RESULTS_NAME).open(encoding="utf-8") as rows, out.open("w", encoding="utf-8") as fh:
         for line in rows:
             row = json.loads(line)
-            if row["stage"] != "judge" or row["raw_response"] is None:
+            if row["stage"] != "judge":
                 continue
-            record = {"id": row["item_id"], "order": row["order"], "repeat": row["repeat"],
-                      "output": row["raw_response"], "finish_reason": row["finish_reason"]}
+            record: dict[str, object] = {"id": row["item_id"], "order": row["order"], "repeat": row["repeat"]}
+            if row["raw_response"] is not None:
+                record.update(output=row["raw_response"], finish_reason=row["finish_reason"])
+            elif row.get("error_type") or row.get("error"):  # a failed call: replayed as one
+                record.update(error=row.get("error") or "", error_type=row.get("error_type"))
+            else:  # neither an answer nor an error (a 200 without text): replayed as the empty answer it was
+                record.update(output="", finish_reason=row["finish_reason"])
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             written += 1
     return written

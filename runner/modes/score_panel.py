@@ -116,15 +116,21 @@ def pass_votes(by_member: Mapping[str, Sequence[ItemScore]]) -> dict[str, dict[s
 
 
 def pass_vote_section(votes: Mapping[str, Mapping[str, str | None]], human: Mapping[str, str]) -> dict[str, Any]:
-    """Majority vote and (3+ members) Dawid-Skene over the members' pass/fail decisions, with human agreement."""
+    """Majority vote and (3+ members) Dawid-Skene over the members' pass/fail decisions, with human agreement.
+
+    ``pass_rate`` is over every item (one no member scored, or without a decision, is not passed), as a run's;
+    ``pass_rate_scored`` over the items with a decision."""
     out: dict[str, Any] = {"inter_judge": inter_judge_agreement(votes)}
+    total = len({item for member in votes.values() for item in member})
     for method in vote_methods(len(votes)):
         # a class nobody voted still exists
         params: dict[str, Any] = {"labels": [FAIL, PASS]} if LABEL_COMBINERS.spec(method).accepts("labels") else {}
         result = combine_labels(dict(votes), method, **params)
         labels = result.labels
         decided = [label for label in labels.values() if label in (PASS, FAIL)]
-        row: dict[str, Any] = {"pass_rate": decided.count(PASS) / len(decided) if decided else None}
+        row: dict[str, Any] = {"pass_rate": decided.count(PASS) / total if total else None}
+        if decided:
+            row["pass_rate_scored"] = decided.count(PASS) / len(decided)
         rated = [(labels.get(k), h) for k, h in human.items() if labels.get(k) is not None]
         if rated:
             row["human_pass_agreement"] = sum(p == h for p, h in rated) / len(rated)
@@ -138,7 +144,9 @@ def member_headline(report: Mapping[str, Any]) -> dict[str, Any]:
     """A member's average overall score, pass rate and Pearson correlation with human scores."""
     s = report["summary"]
     human = s.get("human_correlation") or {}
-    return {"average_overall": s.get("average_overall"), "pass_rate": s.get("pass_rate"), "scored": s.get("scored"),
+    scored_only = {"pass_rate_scored": s["pass_rate_scored"]} if s.get("pass_rate_scored") is not None else {}
+    return {"average_overall": s.get("average_overall"), "pass_rate": s.get("pass_rate"), **scored_only,
+            "scored": s.get("scored"),
             "human_pearson": (human.get("pearson") or {}).get("r"), "human_within_1_rate": human.get("within_1_rate")}
 
 
@@ -184,6 +192,7 @@ def ensemble_metrics(section: PointwiseEnsemble | Mapping[str, Any]) -> dict[str
         raw["interjudge/fleiss_kappa"] = votes.inter_judge.fleiss_kappa
         for method, row in votes.methods.items():
             raw.update({f"ensemble/{method}/pass_rate": row.pass_rate,
+                        f"ensemble/{method}/pass_rate_scored": row.pass_rate_scored,
                         f"ensemble/{method}/human_pass_agreement": row.human_pass_agreement})
             for member, acc in (row.estimated_accuracy or {}).items():
                 raw[f"dawid_skene/{member}/estimated_accuracy"] = acc

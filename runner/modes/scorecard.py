@@ -122,20 +122,27 @@ def _first_line(value: Any) -> str:
 
 
 def section(items: Sequence[ItemScore], repeats: int, consistency_threshold: float,
-            checks: Sequence[CheckSpec]) -> dict[str, Any]:
-    """Every metric over ``items``: counts, pass rate, averages, consistency, human correlation, checks."""
+            checks: Sequence[CheckSpec], graded: bool | None = None) -> dict[str, Any]:
+    """Every metric over ``items``: counts, pass rate, averages, consistency, human correlation, checks.
+
+    ``pass_rate`` is over every item: an unscored, failed or not generated one is not passed (the users'
+    definition, and the gate's); ``pass_rate_scored`` is over the items that got a score. ``graded``: whether the
+    rubric has a pass threshold (None: whether any item has a pass decision).
+    """
     scored = [i for i in items if i.status == SCORED]
     judged_pass = [i for i in scored if i.passed is not None]
     passed = sum(bool(i.passed) for i in judged_pass)
+    graded = bool(judged_pass) if graded is None else graded
     names = list(dict.fromkeys(n for i in scored for n in i.criteria))
     out: dict[str, Any] = {
         "total": len(items),
         "scored": len(scored),
         "unscored": sum(i.status == UNSCORED for i in items),
         "errors": sum(i.status in (ERROR, NOT_GENERATED) for i in items),
-        "passed": passed if judged_pass else None,
-        "failed": len(judged_pass) - passed if judged_pass else None,
-        "pass_rate": passed / len(judged_pass) if judged_pass else None,
+        "passed": passed if graded else None,
+        "failed": len(judged_pass) - passed if graded else None,
+        "pass_rate": passed / len(items) if graded and items else None,
+        **({"pass_rate_scored": passed / len(judged_pass)} if graded and judged_pass else {}),
         "average_overall": stats.mean([_overall(i) for i in scored]),
         "average_by_criterion": {n: stats.mean([i.criteria[n] for i in scored if n in i.criteria]) for n in names},
     }
@@ -170,14 +177,14 @@ def build_report(items: Sequence[ItemScore], scoring: Scoring, repeats: int, con
 
     ``ci`` is (level, resamples, seed) of the bootstrap intervals on the summary's mean score and pass rate.
     """
-    summary = section(items, repeats, consistency_threshold, checks)
+    graded = scoring.pass_threshold is not None
+    summary = section(items, repeats, consistency_threshold, checks, graded)
     level, resamples, seed = ci
     scored = [i for i in items if i.status == SCORED]
     summary["average_overall_ci"] = uncertainty.bootstrap_ci([_overall(i) for i in scored], "mean", level,
                                                              resamples, seed, unit="item")
-    judged = [float(bool(i.passed)) for i in scored if i.passed is not None]
-    if judged:
-        summary["pass_rate_ci"] = proportions.proportion_ci(judged, None, level)  # Wilson over items
+    if graded and items:  # Wilson over every item, as pass_rate: an item without a score is not passed
+        summary["pass_rate_ci"] = proportions.proportion_ci([float(i.passed is True) for i in items], None, level)
     summary.update({
         "pass_threshold": scoring.pass_threshold,
         "scale": [scoring.low, scoring.high],
@@ -191,10 +198,10 @@ def build_report(items: Sequence[ItemScore], scoring: Scoring, repeats: int, con
     categories = list(dict.fromkeys(i.ref.category for i in items if i.ref.category is not None))
     return {
         "summary": summary,
-        "by_tag": {t: section([i for i in items if t in i.ref.tags], repeats, consistency_threshold, checks)
+        "by_tag": {t: section([i for i in items if t in i.ref.tags], repeats, consistency_threshold, checks, graded)
                    for t in tags},
-        "by_category": {c: section([i for i in items if i.ref.category == c], repeats, consistency_threshold, checks)
-                        for c in categories},
+        "by_category": {c: section([i for i in items if i.ref.category == c], repeats, consistency_threshold, checks,
+                                   graded) for c in categories},
         "detailed_results": [_detail(i) for i in items],
     }
 
@@ -219,7 +226,8 @@ def section_metrics(sec: ScoreSection, prefix: str = "") -> dict[str, float]:
     """Numeric MLflow metrics of one section; None values are left out."""
     raw: dict[str, Any] = {"items/total": sec.total, "items/scored": sec.scored, "items/unscored": sec.unscored,
                            "items/errors": sec.errors, "items/passed": sec.passed, "items/failed": sec.failed,
-                           "pass/rate": sec.pass_rate, "score/mean": sec.average_overall}
+                           "pass/rate": sec.pass_rate, "pass/rate_scored": sec.pass_rate_scored,
+                           "score/mean": sec.average_overall}
     raw.update({f"score/{sanitize(n)}_mean": v for n, v in sec.average_by_criterion.items()})
     consistency = sec.consistency
     if consistency is not None:

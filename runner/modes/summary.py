@@ -64,8 +64,9 @@ def build_summary(
             format has it); None: now, the summary being built as the run ends.
 
     Returns:
-        ``{"summary": {...}, "aggregated_results": {item_id: {...}}}``; rates are fractions of the
-        successful items (0.0 when there are none).
+        ``{"summary": {...}, "aggregated_results": {item_id: {...}}}``; the win and tie rates are fractions of
+        the successful items, ``unanimous_agreement_rate`` of every item (a failed one is not unanimous); 0.0 when
+        there are none.
     """
     del judgments  # see Args
     finals = [r.final_verdict for r in item_results if r.final_verdict is not None]
@@ -85,7 +86,8 @@ def build_summary(
         "ours_win_rate": _rate(verdicts[ours], n_ok),
         "baseline_win_rate": _rate(verdicts[baseline], n_ok),
         "tie_rate": _rate(verdicts[TIE], n_ok),
-        "unanimous_agreement_rate": _rate(confidences[UNANIMOUS], n_ok),
+        # over every item, as the users define it: a failed item (no valid vote) is not unanimous
+        "unanimous_agreement_rate": _rate(confidences[UNANIMOUS], len(item_results)),
         "failed_items": [r.item_id for r in item_results if r.final_verdict is None],
     }
     aggregated = {

@@ -131,10 +131,20 @@ def _shown_bounds(metrics: Mapping[str, float]) -> set[str]:
             if all(metrics.get(x) is not None for x in _bounds_of(key))}
 
 
+def _headline_cell(metrics: Mapping[str, float], key: str, name: str, by_name: Mapping[str, str]) -> str:
+    """A headline value as the sweep table and the console show it (a rate the console prints as a percentage)."""
+    if name in sweep.PERCENT_COLUMNS:
+        count = sweep.COUNT_OF.get(name)
+        return sweep.percent_cell(metrics[key], metrics.get(by_name[count]) if count else None)
+    return with_ci(metrics, key)
+
+
 def _headline(metrics: Mapping[str, float]) -> Section:
     bounds = _shown_bounds(metrics)
-    rows = [(name, with_ci(metrics, key)) for key, name in sweep.HEADLINE.items()
-            if metrics.get(key) is not None and key not in bounds]
+    counts = {key for key, name in sweep.HEADLINE.items() if name in sweep.COUNT_OF.values()}
+    by_name = {name: key for key, name in sweep.HEADLINE.items()}
+    rows = [(name, _headline_cell(metrics, key, name, by_name)) for key, name in sweep.HEADLINE.items()
+            if metrics.get(key) is not None and key not in bounds | counts]
     for key in ("items/total", "cost/unknown_calls", "cost/list_unpriced_calls"):
         if metrics.get(key) is not None:
             rows.append((key, cell(metrics[key])))

@@ -33,9 +33,13 @@ HEADLINE = {
     "bias/position_consistency": "consistency", "verdict/win_rate_with_ties": "win rate",
     "verdict/win_rate_ci_low": "wr low", "verdict/win_rate_ci_high": "wr high", "score/mean": "mean score",
     "score/mean_ci_low": "score low", "score/mean_ci_high": "score high", "pass/rate": "pass rate",
-    "judge/parse_failure_rate": "unscored", "judge/calls": "calls", "tokens/total": "tokens",
-    "cost/usd_total": "cost $", "cost/usd_list": "list $", "run/wall_s": "wall s",
+    "judge/parse_failure_rate": "unscored", "judge/unscored": "unscored n", "judge/calls": "calls",
+    "tokens/total": "tokens", "cost/usd_total": "cost $", "cost/usd_list": "list $", "run/wall_s": "wall s",
 }
+# Rates the run's own headline prints as a percentage: printed so here too (the CSV and JSON keep the fraction).
+# ``unscored`` is ``<unscored calls> (<share of the answered calls>)``, as ``judge calls N: unscored K (x%)``.
+PERCENT_COLUMNS = ("pass rate", "unscored")
+COUNT_OF = {"unscored": "unscored n"}  # a percent column -> its count column (shown in it, not on its own)
 
 
 def _overrides(job_dir: Path) -> dict[str, str]:
@@ -95,8 +99,22 @@ CI_COLUMNS = {"agreement": ("agr low", "agr high"), "win rate": ("wr low", "wr h
               "mean score": ("score low", "score high")}
 
 
+def percent_cell(value: float | None, count: float | None = None) -> str:
+    """A rate as the run's headline prints it: ``50.0%``, or with its count, ``1 (3.3%)``; ``-`` when missing."""
+    if value is None:
+        return cell(value)
+    share = f"{value * 100:.1f}%"
+    return share if count is None else f"{count:.0f} ({share})"
+
+
+def _percent(row: dict[str, Any], name: str) -> str:
+    return percent_cell(row.get(name), row.get(COUNT_OF.get(name, "")))
+
+
 def _shown(row: dict[str, Any], name: str) -> str:
     """A cell, with its CI bounds appended where the table has them: ``0.955 [0.92, 0.975]``."""
+    if name in PERCENT_COLUMNS:
+        return _percent(row, name)
     low, high = CI_COLUMNS.get(name, (f"{name}_ci_low", f"{name}_ci_high") if _is_statistic(name) else ("", ""))
     if not low or row.get(low) is None or row.get(name) is None:
         return cell(row.get(name))
@@ -151,7 +169,7 @@ def render(rows: Sequence[dict[str, Any]], console: Console | None = None) -> No
     if not rows:
         return
     stats = {k for row in rows for k in row if _is_statistic(k)}
-    bounds = {b for pair in CI_COLUMNS.values() for b in pair}
+    bounds = {b for pair in CI_COLUMNS.values() for b in pair} | set(COUNT_OF.values())
     bounds |= {k for k in stats if k.endswith(("_ci_low", "_ci_high"))}
     metrics = set(HEADLINE.values()) | {"job", "status"} | stats
     # overrides every job shares (a tracking URI, max_items) are in the files; the screen shows what varies

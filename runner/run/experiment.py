@@ -155,8 +155,9 @@ def run_experiment(overrides: Sequence[str] = (), config_dir: str | Path | None 
 
     The config is composed with Hydra's compose API as the CLI composes it: from ``config_dir`` (else ``./conf``
     when it exists) overlaid on judgesweep's packaged conf/, or from the packaged conf/ alone; and
-    written to ``<run dir>/.hydra/`` as the CLI does; the run directory is ``hydra.run.dir`` (an override may set
-    it). Sweeps (``-m``), Hydra's logging setup and its callbacks are the CLI's: here the caller's logging applies.
+    written to ``<run dir>/.hydra/`` as the CLI does; the run directory is ``hydra.run.dir`` (``output_dir=DIR``
+    or a ``hydra.run.dir`` override may set it). Sweeps (``-m``), Hydra's logging setup and its callbacks are the
+    CLI's: here the caller's logging applies.
 
     The finished run is published to MLflow in this process (the CLI starts a helper process for it): its
     ``tracking_error`` says when the store could not be written (the files are complete).
@@ -176,7 +177,8 @@ def run_experiment(overrides: Sequence[str] = (), config_dir: str | Path | None 
         full = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
     HydraConfig.instance().set_config(full)  # resolves ${hydra:...} (the default store's runtime.cwd)
     run_dir = Path(str(full.hydra.run.dir))
-    locations.check_writable(run_dir, "hydra.run.dir")
+    locations.check_writable(run_dir, locations.directory_key(full.get("output_dir"), str(full.hydra.run.dir),
+                                                                "hydra.run.dir"))
     with read_write(full.hydra), open_dict(full.hydra):
         full.hydra.runtime.output_dir = str(run_dir.resolve())
     HydraConfig.instance().set_config(full)

@@ -45,21 +45,21 @@ def _pct(value: float) -> str:
 
 
 def _pass_rate(gate: GateConfig, summary: Mapping[str, Any]) -> GateResult:
-    """The pass rate over every item (an unscored or failed one is not passed), or over the scored items only
-    (``gate.unscored_as=exclude``); the line names its denominator either way."""
-    limit, passed = gate.min_pass_rate, summary.get("passed") or 0
+    """The report's own pass rate, over every item (``pass_rate``: an unscored or failed item is not passed), or
+    over the scored items only (``pass_rate_scored``, ``gate.unscored_as=exclude``): the gate never computes a rate
+    of its own, so it says what the console, summary.json and MLflow say. The line names its denominator."""
+    limit = gate.min_pass_rate
     assert limit is not None  # evaluate() checks a gate only when it is set
-    judged = passed + (summary.get("failed") or 0)
-    unjudged = summary.get("total", judged) - judged  # unscored, failed calls, outputs not generated
+    passed, failed = summary.get("passed") or 0, summary.get("failed") or 0
+    unjudged = summary.get("total", passed + failed) - passed - failed  # unscored, failed calls, not generated
     if gate.unscored_as is GateUnscoredAs.exclude:
-        if not judged:
-            return GateResult("gate.min_pass_rate", False, None, limit, "gate.min_pass_rate: no item was scored")
-        rate, counted = passed / judged, f"{passed} of {judged} scored items passed, excluding {unjudged} unscored"
+        rate = summary.get("pass_rate_scored")
+        counted = f"{passed} of {passed + failed} scored items passed, excluding {unjudged} unscored"
     else:
-        if not judged + unjudged:
-            return GateResult("gate.min_pass_rate", False, None, limit, "gate.min_pass_rate: no item was scored")
-        rate = passed / (judged + unjudged)
-        counted = f"{passed} of {judged + unjudged} items passed, {unjudged} unscored counted as not passed"
+        rate = summary.get("pass_rate")
+        counted = f"{passed} of {passed + failed + unjudged} items passed, {unjudged} unscored counted as not passed"
+    if rate is None:
+        return GateResult("gate.min_pass_rate", False, None, limit, "gate.min_pass_rate: no item was scored")
     ok = rate >= limit
     return GateResult("gate.min_pass_rate", ok, rate, limit,
                       f"gate.min_pass_rate: pass rate {_pct(rate)} {'>=' if ok else '<'} {_pct(limit)} ({counted})")
@@ -113,7 +113,8 @@ def evaluate(gate: GateConfig, summary: Mapping[str, Any], metrics: Mapping[str,
 
     Args:
         gate: The gate config.
-        summary: The pointwise report's summary section (``total``, ``passed``, ``failed``), or {}.
+        summary: The pointwise report's summary section (``total``, ``passed``, ``failed``, ``pass_rate``,
+            ``pass_rate_scored``), or {}.
         metrics: The run's flat metrics (``score/mean`` and the baseline metric).
         has_threshold: Whether the rubric defines pass/fail (``min_pass_rate`` applies only then).
         baseline: The baseline run's value of ``gate.metric``, when ``gate.baseline_run`` is set.

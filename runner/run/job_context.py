@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("judgesweep")
 
 # Settings that do not change what is asked or how answers are read; a resumed run may change them.
-OPERATIONAL_PREFIXES = ("resume", "dry_run", "progress", "concurrency", "max_error_rate", "shutdown_grace_s",
-                        "tracking.", "cache.", "choice.tracking", "judge.rpm", "judge.tpm", "judge.max_retries",
+OPERATIONAL_PREFIXES = ("resume", "output_dir", "dry_run", "progress", "concurrency", "max_error_rate",
+                        "shutdown_grace_s", "tracking.", "cache.", "choice.tracking", "judge.rpm", "judge.tpm",
+                        "judge.max_retries",
                         "judge.retry_", "judge.max_retry_after_s", "judge.timeout_s", "judge.replicas",
                         "judge.price_as", "generator.rpm", "generator.tpm", "generator.max_retries",
                         "generator.retry_", "generator.max_retry_after_s", "generator.timeout_s",

@@ -10,12 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from urllib.parse import urlsplit
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 SEPARATOR = " · "
 DEFAULT_NAME = "default"
-MAX_PART = 32  # a value longer than this (a URL, a path) is cut: the name is for reading, the params hold it all
+# a part longer than this is cut: the name is for reading, the params hold it all (a URL is shown as its host and a
+# path as its end first, so neither is cut mid-way)
+MAX_PART = 32
 # Source prefixes of option names ("replay_gpt4", "llmbar_vanilla"): dropped where the rest names no other option.
 TRIMMED_PREFIXES = ("replay_", "llmbar_")
 # The order parts appear in: what is judged by whom with what first.
@@ -26,6 +29,23 @@ UNNAMED_GROUPS = ("tracking", "experiment")
 
 def _short(value: str) -> str:
     return value if len(value) <= MAX_PART else value[:MAX_PART - 1] + "…"
+
+
+def _readable(value: str, room: int) -> str:
+    """An override's value as a name shows it in ``room`` characters: a URL as its host (and port; never a user or
+    password in it), a path too long for the room as its end (``…users/pairs.jsonl``), anything else as it is."""
+    parts = urlsplit(value) if "://" in value else None
+    if parts is not None and parts.hostname:
+        try:
+            port = parts.port
+        except ValueError:  # not a number: the URL is malformed, its host alone is shown
+            port = None
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+        return host if port is None else f"{host}:{port}"
+    if "/" in value and len(value) > room > 1:
+        tail = value[-(room - 1):]
+        return "…" + (tail.partition("/")[2] or tail)  # from a path separator on, where one is in the room
+    return value
 
 
 def _trimmed(value: str, options: Iterable[str]) -> str:
@@ -65,7 +85,9 @@ def run_name(overrides: Sequence[str], choices: Mapping[str, str], experiment: s
         if key in choices:
             parts.append((_ranked(key), _short(_trimmed(str(choices[key]), options(key)))))
         else:  # a value: its last key names it ("temperature=0.7"), the whole key would not fit
-            parts.append((_ranked(key), _short(f"{key.rsplit('.', 1)[-1]}={override.value()}")))
+            last = key.rsplit(".", 1)[-1]
+            shown = _readable(str(override.value()), MAX_PART - len(last) - 1)
+            parts.append((_ranked(key), _short(f"{last}={shown}")))
     named = [experiment] if experiment else []
     named += [part for _, part in sorted(parts, key=lambda p: p[0])]
     return SEPARATOR.join(named) or DEFAULT_NAME

@@ -164,6 +164,29 @@ def test_the_pass_rate_gate_can_exclude_unscored_items_and_says_so(run_cli, fake
     assert run.summary()["gates"][0]["message"] == line
 
 
+def test_one_pass_rate_everywhere_over_all_examples(run_cli, fake_server):
+    # issue 30, point 3: 1 passing + 1 unscored example is 50% on the console, in summary.json, in MLflow and at the
+    # gate; the share of the scored examples (100%) has its own name
+    fake_server.reply = agent_answer
+    run = run_cli("experiment=agent_rubric", *live_judge(fake_server), f"dataset.path={AGENT_EXAMPLES}",
+                  "cache.mode=off")
+    assert run.proc.returncode == 1, run.output
+    assert ("passed 1, failed 0, not scored 1 of 2 items: pass rate 50.0% (threshold 3.5; of the scored items only: "
+            "100.0%)") in run.output
+    assert "  tag services: 0 of 1 scored, pass rate 0.0%" in run.output  # its one example is unscored
+    assert "FAIL gate.min_pass_rate: pass rate 50.0% < 80.0%" in run.output
+    doc = run.summary()
+    s = doc["summary"]
+    assert (s["pass_rate"], s["pass_rate_scored"], s["passed"], s["failed"]) == (0.5, 1.0, 1, 0)
+    assert s["pass_rate_ci"]["low"] < 0.5 < s["pass_rate_ci"]["high"]  # the interval is pass_rate's
+    assert doc["gates"][0]["value"] == s["pass_rate"]
+    assert doc["by_tag"]["services"]["pass_rate"] == 0.0 and doc["by_tag"]["hours"]["pass_rate"] == 1.0
+    run_id = json.loads((run.run_dir / "run.json").read_text())["mlflow_run_id"]
+    logged = MlflowClient(tracking_uri=run.mlflow_uri).get_run(run_id).data.metrics
+    assert (logged["pass/rate"], logged["pass/rate_scored"]) == (0.5, 1.0)
+    assert json.loads((run.run_dir / "metrics.json").read_text())["pass/rate"] == 0.5
+
+
 # --------------------------------------------------------------------------------- independent repeats
 
 

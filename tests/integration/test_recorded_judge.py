@@ -105,3 +105,37 @@ def test_a_recorded_judge_needs_a_path_and_a_single_round_strategy(run_cli):
     synth = run_cli("judge=recorded", f"judge.path={USERS / 'pairwise_recordings.jsonl'}", "prompt=llmbar_swap")
     assert synth.proc.returncode == 1
     assert "a recorded judge answers first-round calls only" in synth.output
+
+
+def test_a_run_with_failed_calls_replays_from_its_own_export(run_cli, fake_server, tmp_path):
+    # issue 30: the export writes a failed call as a failure, so judge=recorded on it covers every call and ends as
+    # the run did (it stopped on the missing line before)
+    from tests.fakes.openai_server import Reply
+    from tests.integration.conftest import live_judge
+
+    fake_server.reply = lambda body: (Reply(status=500) if "driving test" in body["messages"][-1]["content"]
+                                      else "Assistant A is better. [[A]]")
+    setup = ("prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
+             f"dataset.path={USERS / 'pairs.jsonl'}", "order=fixed", "max_error_rate=0.5", "max_unscored_rate=0.5",
+             "cache.mode=off", "tracking=off")
+    live = run_cli(*live_judge(fake_server), "judge.max_retries=0", *setup)
+    assert live.proc.returncode == 0, live.output
+    assert live.summary()["summary"]["failed_items"] == ["mood-03"]
+    recordings = tmp_path / "with_failures.jsonl"
+    assert recordings_export.main([str(live.run_dir), str(recordings)]) == 0
+    lines = [json.loads(line) for line in recordings.read_text().splitlines()]
+    assert len(lines) == 3  # every call, the failed one too
+    [failed] = [line for line in lines if "error" in line]
+    assert (failed["id"], failed["error_type"]) == ("mood-03", "InternalServerError") and "output" not in failed
+
+    served = len(fake_server.requests)
+    replay = run_cli("judge=recorded", f"judge.path={recordings}", *setup)
+    assert replay.proc.returncode == 0, replay.output
+    assert len(fake_server.requests) == served  # nothing sent: the recordings answer (and fail) every call
+    ours, theirs = replay.summary(), live.summary()
+    for doc in (ours, theirs):
+        del doc["summary"]["evaluation_completed"]
+    assert ours["summary"] == theirs["summary"] and ours["aggregated_results"] == theirs["aggregated_results"]
+    [row] = [r for r in replay.journal() if r["item_id"] == "mood-03"]
+    assert row["status"] == "error" and row["attempts"] == 1  # failed once, not retried
+    assert "recorded failure: InternalServerError: " in row["error"]

@@ -508,14 +508,15 @@ def test_baseline_latest_on_branch_gates_the_drop(runs):
 
 def test_unparsable_answers_are_unscored_never_scored(runs):
     result = runs["unscored"].result
-    # 1 of the 2 scored items passes (50%), but the gate counts every item, an unscored one as not passed (issue 15):
-    # 1 of 6 is below the 0.5 gate (gate.unscored_as=exclude would count the scored items only)
+    # 1 of the 2 scored items passes (50%), but the pass rate counts every item, an unscored one as not passed (issues
+    # 15, 30): 1 of 6 is below the 0.5 gate (gate.unscored_as=exclude would gate pass_rate_scored)
     assert result.proc.returncode == 1, result.output
     assert ("FAIL gate.min_pass_rate: pass rate 16.7% < 50.0% (1 of 6 items passed, 4 unscored counted as not "
             "passed)") in result.output
     s = result.summary()["summary"]
     assert (s["total"], s["scored"], s["unscored"], s["errors"]) == (6, 2, 4, 0)
-    assert (s["passed"], s["failed"], s["pass_rate"]) == (1, 1, 0.5)
+    # issue 30: summary.pass_rate is the gate's, over every item; the scored-only share has its own name
+    assert (s["passed"], s["failed"], s["pass_rate"], s["pass_rate_scored"]) == (1, 1, pytest.approx(1 / 6), 0.5)
     assert s["average_overall"] == pytest.approx((4.2 + 3.0) / 2)
     assert s["average_by_criterion"]["accuracy"] == 3.5 and "tool_usage" not in s["average_by_criterion"]
     assert [u["id"] for u in s["unscored_items"]] == list(BAD_ANSWERS)

@@ -85,6 +85,23 @@ def test_users_agent_files_judge_json_and_json_object(run_cli, fake_server):
         "refund-1": 4.7, "hours-2": 2.0, "refund-3": 4.5}
 
 
+def test_users_actual_output_field_works_as_it_is(run_cli, fake_server):
+    # issue 30: the README's one-liner with the users' file whose outputs are under "actual_output", no override
+    fake_server.reply = agent_answer
+    data = USERS / "validation_actual_output.json"
+    result = run_cli(*live_judge(fake_server), "experiment=agent_rubric", "judge=local_openai",
+                     f"judge.api_base={fake_server.base_url}", "judge.model=openai/fake-judge",
+                     f"dataset.path={data}", "cache.mode=off", "tracking=off")
+    rows = {row["id"]: row for row in json.loads(data.read_text())["examples"]}
+    assert "output" not in rows["refund-1"]
+    s = result.summary()["summary"]
+    assert (s["scored"], s["unscored"], s["passed"], s["failed"]) == (3, 0, 2, 1), result.output
+    shown = "\n".join(r["messages"][-1]["content"] for r in fake_server.requests)
+    assert all(row["actual_output"] in shown for row in rows.values())  # each judged output reached the judge
+    details = {d["id"]: d for d in result.summary()["detailed_results"]}
+    assert details["hours-2"]["output"] == rows["hours-2"]["actual_output"]
+
+
 def test_users_single_score_format_sample_std_and_phrases(run_cli, fake_server):
     lock, given = threading.Lock(), {"r1": 0}
 

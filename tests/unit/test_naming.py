@@ -38,8 +38,19 @@ def test_nothing_changed_is_default_and_a_preset_names_the_run():
 
 
 def test_a_long_value_is_cut():
-    long = name("judge.api_base=http://127.0.0.1:8000/a/very/long/path/v1")
-    assert long.startswith("api_base=http://127.0.0.1:8000/") and long.endswith("…") and len(long) == naming.MAX_PART
+    long = name("judge.temperature_schedule_with_a_long_name=abcdefghijklmnopqrstuvwxyz")
+    assert long.startswith("temperature_schedule_with_a_lon") and long.endswith("…")
+    assert len(long) == naming.MAX_PART
+
+
+def test_a_url_is_shown_as_its_host_and_a_long_path_as_its_end():
+    # issue 30: a URL was cut mid-way ("api_base=http://127.0.0.1:8000/…")
+    assert name("judge.api_base=http://127.0.0.1:8000/a/very/long/path/v1") == "api_base=127.0.0.1:8000"
+    assert name("judge.api_base=https://user:secret@llm.example.com/v1") == "api_base=llm.example.com"  # no user
+    assert name("judge.api_base='http://[::1]:9000/v1'") == "api_base=[::1]:9000"
+    path = name("dataset.path=/work/projects/judging/tests/fixtures/users/pairs.jsonl")
+    assert path == "path=…users/pairs.jsonl" and len(path) <= naming.MAX_PART
+    assert name("dataset.path=data/pairs.jsonl") == "path=data/pairs.jsonl"  # short: as it is
 
 
 def test_a_sweep_label_says_when_and_what_it_sweeps():

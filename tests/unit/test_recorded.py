@@ -67,3 +67,17 @@ def test_coverage_names_the_first_missing_calls_and_how_many_are_missing(tmp_pat
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(recorded.RecordingsError, match=rf"recordings file {tmp_path / 'no.jsonl'} does not exist"):
         recorded.load(tmp_path / "no.jsonl")
+
+
+def test_a_recorded_failure_covers_its_call_and_keeps_its_error(tmp_path):
+    # issue 30: recordings_export writes failed calls as failures; they cover the call and replay as failures
+    path = write(tmp_path, line(id="a", output="[[A]]"), line(id="b", error="fake error 500",
+                                                             error_type="InternalServerError"))
+    assert recorded.check_coverage(path, [("a", None, 0), ("b", None, 0)]) == 2
+    failure = recorded.lookup(path, ("b", None, 0))
+    assert failure.output is None
+    assert failure.failure_message() == "recorded failure: InternalServerError: fake error 500"
+    assert recorded.lookup(path, ("a", None, 0)).failure_message() is None
+    bad = write(tmp_path, line(id="c", error=5))
+    with pytest.raises(recorded.RecordingsError, match=rf"{bad}:1: 'error' .* must be strings"):
+        recorded.load(bad)

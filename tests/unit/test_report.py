@@ -189,7 +189,8 @@ def test_build_summary_numbers_and_keys() -> None:
     assert s["ours_win_rate"] == 0.5
     assert s["baseline_win_rate"] == 0.0
     assert s["tie_rate"] == 0.5
-    assert s["unanimous_agreement_rate"] == 0.25
+    # issue 30: of every item, as the users define it; the failed item "e" is not unanimous (1 of 5, not 1 of 4)
+    assert s["unanimous_agreement_rate"] == 0.2
     assert s["failed_items"] == ["e"]
     assert list(doc["aggregated_results"]) == ["a", "b", "c", "d", "e"]
     assert doc["aggregated_results"]["b"] == {
@@ -257,7 +258,7 @@ def test_flat_metrics_keys_and_values() -> None:
     assert flat["verdict/ours_rate"] == flat["verdict/ours_win_rate"] == 0.5
     assert flat["verdict/base_rate"] == 0.0
     assert flat["verdict/tie_rate"] == 0.5
-    assert flat["verdict/unanimous_rate"] == 0.25
+    assert flat["verdict/unanimous_rate"] == 0.2
     assert flat["confidence/no_consensus_count"] == 1.0
     assert (flat["items/total"], flat["items/successful"], flat["items/failed"]) == (5.0, 4.0, 1.0)
     assert flat["accuracy/ab"] == 0.75

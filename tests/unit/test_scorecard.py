@@ -168,11 +168,13 @@ def mixed() -> list[ItemScore]:
     return run_score(refs, judgments, not_generated=frozenset({"g1"}))
 
 
-def test_section_counts_and_pass_rate_over_scored_items_only(mixed: list[ItemScore]) -> None:
+def test_section_pass_rate_is_over_every_item_and_the_scored_rate_has_its_own_name(mixed: list[ItemScore]) -> None:
+    # issue 30: one pass rate, over all examples; an unscored, errored or not generated item is not passed
     sec = section(mixed, 1, 0.5, [])
     assert (sec["total"], sec["scored"], sec["unscored"], sec["errors"]) == (6, 3, 1, 2)
     assert (sec["passed"], sec["failed"]) == (2, 1)
-    assert sec["pass_rate"] == pytest.approx(2 / 3)
+    assert sec["pass_rate"] == pytest.approx(2 / 6)
+    assert sec["pass_rate_scored"] == pytest.approx(2 / 3)
     assert sec["average_overall"] == pytest.approx((4.5 + 3.5 + 2.0) / 3)
     assert sec["average_by_criterion"] == pytest.approx({"accuracy": 3.0, "completeness": 11 / 3})
     assert "consistency" not in sec
@@ -191,6 +193,9 @@ def test_section_with_nothing_scored_has_no_averages() -> None:
     sec = section(run_score([ref("a")], [unscored("a", 0)]), 1, 0.5, [])
     assert sec["scored"] == 0 and sec["unscored"] == 1
     assert sec["pass_rate"] is None and sec["average_overall"] is None
+    graded = section(run_score([ref("a")], [unscored("a", 0)]), 1, 0.5, [], graded=True)  # a rubric with a threshold
+    assert (graded["passed"], graded["failed"], graded["pass_rate"]) == (0, 0, 0.0)
+    assert "pass_rate_scored" not in graded  # no scored item: undefined, left out
     assert sec["average_by_criterion"] == {}
 
 
@@ -300,7 +305,8 @@ def test_breakdowns_are_sections_over_their_subset(report: dict[str, Any]) -> No
     assert (retrieval["total"], retrieval["scored"], retrieval["passed"], retrieval["failed"]) == (2, 2, 1, 1)
     assert retrieval["pass_rate"] == 0.5
     assert report["by_tag"]["tool_use"]["scored"] == 0
-    assert report["by_tag"]["tool_use"]["pass_rate"] is None
+    assert report["by_tag"]["tool_use"]["pass_rate"] == 0.0  # issue 30: its one item, unscored, is not passed
+    assert "pass_rate_scored" not in report["by_tag"]["tool_use"]  # no scored item to take a share of
     emotion = report["by_category"]["emotion"]
     assert emotion["average_overall"] == pytest.approx((4.75 + 2.75) / 2)
     assert emotion["checks"]["ai_phrases"]["violation_rate"] == 0.0
@@ -331,7 +337,8 @@ def test_report_metric_names_and_values(report: dict[str, Any]) -> None:
     assert metrics["score/mean"] == pytest.approx((4.75 + 1.75 + 2.75) / 3)
     assert metrics["score/accuracy_mean"] == pytest.approx((5.0 + 2.0 + 2.5) / 3)
     assert metrics["score/completeness_mean"] == pytest.approx((4.5 + 1.5 + 3.0) / 3)
-    assert metrics["pass/rate"] == pytest.approx(1 / 3)
+    assert metrics["pass/rate"] == pytest.approx(1 / 4)  # issue 30: over every item, the unscored one not passed
+    assert metrics["pass/rate_scored"] == pytest.approx(1 / 3)
     assert {k: metrics[k] for k in ("items/total", "items/scored", "items/unscored", "items/errors",
                                     "items/passed", "items/failed")} == {
         "items/total": 4.0, "items/scored": 3.0, "items/unscored": 1.0, "items/errors": 0.0,
@@ -358,7 +365,7 @@ def test_breakdown_metrics_are_prefixed_and_sanitized(report: dict[str, Any]) ->
 def test_none_values_are_left_out(report: dict[str, Any]) -> None:
     metrics = report_metrics(report)
     assert "by_tag/tool_use/items/total" in metrics
-    assert "by_tag/tool_use/pass/rate" not in metrics  # nothing scored under that tag
+    assert "by_tag/tool_use/pass/rate_scored" not in metrics  # nothing scored under that tag
     assert "by_tag/tool_use/score/mean" not in metrics
     assert "by_tag/retrieval/human/pearson_r" not in metrics  # two pairs: no correlation
 

@@ -76,9 +76,30 @@ def test_plain_text_prompt_errors_name_file_line_and_field(tmp_path: Path, text:
     assert f"{tmp_path / 'mine.txt'}, line {line}" in message and fragment in message
 
 
-def test_plain_text_prompt_without_placeholders_points_to_j2(tmp_path: Path) -> None:
-    (tmp_path / "mine.txt").write_text("Compare {{ output_a }} and {{ output_b }}.")
-    with pytest.raises(TemplateError, match=r"has no \{placeholder\}.*needs a \.j2 file"):
+def test_a_txt_prompt_holding_jinja_is_read_as_jinja(tmp_path: Path) -> None:
+    # issue 30: a .txt prompt with {{ }} / {% %} and no {name} placeholder is Jinja (it was refused)
+    (tmp_path / "mine.txt").write_text("Compare {{ output_a }} and {{ output_b }}.\n"
+                                       "{% if question %}Question: {{ question }}{% endif %}\n")
+    template = load_template(tmp_path, "mine")
+    assert template.variables == {"output_a", "output_b", "question"}
+    messages = template.render({"output_a": "x", "output_b": "{{ y }}", "question": ""})
+    assert [(m.role, m.content) for m in messages] == [("user", "Compare x and {{ y }}.")]  # values stay data
+    (tmp_path / "blocks.txt").write_text("{% block system %}Be fair.{% endblock %}"
+                                         "{% block user %}{{ question }}{% endblock %}")
+    assert [m.role for m in load_template(tmp_path, "blocks").render({"question": "q"})] == ["system", "user"]
+
+
+def test_a_txt_prompt_mixing_jinja_and_a_format_placeholder_names_the_line(tmp_path: Path) -> None:
+    (tmp_path / "mine.txt").write_text("{% if context %}Context: {{ context }}{% endif %}\nQuestion: {question}\n")
+    with pytest.raises(TemplateError, match=r"mine\.txt, line 2: \{question\} is a str\.format placeholder in a "
+                                            r"file read as Jinja .*write it \{\{ question \}\}"):
+        load_template(tmp_path, "mine")
+
+
+def test_a_txt_prompt_with_neither_syntax_says_how_to_name_a_variable(tmp_path: Path) -> None:
+    (tmp_path / "mine.txt").write_text("Compare the two answers.")
+    with pytest.raises(TemplateError, match=r"has no \{placeholder\}.*\{question\} \(str\.format\) or "
+                                            r"\{\{ question \}\} \(Jinja\)"):
         load_template(tmp_path, "mine")
 
 

@@ -26,11 +26,11 @@ def console_lines(rep: PointwiseReport, judge: Mapping[str, Any]) -> list[str]:
     lines = [f"items {s.total}: scored {s.scored}, unscored {s.unscored}, errors {s.errors}",
              f"average overall {_fmt(s.average_overall)} on [{s.scale[0]:g}, {s.scale[1]:g}]; {crit}"]
     if s.pass_rate is not None:
-        lines.append(f"passed {s.passed}, failed {s.failed}: pass rate {_fmt(s.pass_rate, True)} "
-                     f"(threshold {s.pass_threshold:g})")
+        lines.append(f"{_pass_counts(s)}: pass rate {_fmt(s.pass_rate, True)} (threshold {s.pass_threshold:g}; "
+                     f"of the scored items only: {_fmt(s.pass_rate_scored, True)})")
     lines += _failed_lines(s.failed_examples)
     for tag, sec in rep.by_tag.items():
-        lines.append(f"  tag {tag}: {sec.scored} scored, pass rate {_fmt(sec.pass_rate, True)}, "
+        lines.append(f"  tag {tag}: {sec.scored} of {sec.total} scored, pass rate {_fmt(sec.pass_rate, True)}, "
                      f"mean {_fmt(sec.average_overall)}")
     if s.consistency is not None:
         c = s.consistency
@@ -49,6 +49,12 @@ def console_lines(rep: PointwiseReport, judge: Mapping[str, Any]) -> list[str]:
                  f"retries {judge['calls/retries']}, "
                  f"cost ${judge['cost/usd_total']:.4f}")
     return lines + statistics.console_lines(rep.statistics or {})
+
+
+def _pass_counts(s: ScoreSection) -> str:
+    """``passed 1, failed 0, not scored 1 of 2 items``: the pass rate's numerator and denominator."""
+    passed, failed = s.passed or 0, s.failed or 0
+    return f"passed {passed}, failed {failed}, not scored {s.total - passed - failed} of {s.total} items"
 
 
 CONSOLE_FAILED = 10  # failed examples listed on the console (all of them are in summary.json)
@@ -85,7 +91,7 @@ def _family_views(rep: PointwiseReport, scale: Sequence[float] | None) -> list[V
                                                           "limits": scale}))
         rates = {name: sec.pass_rate for name, sec in sections.items()}
         if any(v is not None for v in rates.values()):
-            out.append(View(f"Pass rate by {noun}", "bars", {"values": rates, "xlabel": "pass rate",
+            out.append(View(f"Pass rate by {noun}", "bars", {"values": rates, "xlabel": "pass rate (all items)",
                                                              "limits": (0, 1)}))
     return out
 

@@ -86,7 +86,8 @@ class PairwiseEnsemble(Record):
 @dataclass(frozen=True, kw_only=True)
 class MemberHeadline(Record):
     average_overall: float | None
-    pass_rate: float | None
+    pass_rate: float | None  # the member's summary pass_rate (over every item)
+    pass_rate_scored: float | None = optional()
     scored: int | None
     human_pearson: float | None
     human_within_1_rate: float | None
@@ -113,7 +114,8 @@ class ScoreAgreement(Record):
 class PassVoteRow(Record):
     """One vote method over the members' pass/fail decisions."""
 
-    pass_rate: float | None
+    pass_rate: float | None  # over every item: one without a decision is not passed
+    pass_rate_scored: float | None = optional()  # over the items with a decision
     human_pass_agreement: float | None = optional()
     estimated_accuracy: Mapping[str, float | None] | None = optional()
 

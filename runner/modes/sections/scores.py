@@ -76,8 +76,10 @@ class ScoreSection(Record):
     unscored: int
     errors: int
     passed: int | None  # None without a pass threshold
-    failed: int | None
-    pass_rate: float | None
+    failed: int | None  # scored below the threshold (an item without a score is in neither count)
+    pass_rate: float | None  # passed / total: an unscored, failed or not generated item is not passed
+    # passed / (passed + failed), the scored items only; absent without a scored item (and before issue 30)
+    pass_rate_scored: float | None = optional()
     average_overall: float | None
     average_by_criterion: Mapping[str, float | None]
     consistency: Consistency | None = optional()  # repeats > 1
@@ -107,7 +109,7 @@ class PointwiseSummary(ScoreSection):
     """``summary``: the section over every item, its intervals, the scale and the failed and unscored items."""
 
     average_overall_ci: Interval
-    pass_rate_ci: Interval | None = optional()  # items judged against a pass threshold
+    pass_rate_ci: Interval | None = optional()  # of pass_rate (over every item), with a pass threshold
     pass_threshold: float | None
     scale: tuple[float, ...]  # (low, high)
     repeats: int

@@ -13,7 +13,8 @@ from runner.modes.record import Record, optional
 
 @dataclass(frozen=True, kw_only=True)
 class VerdictSummary(Record):
-    """``summary``: items, verdicts and confidences counted, the win rates (fractions of the successful items)."""
+    """``summary``: items, verdicts and confidences counted, the win and tie rates (fractions of the successful
+    items) and the unanimous rate (of every item)."""
 
     # when the summary was built, ISO 8601 in UTC (a str); summaries written before issue 15 hold a bool here
     evaluation_completed: Any
@@ -25,7 +26,7 @@ class VerdictSummary(Record):
     ours_win_rate: float
     baseline_win_rate: float
     tie_rate: float
-    unanimous_agreement_rate: float
+    unanimous_agreement_rate: float  # of every item (total_subsets): a failed item is not unanimous
     failed_items: tuple[str, ...]
     skipped_rows: tuple[str, ...] | None = optional()  # the dataset rows left out (added when the run ends)
     failed_calls: int | None = optional()  # calls made that failed, every one the run made (added when it ends)
