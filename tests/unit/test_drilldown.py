@@ -125,3 +125,29 @@ def test_the_written_page_is_the_rendered_page_byte_for_byte_and_a_failure_leave
     assert html_report.write_run_report(tmp_path, {}, {}, "t2", "pairwise", drilldown=lambda: d) is None
     assert path.read_bytes().startswith(b"<!doctype html>") and b"<title>t2" not in path.read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]  # the earlier page, no half page beside it
+
+
+def test_flips_are_the_items_whose_winner_changes_with_the_order_within_a_judge_and_repeat() -> None:
+    import random
+
+    rng = random.Random(7)
+    judgments, judges = [], []
+    for n in range(300):  # shuffled, as an ensemble's or a resumed run's judgments may come
+        for repeat in range(3):
+            for order in (Order.AB, Order.BA):
+                for judge in ("m1", "m2"):
+                    winner = rng.choice(["ours", "baseline", "tie", None])
+                    status = Status.SCORED if winner is not None else Status.UNSCORED
+                    judgments.append(judgment(f"i{n}", order, winner, repeat=repeat, status=status))
+                    judges.append(judge)
+    pairs = list(zip(judgments, judges, strict=True))
+    rng.shuffle(pairs)
+    seen: dict[tuple, set] = {}
+    for j, judge in pairs:  # the reference: a set of winners per (item, judge, repeat)
+        if j.status is Status.SCORED:
+            seen.setdefault((j.item_id, judge, j.request.repeat), set()).add(j.winner)
+    expected = {key[0] for key, winners in seen.items() if len(winners) > 1}
+    flips, unscored = drilldown._flip_and_unscored([j for j, _ in pairs], [judge for _, judge in pairs])
+    assert flips == expected and 0 < len(flips) < 300
+    assert unscored == {j.item_id for j in judgments if j.status is not Status.SCORED}
+    assert drilldown._flip_and_unscored([], None) == (set(), set())
