@@ -149,3 +149,22 @@ def test_init_demo_then_judgesweep_in_it_runs(installed, tmp_path):
     # a packaged preset that picks a generator: the project's defaults list names the group (issue 30)
     out = _run([judgesweep, "experiment=agent_rubric_generate", "dry_run=true"], tmp_path / "demo", env)
     assert "dry run, no call made: generator gpt4o_mini" in out
+
+
+def test_installed_aggregate_of_the_users_results_files_gives_the_checkouts_verdicts(installed, tmp_path):
+    # the checkout's aggregate of these files equals a live run of their votes
+    # (tests/integration/test_aggregate.py::test_users_results_files_give_the_verdicts_of_a_live_run_of_those_votes);
+    # installed from the wheel, in an empty directory, it must give the same
+    from runner.app import aggregate_cli
+
+    users = REPO / "tests" / "fixtures" / "users" / "aggregate"
+    (tmp_path / "empty").mkdir()
+    files = [Path(shutil.copy2(users / f"results{n}.json", tmp_path / "empty")) for n in (1, 2, 3)]
+    args = ["experiment=robust_pairwise", "tracking=off"]
+    _run([str(installed.bin / "judgesweep"), "aggregate", *map(str, files), *args, "output_dir=agg"],
+         tmp_path / "empty", installed.env)
+    assert aggregate_cli.main([*map(str, files), *args, f"output_dir={tmp_path / 'checkout'}"]) == 0
+    installed_doc, checkout_doc = (json.loads((d / "summary.json").read_text())
+                                   for d in (tmp_path / "empty" / "agg", tmp_path / "checkout"))
+    assert installed_doc["aggregated_results"] == checkout_doc["aggregated_results"]
+    assert set(installed_doc["aggregated_results"]) == set(json.loads(files[0].read_text())["results"])
