@@ -18,14 +18,14 @@ from runner.inputs.prompts import Template, check_variables, load_template
 from runner.judging import aggregation
 from runner.judging.judge import PAIRWISE_VARIABLES, SYNTHESIS_VARIABLES
 from runner.judging.parsing import PARSERS, response_schema
-from runner.judging.score_parsing import SCORE_PARSERS
+from runner.modes import output_formats
 
 POSITIONAL_LABELS = frozenset({"A", "B", TIE})
 
 
 def check_rubric(cfg: RunConfig) -> None:
     """The rubric offers positional labels, and its parsers and the aggregation take their parameters."""
-    check_output_format(cfg)
+    output_formats.check_output_format(cfg)
     bad = set(cfg.rubric.labels) - POSITIONAL_LABELS
     if bad or len(cfg.rubric.labels) < 2:
         raise ConfigurationError(f"rubric {cfg.rubric.name}: labels must be two or more of A, B, tie; got "
@@ -36,17 +36,6 @@ def check_rubric(cfg: RunConfig) -> None:
                             key=f"rubric {cfg.rubric.name}: rubric.{key}.params")
     aggregation.AGGREGATIONS.check_params(cfg.aggregation.name, dict(cfg.aggregation.params), fixed=2)
     check_pair_error(cfg)
-
-
-def check_output_format(cfg: RunConfig) -> None:
-    """The rubric reads a verdict between two candidates: a rubric of scores per criterion (a score parser, as
-    rubric=agent_output on a pairwise prompt) is refused naming both, not as an unknown parser."""
-    name = cfg.rubric.parser.name
-    if name in SCORE_PARSERS.names() and name not in PARSERS.names():
-        raise ConfigurationError(
-            f"rubric {cfg.rubric.name} reads scores per criterion (parser {name}), an output format for pointwise "
-            f"prompts; prompt {cfg.prompt.name} is pairwise (mode={cfg.prompt.mode.value}): pick a pairwise rubric "
-            f"(parser {', '.join(PARSERS.names())}) or a pointwise prompt")
 
 
 def check_pair_error(cfg: RunConfig) -> None:

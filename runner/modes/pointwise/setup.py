@@ -16,10 +16,9 @@ from runner.core.types import Item
 from runner.inputs.prompts import Template, check_variables, load_template
 from runner.judging import checks as checks_mod
 from runner.judging.judge import POINTWISE_VARIABLES
-from runner.judging.parsing import PARSERS
 from runner.judging.score_parsing import SCORE_PARSERS, score_schema
 from runner.judging.scoring import SCORE_AGGREGATIONS, Scoring
-from runner.modes import scorecard
+from runner.modes import output_formats, scorecard
 
 
 @dataclass(frozen=True)
@@ -33,17 +32,6 @@ class PointwiseSetup:
     generator_template: Template | None
 
 
-def _check_output_format(cfg: RunConfig) -> None:
-    """The rubric reads scores per criterion: a rubric of verdicts between two candidates (a pairwise parser) is
-    refused naming both, not as an unknown score parser."""
-    name = cfg.rubric.parser.name
-    if name in PARSERS.names() and name not in SCORE_PARSERS.names():
-        raise ConfigurationError(
-            f"rubric {cfg.rubric.name} reads a verdict between two candidates (parser {name}), an output format for "
-            f"pairwise prompts; prompt {cfg.prompt.name} is pointwise (mode={cfg.prompt.mode.value}): pick a "
-            f"pointwise rubric (parser {', '.join(SCORE_PARSERS.names())}) or a pairwise prompt")
-
-
 def prepare(cfg: RunConfig, prompts_dirs: Sequence[Path]) -> tuple[Template, PointwiseSetup]:
     """Validate a pointwise configuration and load its templates; no network, no call.
 
@@ -53,7 +41,7 @@ def prepare(cfg: RunConfig, prompts_dirs: Sequence[Path]) -> tuple[Template, Poi
     """
     if cfg.prompt.strategy is not Strategy.single:
         raise ConfigurationError(f"prompt {cfg.prompt.name}: strategy {cfg.prompt.strategy.value} is pairwise only")
-    _check_output_format(cfg)
+    output_formats.check_output_format(cfg)
     scoring = Scoring.from_config(cfg.rubric)
     SCORE_PARSERS.dry_run(cfg.rubric.parser.name, dict(cfg.rubric.parser.params), "", scoring.criteria,
                           key=f"rubric {cfg.rubric.name}: rubric.parser.params")
