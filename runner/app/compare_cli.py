@@ -37,16 +37,24 @@ def build_parser() -> argparse.ArgumentParser:
         prog="judgesweep-compare",
         description="Paired comparison of judgesweep runs on the same items, the item as the unit (its orders and "
                     "repeats averaged): per pair of runs the difference B - A, McNemar's exact test (0/1 "
-                    "correctness per item) or a sign-flip permutation test, a CI that inverts the test, and "
-                    "Holm-corrected p-values over all pairs.")
+                    "correctness per item), else the exact sign-flip test, else the paired t-test; its CI "
+                    "unadjusted and simultaneous over all pairs (Bonferroni); Holm-corrected p-values over all "
+                    "pairs; with --plan, the items needed to detect a difference.")
     parser.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="MLflow run ids to compare (two or more)")
     parser.add_argument("--sweep", metavar="DIR", help="compare every job of this Hydra multirun directory")
     parser.add_argument("--tracking-uri", metavar="URI",
                         help="MLflow store (default: sqlite:///<cwd>/outputs/mlflow.db, as conf/tracking/sqlite.yaml)")
     parser.add_argument("--experiment", default="judgesweep", help="experiment the comparison run is logged to")
-    parser.add_argument("--level", type=float, default=0.95, help="confidence level of the differences' CIs")
-    parser.add_argument("--resamples", type=int, default=2000, help="sign-flip draws of each permutation test")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the draws")
+    parser.add_argument("--level", type=float, default=0.95,
+                        help="confidence level of the differences' unadjusted CIs (simultaneous: 1 - (1 - level) / "
+                             "pairs)")
+    parser.add_argument("--plan", action="store_true",
+                        help="also the items each pair needs to detect --plan-diff at --power and --plan-alpha")
+    parser.add_argument("--plan-diff", type=float, metavar="D", help="difference to detect (default: the observed one)")
+    parser.add_argument("--power", type=float, default=0.8, help="power of the plan (default 0.8)")
+    parser.add_argument("--plan-alpha", type=float, metavar="A",
+                        help=f"two-sided level of the plan (default {ALPHA} / pairs: significant after Holm "
+                             "whatever the other pairs)")
     parser.add_argument("--json", type=Path, metavar="OUT.json", help="also write the comparison as JSON here")
     parser.add_argument("--no-log", action="store_true", help="do not log the comparison to MLflow")
     return parser
@@ -75,7 +83,8 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     cfg = tracking_config(args.tracking_uri, args.experiment)
     found = tracking.find_sweep_runs(cfg, args.sweep) if args.sweep else tracking.get_runs(cfg, args.run_ids)
     runs = load_runs(cfg, found)
-    comparison = compare.compare_runs(runs, level=args.level, resamples=args.resamples, seed=args.seed, alpha=ALPHA)
+    plan = {"difference": args.plan_diff, "power": args.power, "alpha": args.plan_alpha} if args.plan else None
+    comparison = compare.compare_runs(runs, level=args.level, alpha=ALPHA, plan=plan)
     comparison["sweep"] = found[0].tags.get(tracking.SWEEP_TAG) if args.sweep else None
     comparison["tracking_uri"] = cfg.uri
     render_table(comparison, console)
@@ -124,7 +133,7 @@ def log_comparison(cfg: TrackingConfig, comparison: dict[str, Any]) -> str:
     source = f"sweep {Path(comparison['sweep']).name}" if comparison["sweep"] else f"{len(ids)} runs"
     params = {"compare.dataset": comparison["dataset"], "compare.metric": comparison["metric"],
               "compare.test": comparison["test"], "compare.level": comparison["level"],
-              "compare.resamples": comparison["resamples"], "compare.seed": comparison["seed"],
+              "compare.simultaneous_level": comparison["simultaneous_level"],
               "compare.alpha": comparison["alpha"], "compare.sweep": comparison["sweep"] or "",
               "compare.runs": ",".join(ids)}
     metrics = {"compare/runs": len(ids), "compare/pairs": comparison["n_pairs"],
@@ -137,22 +146,36 @@ def log_comparison(cfg: TrackingConfig, comparison: dict[str, Any]) -> str:
 
 
 def render_table(comparison: dict[str, Any], console: Console) -> None:
-    """Print one row per pair: A, B, n, metric A, metric B, diff [CI], test, p, p Holm."""
-    title = (f"{comparison['metric']} on {comparison['dataset']}, per item: B - A with a {comparison['level']:.0%} CI "
-             f"that inverts the test, Holm over {comparison['n_pairs']} pairs")
+    """Print one row per pair: A, B, n, metric A, metric B, diff [CI], simultaneous CI, test, p, p Holm (and the
+    items needed, with --plan)."""
+    level, simultaneous = comparison["level"], comparison["simultaneous_level"]
+    title = (f"{comparison['metric']} on {comparison['dataset']}, per item: B - A with its unadjusted {level:.0%} CI "
+             f"and its simultaneous CI over {comparison['n_pairs']} pairs (Bonferroni: each at level {simultaneous:.4g}), "
+             f"Holm over {comparison['n_pairs']} pairs")
+    planned = comparison.get("plan") is not None
     table = Table(title=title, title_justify="left")
-    for name in ("A", "B", "n", "metric A", "metric B", "diff [CI]", "test", "p", "p Holm"):
+    columns = ["A", "B", "n", "metric A", "metric B", "diff [CI]", "simultaneous CI", "test", "p", "p Holm"]
+    for name in columns + (["items needed"] if planned else []):
         table.add_column(name, justify="left" if name in ("A", "B", "test") else "right")
     for pair in comparison["pairs"]:
         dropped = pair["dropped_a"] + pair["dropped_b"]
         cells = [pair["label_a"], pair["label_b"], f"{pair['n']}" + (f" (-{dropped})" if dropped else ""),
-                 _number(pair["metric_a"]), _number(pair["metric_b"]), _difference(pair), _test_name(pair),
+                 _number(pair["metric_a"]), _number(pair["metric_b"]), _difference(pair),
+                 _interval(pair["simultaneous_ci_low"], pair["simultaneous_ci_high"]), TEST_NAMES[pair["test"]],
                  _p(pair["p_value"]), _p(pair["p_holm"]) + (" *" if pair["significant"] else "")]
+        if planned:
+            cells.append("-" if pair["plan"]["items"] is None else f"{pair['plan']['items']:,}")
         table.add_row(*(Text(cell) for cell in cells))
     console.print(table)
     console.print(f"n: paired outcomes, one per {comparison['unit']}; (-k): keys only one run has; * = p Holm < "
                   f"{comparison['alpha']}; {comparison['n_significant']} of {comparison['n_pairs']} pairs "
                   f"significant", markup=False, highlight=False)
+    if planned:
+        plan = comparison["plan"]
+        wanted = "the observed difference" if plan["difference"] is None else f"a difference of {plan['difference']:g}"
+        console.print(f"items needed: to detect {wanted} with power {plan['power']:g} at two-sided alpha "
+                      f"{plan['alpha']:.3g} (0/1 outcomes: Connor 1987 from the observed discordance; otherwise the "
+                      f"paired t-test from the observed SD of the differences)", markup=False, highlight=False)
     inter = comparison.get("inter_judge")
     if inter:
         def fmt(value: float | None) -> str:
@@ -170,12 +193,24 @@ def _number(value: float | None) -> str:
 def _difference(pair: dict[str, Any]) -> str:
     if pair["difference"] is None:
         return "-"
-    ci = "" if pair["ci_low"] is None else f" [{pair['ci_low']:+.3f}, {pair['ci_high']:+.3f}]"
-    return f"{pair['difference']:+.3f}{ci}"
+    ci = "" if pair["ci_low"] is None else " " + _interval(pair["ci_low"], pair["ci_high"])
+    return f"{_signed(pair['difference'])}{ci}"
 
 
-def _test_name(pair: dict[str, Any]) -> str:
-    return "McNemar exact" if pair["test"] == "mcnemar_exact" else "sign-flip permutation"
+def _interval(low: float | None, high: float | None) -> str:
+    return "-" if low is None or high is None else f"[{_signed(low)}, {_signed(high)}]"
+
+
+def _signed(value: float) -> str:
+    """3 decimals, but a non-zero value that would round to 0.000 in scientific notation, so that its sign shows
+    (an interval excluding 0 never prints a bound of -0.000 or +0.000) and 0 itself as 0."""
+    if value == 0:
+        return "0"
+    text = f"{value:+.3f}"
+    return text if float(text) != 0 else f"{value:+.1e}"
+
+
+TEST_NAMES = {"mcnemar_exact": "McNemar exact", "sign_flip_exact": "sign-flip exact", "paired_t": "paired t"}
 
 
 def _p(value: float | None) -> str:

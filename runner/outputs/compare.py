@@ -5,10 +5,12 @@ the rows through :mod:`runner.outputs.tracking`). Each run becomes a map from a 
 (:mod:`runner.outputs.compare_outcomes`).
 
 Two runs are paired on the items both have: the item is the unit (an item's orders and repeats are averaged
-first, :mod:`runner.outputs.compare_outcomes`). Per pair: both metrics, the difference ``B - A`` with an interval
-that agrees with the test (McNemar's exact test when every item's correctness is 0 or 1 in both runs, else a
-paired sign-flip permutation test; :mod:`runner.stats.paired`), and the Holm-adjusted p-value over all pairs of
-the comparison (:mod:`runner.stats.significance`).
+first, :mod:`runner.outputs.compare_outcomes`). Per pair: both metrics, the difference ``B - A``, its test
+(McNemar's exact test when every item's correctness is 0 or 1 in both runs, else the exact sign-flip test on the
+differences' lattice, else the paired t-test; :mod:`runner.stats.paired`), its interval unadjusted and
+simultaneous over all pairs (Bonferroni), and the Holm-adjusted p-value over all pairs of the comparison
+(:mod:`runner.stats.significance`); optionally, the items needed to detect a difference
+(:mod:`runner.stats.sample_size`).
 """
 
 from __future__ import annotations
@@ -27,14 +29,14 @@ from runner.outputs.compare_outcomes import (
     RunResults,
     outcomes,
 )
-from runner.stats import coefficients, inter_rater, paired, significance
+from runner.stats import coefficients, inter_rater, paired, sample_size, significance
 
 __all__ = ["CHOICE_ORDER", "IGNORED_CHOICES", "METRICS", "TESTS", "UNITS", "check_comparable", "compare_pair",
            "compare_runs", "run_labels"]
 
 METRICS = {CORRECT: "accuracy", WIN_SCORE: "win rate (ties half)", SCORE: "mean score"}
-TESTS = {CORRECT: "mcnemar_exact (0/1 per item) or sign_flip_permutation", WIN_SCORE: "sign_flip_permutation",
-         SCORE: "sign_flip_permutation"}
+EXACT_OR_T = "sign_flip_exact (on the differences' lattice) or paired_t"
+TESTS = {CORRECT: f"mcnemar_exact (0/1 per item), {EXACT_OR_T}", WIN_SCORE: EXACT_OR_T, SCORE: EXACT_OR_T}
 UNITS = {CORRECT: "item", WIN_SCORE: "item", SCORE: "item"}
 
 # The order in which choices appear in run labels; choices not listed follow alphabetically.
@@ -42,22 +44,22 @@ CHOICE_ORDER = ("generator", "judge", "prompt", "rubric", "aggregation", "datase
 IGNORED_CHOICES = frozenset({"tracking"})
 
 
-def compare_pair(a: Outcomes, b: Outcomes, level: float = 0.95, resamples: int = 2000, seed: int = 0
+def compare_pair(a: Outcomes, b: Outcomes, level: float = 0.95, simultaneous_level: float | None = None
                  ) -> dict[str, Any]:
     """Compare two runs on the keys both have.
 
     Args:
         a: The baseline run's outcomes.
         b: The contender's outcomes (the difference is ``b - a``).
-        level: Confidence level of the difference's interval.
-        resamples: Sign-flip draws of the permutation test (when it is the test).
-        seed: Seed of the draws.
+        level: Confidence level of the difference's unadjusted interval.
+        simultaneous_level: Level of the simultaneous interval (None: the unadjusted level).
 
     Returns:
         ``n`` (paired keys), ``dropped_a``/``dropped_b`` (keys only one run has), ``metric_a``,
-        ``metric_b``, ``difference``, ``ci_low``, ``ci_high``, ``ci_method``, ``test``, ``statistic``,
-        ``p_value``, ``test_details`` (the test's full result) and, for pairwise runs,
-        ``verdict_agreement`` with ``verdict_kappa`` over the judgments both runs scored.
+        ``metric_b``, ``difference``, ``ci_low``, ``ci_high`` (unadjusted), ``simultaneous_ci_low``,
+        ``simultaneous_ci_high``, ``ci_method``, ``test``, ``statistic``, ``p_value``, ``test_details`` (the
+        test's full result) and, for pairwise runs, ``verdict_agreement`` with ``verdict_kappa`` over the
+        judgments both runs scored.
 
     Raises:
         ComparisonError: If the two runs measure different kinds of outcome.
@@ -66,7 +68,7 @@ def compare_pair(a: Outcomes, b: Outcomes, level: float = 0.95, resamples: int =
         raise ComparisonError(f"cannot pair a {METRICS[a.kind]} run with a {METRICS[b.kind]} run")
     keys = sorted(set(a.values) & set(b.values), key=repr)
     xa, xb = [a.values[k] for k in keys], [b.values[k] for k in keys]
-    diff = paired.paired_items(xa, xb, level=level, resamples=resamples, seed=seed)
+    diff = paired.paired_items(xa, xb, level=level, simultaneous_level=simultaneous_level or level)
     result = {
         "n": len(keys),
         "dropped_a": len(a.values) - len(keys),
@@ -76,6 +78,8 @@ def compare_pair(a: Outcomes, b: Outcomes, level: float = 0.95, resamples: int =
         "difference": diff["mean_difference"],
         "ci_low": diff["low"],
         "ci_high": diff["high"],
+        "simultaneous_ci_low": diff["simultaneous_low"],
+        "simultaneous_ci_high": diff["simultaneous_high"],
         "ci_method": diff["method"],
         "test": diff["test"],
         "statistic": diff["statistic"],
@@ -87,22 +91,23 @@ def compare_pair(a: Outcomes, b: Outcomes, level: float = 0.95, resamples: int =
     return result
 
 
-def compare_runs(runs: Sequence[RunResults], level: float = 0.95, resamples: int = 2000, seed: int = 0,
-                 alpha: float = 0.05) -> dict[str, Any]:
+def compare_runs(runs: Sequence[RunResults], level: float = 0.95, alpha: float = 0.05,
+                 plan: dict[str, Any] | None = None) -> dict[str, Any]:
     """Compare every pair of runs (A = the earlier run in ``runs``) with Holm correction over all pairs.
 
     Args:
         runs: Two or more runs on the same dataset.
-        level: Confidence level of the paired bootstrap intervals.
-        resamples: Bootstrap resamples per pair.
-        seed: Seed of every pair's bootstrap.
+        level: Confidence level of the unadjusted intervals; the simultaneous ones are at
+            ``1 - (1 - level) / pairs`` (Bonferroni).
         alpha: Family-wise error rate a Holm-adjusted p-value is called significant at.
+        plan: Also the items each pair needs (:func:`runner.stats.sample_size.plan`): ``difference`` (None:
+            the observed one), ``power`` and ``alpha`` (None: ``alpha`` / pairs, what Holm needs in the worst case).
 
     Returns:
         The JSON-serializable comparison: ``dataset``, ``kind``, ``metric``, ``test``, ``unit``, the
-        settings, ``runs`` (``run_id``, ``label``, ``choices``, ``n_keys``), ``pairs`` (one
-        :func:`compare_pair` result each, plus ``a``, ``b``, ``label_a``, ``label_b``, ``p_holm`` and
-        ``significant``), ``n_pairs`` and ``n_significant``.
+        settings (``simultaneous_level`` among them), ``runs`` (``run_id``, ``label``, ``choices``, ``n_keys``),
+        ``pairs`` (one :func:`compare_pair` result each, plus ``a``, ``b``, ``label_a``, ``label_b``, ``p_holm``,
+        ``significant`` and, with ``plan``, ``plan``), ``n_pairs`` and ``n_significant``.
 
     Raises:
         ComparisonError: Fewer than two runs, runs on different datasets, or different kinds of outcome.
@@ -118,8 +123,10 @@ def compare_runs(runs: Sequence[RunResults], level: float = 0.95, resamples: int
         raise ComparisonError(f"runs measure different things: {listing}")
     labels = run_labels(runs)
     pairs = []
-    for i, j in itertools.combinations(range(len(runs)), 2):
-        pair = compare_pair(reduced[i], reduced[j], level=level, resamples=resamples, seed=seed)
+    combinations = list(itertools.combinations(range(len(runs)), 2))
+    simultaneous = 1 - (1 - level) / len(combinations)
+    for i, j in combinations:
+        pair = compare_pair(reduced[i], reduced[j], level=level, simultaneous_level=simultaneous)
         ids = {"a": runs[i].run_id, "b": runs[j].run_id, "label_a": labels[runs[i].run_id],
                "label_b": labels[runs[j].run_id]}
         pairs.append({**ids, **pair})
@@ -127,6 +134,10 @@ def compare_runs(runs: Sequence[RunResults], level: float = 0.95, resamples: int
     for k, pair in enumerate(pairs):
         pair["p_holm"] = adjusted[str(k)]
         pair["significant"] = pair["p_holm"] is not None and pair["p_holm"] < alpha
+        if plan is not None:
+            pair["plan"] = sample_size.plan(
+                {"n": pair["n"], "mean_difference": pair["difference"], "details": pair["test_details"]},
+                plan.get("difference"), alpha=plan.get("alpha") or alpha / len(pairs), power=plan.get("power", 0.8))
     kind = kinds.pop()
     verdicts = {labels[run.run_id]: o.verdicts for run, o in zip(runs, reduced, strict=True) if o.verdicts}
     return {
@@ -136,10 +147,12 @@ def compare_runs(runs: Sequence[RunResults], level: float = 0.95, resamples: int
         "test": TESTS[kind],
         "unit": UNITS[kind],
         "level": level,
-        "resamples": resamples,
-        "seed": seed,
+        "simultaneous_level": simultaneous,
+        "simultaneous_method": "bonferroni",
         "alpha": alpha,
         "correction": "holm",
+        "plan": None if plan is None else {"difference": plan.get("difference"), "power": plan.get("power", 0.8),
+                                           "alpha": plan.get("alpha") or alpha / len(pairs)},
         "runs": [{"run_id": run.run_id, "label": labels[run.run_id], "choices": dict(run.choices),
                   "n_keys": len(o.values)} for run, o in zip(runs, reduced, strict=True)],
         "pairs": pairs,

@@ -1,99 +1,179 @@
 """Two judges (or configurations) on the same items, the item as the unit: is B's per-item value different from
-A's, by how much, with an interval that agrees with the test.
+A's, and by how much.
 
-- Per-item correctness that is 0 or 1 in both runs (one judgment per item, or an item's judgments all agree):
-  McNemar's exact test (statsmodels) on the discordant items, and the interval of the difference
-  ``(b01 - b10) / n`` from the exact (Clopper-Pearson) interval of b01 / (b01 + b10), scaled by the discordant
-  share. The exact test's p-value is the doubled smaller tail, which is exactly the inversion of that interval:
-  the interval excludes 0 if and only if p < 1 - level.
-- Anything else (per-item correctness averaged over orders and repeats, scores): a paired sign-flip
-  permutation test of the mean difference (Good 2005, Permutation Tests, ch. 3), and the interval of all shifts
-  the same test would not reject (test inversion, with the same seeded sign draws), so again the interval
-  excludes 0 exactly when p < 1 - level, up to the resolution of the draws.
+The test (no p-value depends on a number of random draws):
+
+- An item's value is a share of a few judgments (orders x repeats) or a mean of integer scores, so the
+  differences ``b - a`` lie on a lattice: multiples of ``1/q`` for a small ``q``. On a lattice the paired
+  sign-flip permutation distribution of the sum of differences (Good 2005, Permutation Tests, ch. 3) is computed
+  exactly, by convolving one binomial per distinct absolute difference (``sign_flip_exact``). When every
+  outcome is 0 or 1 this is McNemar's exact test (the binomial test of b01 among the discordant items).
+- Off a small lattice (or when the exact distribution would be too large to convolve): the paired t-test
+  (``paired_t``), asymptotic.
+
+The interval of the difference is an estimator with nominal coverage, not an inversion of the test:
+
+- 0/1 outcomes: Agresti & Min (2005): the Wald interval of the difference of matched proportions after adding
+  1/2 to each cell of the 2x2 table (the exact conditional interval scaled by the discordant share undercovers).
+- Otherwise: the paired t interval of the mean difference.
 
 As elsewhere in runner.stats, an undefined value is None, never NaN and never an exception.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from runner.stats.uncertainty import BATCH_VALUES, check_paired, finite_or_none
+from runner.stats.uncertainty import check_paired, finite_or_none
 
-BISECTION_STEPS = 40  # the interval's bounds to ~1e-12 of the data's range
+MAX_DENOMINATOR = 720  # the lattice 1/q searched for: q = 1..720 (720 = 6!, a multiple of every count up to 6)
+MAX_CONVOLUTION = 2_000_000_000  # multiply-adds of the exact distribution (~1-2 s); beyond: the paired t-test
+LATTICE_TOLERANCE = 1e-9
 
 
-def paired_items(a: Sequence[float], b: Sequence[float], level: float = 0.95, resamples: int = 2000,
-                 seed: int = 0) -> dict[str, Any]:
+def paired_items(a: Sequence[float], b: Sequence[float], level: float = 0.95,
+                 simultaneous_level: float | None = None) -> dict[str, Any]:
     """Compare per-item values ``a`` and ``b`` (the same items, in the same order); the difference is ``b - a``.
+
+    Args:
+        a: The baseline's per-item values.
+        b: The contender's, in the same item order.
+        level: Confidence level of the (unadjusted) interval ``low``, ``high``.
+        simultaneous_level: Also the same interval at this level (``simultaneous_low``, ``simultaneous_high``):
+            a comparison of m pairs passes 1 - (1 - level) / m (Bonferroni).
 
     Returns:
         ``n``, ``mean_a``, ``mean_b``, ``mean_difference``, ``low``, ``high``, ``level``, ``method`` (the
-        interval's), ``test`` (``mcnemar_exact`` or ``sign_flip_permutation``), ``statistic``, ``p_value`` and
-        ``details`` (the discordant counts, or the permutation's draws and seed). Bounds and p-value are None
-        when every difference is 0.
+        interval's: ``agresti_min`` or ``paired_t``), ``test`` (``mcnemar_exact``, ``sign_flip_exact`` or
+        ``paired_t``), ``statistic``, ``p_value`` and ``details`` (discordant counts, or the lattice ``1/q`` and
+        the non-zero differences, and the standard deviation of the differences). p-value (and, for non-0/1
+        outcomes, the bounds) are None when every difference is 0.
     """
     check_paired(a, b)
     xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    n = int(xa.size)
+    d = xb - xa
+    n = int(d.size)
     out: dict[str, Any] = {"n": n, "mean_a": finite_or_none(xa.mean()) if n else None,
                            "mean_b": finite_or_none(xb.mean()) if n else None,
-                           "mean_difference": finite_or_none((xb - xa).mean()) if n else None, "level": level}
+                           "mean_difference": finite_or_none(d.mean()) if n else None, "level": level}
     binary = bool(np.isin(xa, (0.0, 1.0)).all() and np.isin(xb, (0.0, 1.0)).all())
-    out.update(_mcnemar(xa, xb, level) if binary else _sign_flip(xb - xa, level, resamples, seed))
+    details: dict[str, Any] = {"n_nonzero": int(np.count_nonzero(d)), "sd": finite_or_none(d.std(ddof=1)) if n > 1
+                               else None}
+    if binary:
+        details.update(b01=int(np.sum(d > 0)), b10=int(np.sum(d < 0)))
+    test = paired_test(d, binary)
+    details["lattice"] = test.pop("lattice")
+    out.update(details=details, **test)
+    low, high = difference_interval(xa, xb, level, binary)
+    out.update(low=low, high=high, method="agresti_min" if binary else "paired_t")
+    if simultaneous_level is not None:
+        out["simultaneous_low"], out["simultaneous_high"] = difference_interval(xa, xb, simultaneous_level, binary)
     return out
 
 
-def _mcnemar(a: np.ndarray, b: np.ndarray, level: float) -> dict[str, Any]:
-    b01, b10 = int(np.sum((a == 0) & (b == 1))), int(np.sum((a == 1) & (b == 0)))
-    n, discordant = int(a.size), b01 + b10
-    out: dict[str, Any] = {"low": None, "high": None, "method": "exact conditional (Clopper-Pearson)",
-                           "test": "mcnemar_exact", "statistic": None, "p_value": None,
-                           "details": {"b01": b01, "b10": b10}}
-    if discordant:
-        from statsmodels.stats.contingency_tables import mcnemar
-        from statsmodels.stats.proportion import proportion_confint
+def paired_test(d: np.ndarray, binary: bool = False) -> dict[str, Any]:
+    """The test of a zero mean difference: exact sign-flip on a lattice (McNemar's exact test for 0/1), else t.
 
-        both = int(np.sum((a == 1) & (b == 1)))
-        test = mcnemar([[both, b10], [b01, n - both - discordant]], exact=True)
-        low, high = proportion_confint(b01, discordant, alpha=1 - level, method="beta")
-        share = discordant / n
-        out.update(low=share * (2 * float(low) - 1), high=share * (2 * float(high) - 1),
-                   statistic=finite_or_none(test.statistic), p_value=finite_or_none(test.pvalue))
-    return out
-
-
-def _sign_flip(d: np.ndarray, level: float, resamples: int, seed: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"low": None, "high": None, "method": "sign-flip test inversion",
-                           "test": "sign_flip_permutation", "statistic": None, "p_value": None,
-                           "details": {"resamples": resamples, "seed": seed, "n_nonzero": int(np.count_nonzero(d))}}
+    Returns:
+        ``test``, ``statistic`` (the mean difference, or t), ``p_value`` (None when every difference is 0) and
+        ``lattice`` (``"1/q"``, the differences' spacing the exact test used; None for the t-test).
+    """
+    name = "mcnemar_exact" if binary else "sign_flip_exact"
     if not np.any(d):
-        return out
-    n = d.size
-    rng = np.random.default_rng(seed)
-    u, v = np.empty(resamples), np.empty(resamples)  # per draw: mean(s * d) and mean(s), so mean(s * (d - t)) = u - t v
-    batch = max(1, BATCH_VALUES // n)
-    for start in range(0, resamples, batch):
-        signs = rng.choice((-1.0, 1.0), size=(min(batch, resamples - start), n))
-        u[start:start + len(signs)], v[start:start + len(signs)] = signs @ d / n, signs.mean(axis=1)
+        return {"test": name, "statistic": None, "p_value": None, "lattice": None}
+    lattice = _lattice(d)
+    if lattice is not None:
+        p = sign_flip_exact_p(lattice[1])
+        if p is not None:
+            return {"test": name, "statistic": finite_or_none(d.mean()), "p_value": p, "lattice": f"1/{lattice[0]}"}
+    from scipy import stats as scipy_stats
+
+    t = scipy_stats.ttest_1samp(d, 0.0)
+    return {"test": "paired_t", "statistic": finite_or_none(t.statistic), "p_value": finite_or_none(t.pvalue),
+            "lattice": None}
+
+
+def sign_flip_exact_p(x: Sequence[int] | np.ndarray) -> float | None:
+    """Exact two-sided p-value of the paired sign-flip test of integer differences ``x``.
+
+    Under the null each difference's sign is + or - with probability 1/2, independently: P(|sum s_i x_i| >=
+    |sum x_i|) over all 2^n sign vectors. The distribution of T, the sum of the absolute differences whose sign
+    is +, is the convolution of one binomial per distinct absolute value ``v`` (``v`` x Binomial(count, 1/2)).
+
+    Returns:
+        The p-value, or None when the convolution would exceed ``MAX_CONVOLUTION`` multiply-adds.
+    """
+    from scipy import stats as scipy_stats
+
+    ints = np.abs(np.asarray(x, dtype=np.int64))
+    ints = ints[ints != 0]
+    observed = abs(int(np.sum(np.asarray(x, dtype=np.int64))))
+    if observed == 0:
+        return 1.0
+    values, counts = np.unique(ints, return_counts=True)
+    total, size, cost = int(ints.sum()), 1, 0
+    for v, c in zip(values, counts, strict=True):
+        cost += size * (int(v) * int(c) + 1)
+        size += int(v) * int(c)
+    if cost > MAX_CONVOLUTION:
+        return None
+    dist = np.ones(1)
+    for v, c in zip(values, counts, strict=True):
+        part = np.zeros(int(v) * int(c) + 1)
+        part[::int(v)] = scipy_stats.binom.pmf(np.arange(c + 1), int(c), 0.5)
+        dist = np.convolve(dist, part)
+    # S = 2T - total; |S| >= observed <=> T <= (total - observed) / 2 or T >= (total + observed) / 2 (symmetric)
+    tail = float(dist[:(total - observed) // 2 + 1].sum())
+    return min(1.0, 2 * tail)
+
+
+def difference_interval(a: np.ndarray, b: np.ndarray, level: float, binary: bool
+                        ) -> tuple[float | None, float | None]:
+    """The interval of the mean difference ``b - a``: Agresti-Min for 0/1 outcomes, else paired t."""
+    from scipy import stats as scipy_stats
+
+    n = int(a.size)
+    if binary:
+        return agresti_min(int(np.sum((a == 0) & (b == 1))), int(np.sum((a == 1) & (b == 0))), n, level)
+    d = b - a
+    if n < 2 or not np.any(d):
+        return None, None
+    half = float(scipy_stats.t.ppf(0.5 + level / 2, n - 1)) * float(d.std(ddof=1)) / math.sqrt(n)
     mean = float(d.mean())
+    return mean - half, mean + half
 
-    def p_value(shift: float) -> float:
-        observed = abs(mean - shift)
-        return float((1 + np.sum(np.abs(u - shift * v) >= observed * (1 - 1e-12))) / (resamples + 1))
 
-    alpha = 1 - level
+def agresti_min(b01: int, b10: int, n: int, level: float = 0.95) -> tuple[float | None, float | None]:
+    """Agresti & Min (2005) interval of ``(b01 - b10) / n``, the difference of two matched proportions.
 
-    def bound(inside: float, outside: float) -> float:  # the shift where p crosses alpha, between the two
-        for _ in range(BISECTION_STEPS):
-            middle = (inside + outside) / 2
-            inside, outside = (middle, outside) if p_value(middle) > alpha else (inside, middle)
-        return inside
+    The Wald interval after adding 1/2 to each of the four cells (n + 2 pairs), clipped to [-1, 1].
 
-    span = float(np.ptp(d)) or 1.0
-    out.update(statistic=mean, p_value=p_value(0.0),
-               low=bound(mean, float(d.min()) - span), high=bound(mean, float(d.max()) + span))
-    return out
+    Args:
+        b01: Items only B gets right.
+        b10: Items only A gets right.
+        n: All paired items.
+        level: Confidence level.
+    """
+    from scipy import stats as scipy_stats
+
+    if n <= 0:
+        return None, None
+    m = n + 2
+    p01, p10 = (b01 + 0.5) / m, (b10 + 0.5) / m
+    centre = p01 - p10
+    half = float(scipy_stats.norm.ppf(0.5 + level / 2)) * math.sqrt((p01 + p10 - centre ** 2) / m)
+    return max(-1.0, centre - half), min(1.0, centre + half)
+
+
+def _lattice(d: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """The smallest ``q <= MAX_DENOMINATOR`` with every ``d * q`` an integer, and those integers; None if none."""
+    for q in range(1, MAX_DENOMINATOR + 1):
+        scaled = d * q
+        rounded = np.rint(scaled)
+        if np.all(np.abs(scaled - rounded) <= LATTICE_TOLERANCE * np.maximum(1.0, np.abs(scaled))):
+            return q, rounded.astype(np.int64)
+    return None

@@ -1,8 +1,8 @@
 """Unit tests for runner.outputs.compare (paired comparison of runs) and the table of runner.app.compare_cli.
 
 Runs are hand-built results.jsonl rows; p-values are checked by hand (exact McNemar = 2 * 0.5^k when all
-k discordant pairs go one way, the sign-flip permutation p = 2 / 2^n when all n differences are positive,
-Holm's step-down by hand) or against statsmodels. The item is the unit: an item's orders and repeats are one
+k discordant pairs go one way, the exact sign-flip p = 2 / 2^n when all n differences are positive,
+Holm's step-down by hand) or against statsmodels. tests/unit/test_paired.py checks the tests and intervals. The item is the unit: an item's orders and repeats are one
 outcome.
 """
 
@@ -49,7 +49,7 @@ def test_correctness_is_per_item_and_counts_unscored_and_errors_as_wrong():
     other = compare_outcomes.outcomes(RunResults("s", {"dataset": "d"}, [pairwise_row("x", "ab", "output_1"),
                                                                           pairwise_row("y", "ab", "output_1")],
                                                  ours="output_1"))
-    assert compare.compare_pair(out, other)["test"] == "sign_flip_permutation"  # 0.5 is not a 0/1 outcome
+    assert compare.compare_pair(out, other)["test"] == "sign_flip_exact"  # 0.5 is not a 0/1 outcome
 
 
 def test_item_level_mcnemar_equals_statsmodels_and_an_order_consistent_item_counts_once():
@@ -61,7 +61,7 @@ def test_item_level_mcnemar_equals_statsmodels_and_an_order_consistent_item_coun
                                   compare_outcomes.outcomes(gold_run("b", b_ok)))
     expected = mcnemar([[30, 2], [10, 8]], exact=True).pvalue
     assert single["test"] == "mcnemar_exact" and single["p_value"] == pytest.approx(expected)
-    assert single["n"] == 50 and single["test_details"] == {"b01": 10, "b10": 2}
+    assert single["n"] == 50 and (single["test_details"]["b01"], single["test_details"]["b10"]) == (10, 2)
 
     def both_orders(run_id: str, ok: list[bool]) -> RunResults:  # each item judged in both orders, consistently
         rows = [pairwise_row(f"i{k}", order, "output_1" if good else "output_2")
@@ -71,26 +71,6 @@ def test_item_level_mcnemar_equals_statsmodels_and_an_order_consistent_item_coun
     doubled = compare.compare_pair(compare_outcomes.outcomes(both_orders("a", a_ok)),
                                    compare_outcomes.outcomes(both_orders("b", b_ok)))
     assert doubled["n"] == 50 and doubled["p_value"] == single["p_value"]  # not 24 discordant judgments
-
-
-@pytest.mark.parametrize(("b01", "b10"), [(0, 1), (1, 6), (2, 9), (3, 10), (5, 5), (9, 2), (20, 8), (30, 14)])
-def test_the_mcnemar_interval_excludes_zero_exactly_when_p_is_below_alpha(b01, b10):
-    a = [0.0] * b01 + [1.0] * b10 + [1.0] * 20
-    b = [1.0] * b01 + [0.0] * b10 + [1.0] * 20
-    got = paired.paired_items(a, b, level=0.95)
-    excludes_zero = got["low"] > 0 or got["high"] < 0
-    assert excludes_zero == (got["p_value"] < 0.05)
-    assert got["low"] <= got["mean_difference"] <= got["high"]
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_the_sign_flip_interval_agrees_with_its_test(seed):
-    rng = np.random.default_rng(seed)
-    d = rng.normal(loc=0.25 * seed / 5, scale=1.0, size=30)
-    got = paired.paired_items(np.zeros(30), d, level=0.95, resamples=4000, seed=seed)
-    assert got["test"] == "sign_flip_permutation" and got["low"] <= got["mean_difference"] <= got["high"]
-    excludes_zero = got["low"] > 0 or got["high"] < 0
-    assert excludes_zero == (got["p_value"] < 0.05)
 
 
 def test_synthesis_row_replaces_judge_row_in_either_file_order():
@@ -103,7 +83,7 @@ def test_synthesis_row_replaces_judge_row_in_either_file_order():
         assert out.verdicts == {("x", 0, "ab"): "output_1"}
 
 
-def test_pairwise_without_gold_scores_ours_per_item_and_uses_the_sign_flip_test():
+def test_pairwise_without_gold_scores_ours_per_item_and_uses_the_exact_sign_flip_test():
     rows = [pairwise_row("x", "ab", "ours", gold=None), pairwise_row("x", "ba", "tie", gold=None),
             pairwise_row("y", "ab", "base", gold=None), pairwise_row("y", "ba", None, gold=None, status="unscored"),
             pairwise_row("z", "ab", None, gold=None, status="error")]
@@ -111,7 +91,7 @@ def test_pairwise_without_gold_scores_ours_per_item_and_uses_the_sign_flip_test(
     assert out.kind == compare_outcomes.WIN_SCORE
     assert out.values == {("x",): 0.75, ("y",): 0.0}  # z has no scored judgment
     same = compare.compare_pair(out, out)
-    assert same["test"] == "sign_flip_permutation" and same["p_value"] is None  # every difference is 0
+    assert same["test"] == "sign_flip_exact" and same["p_value"] is None  # every difference is 0
 
 
 def test_pairwise_without_gold_needs_the_name_of_ours():
@@ -119,20 +99,20 @@ def test_pairwise_without_gold_needs_the_name_of_ours():
         compare_outcomes.outcomes(RunResults("r", {}, [pairwise_row("x", "ab", "a", gold=None)], ours=None))
 
 
-def test_pointwise_averages_repeats_per_item_and_the_permutation_p_is_near_exact():
+def test_pointwise_averages_repeats_per_item_and_the_permutation_p_is_exact():
     a = RunResults("a", {"dataset": "d", "judge": "j1"},
                    [pointwise_row(f"i{k}", float(k)) for k in range(5)]
                    + [pointwise_row("i0", 2.0, repeat=1), pointwise_row("i1", None, repeat=1, status="unscored")])
     b = RunResults("b", {"dataset": "d", "judge": "j2"}, [pointwise_row(f"i{k}", 2.0 * k + 1.5) for k in range(5)])
     out_a = compare_outcomes.outcomes(a)
     assert out_a.kind == compare_outcomes.SCORE and out_a.values[("i0",)] == 1.0 and out_a.values[("i1",)] == 1.0
-    result = compare.compare_runs([a, b], resamples=20_000)
+    result = compare.compare_runs([a, b])
     pair = result["pairs"][0]
-    assert result["test"] == pair["test"] == "sign_flip_permutation"
+    assert pair["test"] == "sign_flip_exact" and pair["test_details"]["lattice"] == "1/2"
     # a = 1, 1, 2, 3, 4 and b = 1.5, 3.5, 5.5, 7.5, 9.5: the differences 0.5, 2.5, 3.5, 4.5, 5.5 are all
     # positive, so only all-plus and all-minus signs reach the observed mean: the exact two-sided p is 2 / 2^5
-    assert pair["p_value"] == pytest.approx(2 / 32, abs=0.01)
-    assert pair["ci_low"] <= 0 <= pair["ci_high"]  # p > 0.05: the interval that inverts the test holds 0
+    assert pair["p_value"] == pytest.approx(2 / 32, rel=1e-12)
+    assert pair["ci_method"] == "paired_t" and pair["ci_low"] <= pair["difference"] <= pair["ci_high"]
     assert pair["difference"] == pytest.approx((0.5 + 2.5 + 3.5 + 4.5 + 5.5) / 5)
     assert "verdict_agreement" not in pair
 
@@ -141,7 +121,7 @@ def test_pairing_drops_keys_only_one_run_has():
     a = gold_run("a", [True, True, False, True, False])  # items i0..i4
     b = RunResults("b", {"dataset": "llmbar_natural"},
                    [pairwise_row(f"i{k}", "ab", "output_1") for k in range(1, 7)], ours="output_1")  # i1..i6
-    pair = compare.compare_pair(compare_outcomes.outcomes(a), compare_outcomes.outcomes(b), resamples=200)
+    pair = compare.compare_pair(compare_outcomes.outcomes(a), compare_outcomes.outcomes(b))
     assert (pair["n"], pair["dropped_a"], pair["dropped_b"]) == (4, 1, 2)
     assert pair["metric_a"] == 0.5 and pair["metric_b"] == 1.0 and pair["difference"] == 0.5
     assert pair["test_details"]["b01"] == 2 and pair["test_details"]["b10"] == 0
@@ -153,7 +133,7 @@ def test_holm_over_three_pairs_by_hand():
     # McNemar p of k discordant pairs is 2 * 0.5^k: A-B k=6, A-C k=9, B-C k=3.
     runs = [gold_run("A", [False] * 10), gold_run("B", [True] * 6 + [False] * 4),
             gold_run("C", [True] * 9 + [False])]
-    result = compare.compare_runs(runs, resamples=200)
+    result = compare.compare_runs(runs)
     pairs = {(p["a"], p["b"]): p for p in result["pairs"]}
     assert list(pairs) == [("A", "B"), ("A", "C"), ("B", "C")]
     raw = {k: p["p_value"] for k, p in pairs.items()}
@@ -204,7 +184,7 @@ def test_labels_use_only_the_choices_that_differ():
 def test_table_has_the_columns_and_marks_holm_significance():
     runs = [gold_run("A", [False] * 10, judge="a"), gold_run("C", [True] * 9 + [False], judge="c")]
     console = Console(record=True, width=200)
-    render_table(compare.compare_runs(runs, resamples=200), console)
+    render_table(compare.compare_runs(runs), console)
     text = console.export_text()
     for header in ("A", "B", "n", "metric A", "metric B", "diff [CI]", "test", "p", "p Holm"):
         assert header in text
