@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     # MLflow draws a progress bar per downloaded artifact on stderr; one per run is noise here.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    console = Console(width=None if sys.stdout.isatty() else 200)
+    console = Console(width=None if sys.stdout.isatty() else 250)
     try:
         run(args, console)
     except (LookupError, ValueError) as exc:

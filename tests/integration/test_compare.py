@@ -9,10 +9,13 @@ import json
 import os
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
+
+from runner.outputs.compare_outcomes import RunResults, outcomes, read_rows
 
 from runner.app import compare_cli as compare_main
 from tests.integration.conftest import REPO, CliRun, copy_store, offline_env, replay_sweep
@@ -64,7 +67,7 @@ def compared(sweep, tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict
 def test_the_sweep_comparison_prints_a_table_with_holm_corrected_p_values(compared):
     proc, comparison = compared
     header = next(line for line in proc.stdout.splitlines() if "metric A" in line)
-    for column in ("A", "B", "n", "metric A", "metric B", "diff [CI]", "test", "p", "p Holm"):
+    for column in ("A", "B", "n", "metric A", "metric B", "diff [CI]", "simultaneous CI", "test", "p", "p Holm"):
         assert column in header
     assert "Holm over 15 pairs" in proc.stdout
     assert proc.stdout.count("judge=replay_gpt4,prompt=llmbar_vanilla_norules") == 5  # each run is in 5 pairs
@@ -105,8 +108,39 @@ def test_gpt4_vs_chatgpt_vanilla_matches_the_published_accuracies(compared):
     assert pair["difference"] == pytest.approx(accuracy[pair["label_b"]] - accuracy[pair["label_a"]])
     assert pair["ci_low"] <= pair["difference"] <= pair["ci_high"]
     # an item right in one order of two is half right: not a 0/1 outcome, so the permutation test, per item
-    assert pair["test"] == "sign_flip_permutation" and pair["p_value"] < 0.05 and pair["significant"]
-    assert pair["ci_low"] > 0 or pair["ci_high"] < 0  # the interval inverts the test: it excludes 0 too
+    assert pair["test"] == "sign_flip_exact" and pair["p_value"] < 0.05 and pair["significant"]
+    assert pair["ci_method"] == "paired_t" and (pair["ci_low"] > 0 or pair["ci_high"] < 0)
+
+
+def exact_sign_flip_p(differences: list[float]) -> Fraction:
+    """The exact two-sided sign-flip p-value in integers: the share of the 2^n sign vectors whose |sum| reaches the
+    observed one, counted by multiplying out prod_i (x^-d_i + x^d_i) (differences of shares of 2 judgments)."""
+    ints = [round(2 * d) for d in differences]
+    counts = {0: 1}
+    for d in ints:
+        grown: dict[int, int] = {}
+        for total, ways in counts.items():
+            for step in (d, -d):
+                grown[total + step] = grown.get(total + step, 0) + ways
+        counts = grown
+    observed = abs(sum(ints))
+    return Fraction(sum(ways for total, ways in counts.items() if abs(total) >= observed), 2 ** len(ints))
+
+
+def test_every_p_value_is_the_exact_one_and_not_floored_by_a_resample_count(sweep, compared, tmp_path):
+    client = MlflowClient(tracking_uri=sweep.mlflow_uri)
+    comparison = compared[1]
+    values = {}
+    for run in comparison["runs"]:
+        path = Path(client.download_artifacts(run["run_id"], "results.jsonl", str(tmp_path / run["run_id"])))
+        values[run["run_id"]] = outcomes(RunResults(run["run_id"], run["choices"], read_rows(path))).values
+    for pair in comparison["pairs"]:
+        a, b = values[pair["a"]], values[pair["b"]]
+        expected = exact_sign_flip_p([b[key] - a[key] for key in sorted(a, key=repr)])
+        assert pair["test"] == "sign_flip_exact" and pair["test_details"]["lattice"] == "1/2"
+        assert pair["p_value"] == pytest.approx(float(expected), rel=1e-9), pair["label_a"] + " vs " + pair["label_b"]
+    smallest = min(pair["p_value"] for pair in comparison["pairs"])
+    assert smallest < 1 / 2001  # below the old floor of 2,000 sign-flip draws
 
 
 def test_the_comparison_is_logged_as_an_mlflow_run_with_its_artifact(sweep, compared, tmp_path):
@@ -130,7 +164,11 @@ def test_run_ids_compare_like_the_sweep_and_bad_input_exits_1(sweep, compared):
     ids = [run["run_id"] for run in compared[1]["runs"][:2]]
     proc = compare_here(*ids, "--tracking-uri", sweep.mlflow_uri, "--no-log")
     assert proc.returncode == 0, proc.stderr
-    assert "Holm over 1 pairs" in proc.stdout
+    assert "Holm over 1 pairs" in proc.stdout and "items needed" not in proc.stdout
+    planned = compare_here(*ids, "--tracking-uri", sweep.mlflow_uri, "--no-log", "--plan", "--plan-diff", "0.05",
+                           "--power", "0.9")
+    assert planned.returncode == 0, planned.stderr
+    assert "items needed" in planned.stdout and "to detect a difference of 0.05 with power 0.9" in planned.stdout
     bad = {
         "no MLflow run 'not-a-run'": [ids[0], "not-a-run"],
         "need at least 2 runs": [ids[0]],
