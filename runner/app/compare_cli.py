@@ -149,9 +149,10 @@ def render_table(comparison: dict[str, Any], console: Console) -> None:
     """Print one row per pair: A, B, n, metric A, metric B, diff [CI], simultaneous CI, test, p, p Holm (and the
     items needed, with --plan)."""
     level, simultaneous = comparison["level"], comparison["simultaneous_level"]
+    pairs = comparison["n_pairs"]
     title = (f"{comparison['metric']} on {comparison['dataset']}, per item: B - A with its unadjusted {level:.0%} CI "
-             f"and its simultaneous CI over {comparison['n_pairs']} pairs (Bonferroni: each at level {simultaneous:.4g}), "
-             f"Holm over {comparison['n_pairs']} pairs")
+             f"and its simultaneous CI over {pairs} pairs (Bonferroni: each at level {simultaneous:.4g}), "
+             f"Holm over {pairs} pairs")
     planned = comparison.get("plan") is not None
     table = Table(title=title, title_justify="left")
     columns = ["A", "B", "n", "metric A", "metric B", "diff [CI]", "simultaneous CI", "test", "p", "p Holm"]

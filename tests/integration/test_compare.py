@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from runner.outputs.compare_outcomes import RunResults, outcomes, read_rows
-
 from runner.app import compare_cli as compare_main
+from runner.outputs.compare_outcomes import RunResults, outcomes, read_rows
 from tests.integration.conftest import REPO, CliRun, copy_store, offline_env, replay_sweep
 from tests.integration.test_default_run import published
 

@@ -2,8 +2,8 @@
 
 Runs are hand-built results.jsonl rows; p-values are checked by hand (exact McNemar = 2 * 0.5^k when all
 k discordant pairs go one way, the exact sign-flip p = 2 / 2^n when all n differences are positive,
-Holm's step-down by hand) or against statsmodels. tests/unit/test_paired.py checks the tests and intervals. The item is the unit: an item's orders and repeats are one
-outcome.
+Holm's step-down by hand) or against statsmodels (tests/unit/test_paired.py checks the tests and intervals).
+The item is the unit: an item's orders and repeats are one outcome.
 """
 
 from __future__ import annotations
@@ -11,14 +11,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 from rich.console import Console
 
 from runner.app.compare_cli import render_table
 from runner.outputs import compare, compare_outcomes
 from runner.outputs.compare_outcomes import ComparisonError, RunResults
-from runner.stats import paired
 
 
 def pairwise_row(item: str, order: str, winner: str | None, gold: str | None = "output_1", stage: str = "judge",

@@ -40,7 +40,8 @@ def test_the_exact_sign_flip_p_equals_brute_force_enumeration(seed):
 def test_an_exact_p_goes_below_one_over_2001():
     a, b = np.zeros(12), np.full(12, 0.5)  # 12 items, each right in one more order of two
     got = paired.paired_items(a, b)
-    assert got["p_value"] == pytest.approx(enumerated_p(b - a), rel=1e-12) == 2 / 2**12  # 4.9e-4: below 1 / (2000 + 1), the old floor
+    # 2 / 2^12 = 4.9e-4: below 1 / (2000 + 1), the floor of 2,000 sign-flip draws
+    assert got["p_value"] == pytest.approx(enumerated_p(b - a), rel=1e-12) == 2 / 2**12
     many = paired.paired_items(np.zeros(300), np.r_[np.full(200, 0.5), np.zeros(100)])
     assert many["p_value"] == pytest.approx(2 / 2**200, rel=1e-9)
 
@@ -67,6 +68,16 @@ def test_off_a_small_lattice_the_test_is_the_paired_t_test_and_says_so():
     assert got["test"] == "paired_t" and got["details"]["lattice"] is None
     assert got["p_value"] == pytest.approx(t.pvalue) and got["statistic"] == pytest.approx(t.statistic)
     assert got["method"] == "paired_t" and got["low"] < got["mean_difference"] < got["high"]
+
+
+def test_a_lattice_finer_than_1_over_720_or_too_large_to_convolve_falls_back_to_the_t_test():
+    fine = paired.paired_items(np.zeros(30), np.arange(1, 31) / 7919)  # 7919: a prime above 720
+    assert fine["test"] == "paired_t" and fine["details"]["lattice"] is None
+    assert paired.paired_items(np.zeros(30), np.arange(1, 31) / 719)["details"]["lattice"] == "1/719"
+    # 20,000 integer differences in -50..50: exact, but about 1e11 multiply-adds to convolve
+    wide = np.random.default_rng(0).integers(-50, 51, size=20_000).astype(float)
+    assert paired.sign_flip_exact_p(wide.astype(int)) is None
+    assert paired.paired_items(np.zeros(wide.size), wide)["test"] == "paired_t"
 
 
 @pytest.mark.parametrize(("n", "p01", "p10"), [(40, 0.15, 0.05), (30, 0.2, 0.05)])
