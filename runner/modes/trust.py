@@ -208,5 +208,8 @@ def bias_lines(report: BiasReport | Mapping[str, Any]) -> list[str]:
         line += f"; own family ({own.own_system}) wins {pct(own.own_win_rate)}"
     if pos.sign_test_p is not None:
         line += (f"; flipped pairs toward first/second {pos.inconsistent_toward_first}/"
-                 f"{pos.inconsistent_toward_second} (sign test p={pos.sign_test_p:.2g})")
+                 f"{pos.inconsistent_toward_second}")
+        if pos.items_toward_first is not None:
+            line += f", items {pos.items_toward_first}/{pos.items_toward_second}"
+        line += f" (sign test over items p={pos.sign_test_p:.2g})"
     return [line]
