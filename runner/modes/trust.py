@@ -67,7 +67,7 @@ def label_rows_agreement(rows: Sequence[tuple[str | None, str]], cfg: MetricsCon
     """
     if cfg.unscored_as is UnscoredAs.tie:
         rows = [(TIE if pred is None else pred, g) for pred, g in rows]
-    # macro-F1 over the labels that occur (gold or predicted): a tie nobody gave or expected is not a class
+    # macro-F1 over the classes present in gold (label_agreement's default): a tie no gold label has is not a class
     out = agreement.label_agreement([p for p, _ in rows], [g for _, g in rows])
     out["unscored_as"] = cfg.unscored_as.value
     correct = [float(p == g) for p, g in rows]  # unscored (None) is wrong here, as in accuracy_all
