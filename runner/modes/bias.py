@@ -95,8 +95,9 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
         ``first_position_rate`` / ``second_position_rate``: share of decisive verdicts whose label is
         A / B, over ``n_decisive``; ``binomial_p``: the exact binomial test of the A count against 0.5 with every
         verdict a unit (orders of one item counted as independent: descriptive only); ``sign_test_p``: the
-        items' sign test above, over ``items_toward_first`` / ``items_toward_second``; ``inconsistent_toward_first``
-        / ``_second``: inconsistent pairs leaning toward the first / second slot (``(A, A)``, ``(A, tie)``, ``(tie, A)`` / ``(B, B)``, ``(B, tie)``, ``(tie, B)``);
+        items' sign test above, over ``items_toward_first`` / ``items_toward_second``;
+        ``inconsistent_toward_first`` / ``_second``: inconsistent pairs leaning toward the first / second slot
+        (``(A, A)``, ``(A, tie)``, ``(tie, A)`` / ``(B, B)``, ``(B, tie)``, ``(tie, B)``);
         ``inconsistent_unscored``: inconsistent because an order has no verdict; ``inconsistent_by_type``: each
         type's count, keyed ``"<AB order's label>,<BA order's label>"`` (``-`` for no verdict).
     """
