@@ -19,11 +19,26 @@ RENAMED = {
     "generation/tokens_prompt": "tokens/generation_prompt",
     "generation/tokens_completion": "tokens/generation_completion",
     "generation/cost_usd": "cost/generation_usd",
+    # one name per number (issue 31): a win rate counts ties as half; the share of strict wins is a wins share
+    "verdict/win_rate_with_ties": "verdict/win_rate",
+    "verdict/ours_win_rate": "verdict/ours_wins_share",
+    "verdict/baseline_win_rate": "verdict/baseline_wins_share",
 }
 # old prefix -> new prefix, for families with a key per label (``parse_failures/<reason>``)
 RENAMED_PREFIXES = {"parse_failures/": "judge/parse_failures/"}
 # sections whose metrics repeat under a group prefix (``by_tag/<tag>/score/mean_ci_low``)
 GROUP_FAMILIES = ("by_tag/", "by_category/")
+# old leaf -> new leaf of the keys an ensemble logs per aggregation method (``ensemble/<method>/<leaf>``)
+ENSEMBLE = "ensemble/"
+RENAMED_PER_METHOD = {"ours_win_rate": "ours_wins_share"}
+
+
+def _split_method(name: str) -> tuple[str, str]:
+    """(``ensemble/<method>/``, leaf) for a per-method ensemble key, else ("", "")."""
+    if name.startswith(ENSEMBLE) and name.count("/") == 2:
+        cut = name.rindex("/") + 1
+        return name[:cut], name[cut:]
+    return "", ""
 
 
 def _split_group(name: str) -> tuple[str, str]:
@@ -40,6 +55,8 @@ def old_names(name: str) -> list[str]:
     group, rest = _split_group(name)
     olds = [group + old for old, new in RENAMED.items() if new == rest]
     olds += [group + old + rest[len(new):] for old, new in RENAMED_PREFIXES.items() if rest.startswith(new)]
+    method, leaf = _split_method(name)
+    olds += [method + old for old, new in RENAMED_PER_METHOD.items() if method and leaf == new]
     return olds
 
 
@@ -51,6 +68,9 @@ def renamed_to(name: str) -> str | None:
     for old, new in RENAMED_PREFIXES.items():
         if rest.startswith(old):
             return group + new + rest[len(old):]
+    method, leaf = _split_method(name)
+    if method and leaf in RENAMED_PER_METHOD:
+        return method + RENAMED_PER_METHOD[leaf]
     return None
 
 

@@ -77,10 +77,13 @@ _SLOT = {Order.AB: 0, Order.BA: 1}
 def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
     """How much the slot a candidate is shown in decides the verdict.
 
-    The pair (an item and repeat judged in both orders) is the unit of the test: in each order a verdict leans
+    The pair (an item and repeat judged in both orders) is the unit of consistency: in each order a verdict leans
     toward the slot it names (A: first, B: second, a tie: neither), so a pair whose two verdicts name the same
-    winner leans nowhere, (A, A) twice toward the first slot, (A, tie) or (tie, A) once, and so on. The paired sign
-    test asks whether the pairs that lean lean one way more than the other (exact binomial test against 0.5).
+    winner leans nowhere, (A, A) twice toward the first slot, (A, tie) or (tie, A) once, and so on. The item is the
+    unit of the sign test: an item leans the way the sum of its pairs' leanings over its repeats points (a zero sum
+    leans nowhere and drops out), so repeats of one item are not counted as independent evidence and identical
+    repeats give the p-value of one; the test asks whether the items that lean lean one way more than the other
+    (exact binomial test against 0.5).
 
     Args:
         finals: Final pairwise judgments (one per ``(item, repeat, order)``; see ``final_judgments``).
@@ -91,9 +94,10 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
         verdict does not survive the swap, as in ``report.gold_metrics``); ``consistency_rate``;
         ``first_position_rate`` / ``second_position_rate``: share of decisive verdicts whose label is
         A / B, over ``n_decisive``; ``binomial_p``: the exact binomial test of the A count against 0.5 with every
-        verdict a unit (orders of one item counted as independent: descriptive only); ``sign_test_p``: the paired
-        sign test above; ``inconsistent_toward_first`` / ``_second``: inconsistent pairs leaning toward the
-        first / second slot (``(A, A)``, ``(A, tie)``, ``(tie, A)`` / ``(B, B)``, ``(B, tie)``, ``(tie, B)``);
+        verdict a unit (orders of one item counted as independent: descriptive only); ``sign_test_p``: the
+        items' sign test above, over ``items_toward_first`` / ``items_toward_second``;
+        ``inconsistent_toward_first`` / ``_second``: inconsistent pairs leaning toward the first / second slot
+        (``(A, A)``, ``(A, tie)``, ``(tie, A)`` / ``(B, B)``, ``(B, tie)``, ``(tie, B)``);
         ``inconsistent_unscored``: inconsistent because an order has no verdict; ``inconsistent_by_type``: each
         type's count, keyed ``"<AB order's label>,<BA order's label>"`` (``-`` for no verdict).
     """
@@ -111,13 +115,14 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
         if scored and j.verdict.label in (FIRST, SECOND):
             n_decisive += 1
             n_first += j.verdict.label == FIRST
-    both = [(ab, ba) for ab, ba in pairs.values() if ab is not _UNSEEN and ba is not _UNSEEN]
+    both = [(key, (ab, ba)) for key, (ab, ba) in pairs.items() if ab is not _UNSEEN and ba is not _UNSEEN]
     del pairs
-    consistent = sum(ab is not None and ba is not None and ab[1] == ba[1] for ab, ba in both)
+    consistent = sum(ab is not None and ba is not None and ab[1] == ba[1] for _, (ab, ba) in both)
     types: dict[str, int] = {}
     toward = {1: 0, -1: 0}
+    item_lean: dict[str, int] = {}  # item -> the sum of its pairs' leanings over repeats
     unscored = 0
-    for ab, ba in both:
+    for (item, _), (ab, ba) in both:
         if ab is not None and ba is not None and ab[1] == ba[1]:
             continue
         key = f"{ab[0] if ab else '-'},{ba[0] if ba else '-'}"
@@ -128,7 +133,9 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
         lean = _lean(ab[0]) + _lean(ba[0])
         if lean:
             toward[1 if lean > 0 else -1] += 1
-    leaning = toward[1] + toward[-1]
+            item_lean[item] = item_lean.get(item, 0) + lean
+    items_first = sum(lean > 0 for lean in item_lean.values())
+    leaning = items_first + sum(lean < 0 for lean in item_lean.values())
     return {
         "pairs_both_orders": len(both),
         "consistent": consistent,
@@ -139,10 +146,13 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
         "binomial_p": float(scipy_stats.binomtest(n_first, n_decisive, 0.5).pvalue) if n_decisive else None,
         "inconsistent_toward_first": toward[1],
         "inconsistent_toward_second": toward[-1],
-        "sign_test_p": float(scipy_stats.binomtest(toward[1], leaning, 0.5).pvalue) if leaning else None,
+        "sign_test_p": float(scipy_stats.binomtest(items_first, leaning, 0.5).pvalue) if leaning else None,
         "inconsistent_unscored": unscored,
         "inconsistent_by_type": dict(sorted(types.items())),
-        "unit": "pair",  # of the consistency and the sign test: an (item, repeat) judged in both orders
+        "unit": "pair",  # of the consistency: an (item, repeat) judged in both orders
+        "items_toward_first": items_first,
+        "items_toward_second": leaning - items_first,
+        "sign_test_unit": "item",  # its repeats' leanings summed
     }
 
 

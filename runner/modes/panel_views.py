@@ -17,7 +17,7 @@ def ensemble_metrics(section: PairwiseEnsemble | Mapping[str, Any]) -> dict[str,
     for method, stats in ens.by_combine.items():
         raw.update({f"ensemble/{method}/accuracy_all": stats.accuracy_all,
                     f"ensemble/{method}/tie_rate": stats.tie_rate,
-                    f"ensemble/{method}/ours_win_rate": stats.ours_win_rate})
+                    f"ensemble/{method}/ours_wins_share": stats.ours_win_rate})
     raw.update({"interjudge/fleiss_kappa": ens.inter_judge.fleiss_kappa,
                 "interjudge/mean_pairwise_kappa": ens.inter_judge.mean_pairwise_kappa})
     vm = ens.versus_members

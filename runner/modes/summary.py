@@ -262,8 +262,9 @@ def flat_metrics(
     raw: dict[str, Any] = {f"verdict/{sanitize(label)}_rate": _rate(n, n_ok) for label, n in dist.items()}
     raw.update(
         {
-            "verdict/ours_win_rate": s.ours_win_rate,
-            "verdict/baseline_win_rate": s.baseline_win_rate,
+            # the users' ``ours_win_rate`` / ``baseline_win_rate``: strict wins, so not a win rate here (README)
+            "verdict/ours_wins_share": s.ours_win_rate,
+            "verdict/baseline_wins_share": s.baseline_win_rate,
             "verdict/tie_rate": s.tie_rate,
             "verdict/unanimous_rate": s.unanimous_agreement_rate,
             "items/total": s.total_subsets,

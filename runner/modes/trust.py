@@ -51,10 +51,26 @@ def gold_agreement(refs: Sequence[ItemRef], judgments: Sequence[Judgment], cfg: 
                    ) -> dict[str, Any] | None:
     """Agreement of every final judgment with the item's gold label (accuracy, Cohen's kappa, macro-F1,
     Krippendorff's alpha, confusion matrix) with CIs on accuracy and kappa over items; None without gold."""
+    rows, items = gold_rows(refs, judgments)
+    return label_rows_agreement(rows, cfg, seed, items) if rows else None
+
+
+def gold_rows(refs: Sequence[ItemRef], judgments: Sequence[Judgment]
+              ) -> tuple[list[tuple[str | None, str]], list[str]]:
+    """The (winner or None if unscored, gold) row of every final judgment of a gold-labelled item, and its item:
+    the rows ``agreement/accuracy_all`` counts (also per category and per tag: runner.modes.pairwise.groups)."""
     gold = {r.id: r.gold for r in refs if r.gold is not None}
     finals = [j for j in final_judgments(judgments) if j.item_id in gold]
-    rows = [(j.winner if j.status is Status.SCORED else None, gold[j.item_id]) for j in finals]
-    return label_rows_agreement(rows, cfg, seed, [j.item_id for j in finals]) if rows else None
+    return ([(j.winner if j.status is Status.SCORED else None, gold[j.item_id]) for j in finals],
+            [j.item_id for j in finals])
+
+
+def correct_rows(rows: Sequence[tuple[str | None, str]], unscored_as: UnscoredAs) -> list[float]:
+    """1.0 where a row's prediction is its gold label, else 0.0; an unscored row is wrong, or a tie with
+    ``unscored_as=tie`` (PandaLM's convention)."""
+    if unscored_as is UnscoredAs.tie:
+        return [float((TIE if pred is None else pred) == g) for pred, g in rows]
+    return [float(pred == g) for pred, g in rows]
 
 
 def label_rows_agreement(rows: Sequence[tuple[str | None, str]], cfg: MetricsConfig, seed: int,
@@ -67,7 +83,7 @@ def label_rows_agreement(rows: Sequence[tuple[str | None, str]], cfg: MetricsCon
     """
     if cfg.unscored_as is UnscoredAs.tie:
         rows = [(TIE if pred is None else pred, g) for pred, g in rows]
-    # macro-F1 over the labels that occur (gold or predicted): a tie nobody gave or expected is not a class
+    # macro-F1 over the classes present in gold (label_agreement's default): a tie no gold label has is not a class
     out = agreement.label_agreement([p for p, _ in rows], [g for _, g in rows])
     out["unscored_as"] = cfg.unscored_as.value
     correct = [float(p == g) for p, g in rows]  # unscored (None) is wrong here, as in accuracy_all
@@ -124,12 +140,12 @@ def pairwise_trust(refs: Sequence[ItemRef], judgments: Sequence[Judgment], resul
 
 
 def trust_metrics(trust: TrustSection | Mapping[str, Any]) -> dict[str, float]:
-    """MLflow metrics of the trust section: ``verdict/win_rate_with_ties`` (+ SE and CI) and ``agreement/*``."""
+    """MLflow metrics of the trust section: ``verdict/win_rate`` (ties as half, + SE and CI) and ``agreement/*``."""
     t = TrustSection.of(trust, "trust")
     raw: dict[str, Any] = {}
     wr = t.win_rate
     if wr:
-        raw.update({"verdict/win_rate_with_ties": wr.rate, "verdict/win_rate_se": wr.standard_error,
+        raw.update({"verdict/win_rate": wr.rate, "verdict/win_rate_se": wr.standard_error,
                     "verdict/win_rate_ci_low": wr.ci.low, "verdict/win_rate_ci_high": wr.ci.high})
     ga = t.gold_agreement
     if ga:
@@ -170,7 +186,7 @@ def console_lines(trust: TrustSection | Mapping[str, Any]) -> list[str]:
     level = f"{t.bootstrap.level:.0%} CI"
     if wr:
         se = f" (SE {wr.standard_error * 100:.2f})" if wr.standard_error is not None else ""
-        lines.append(f"win rate with ties as half {wr.rate * 100:.2f}{se}{_interval(wr.ci)} {level}")
+        lines.append(f"win rate (ties as half) {wr.rate * 100:.2f}{se}{_interval(wr.ci)} {level}")
     ga = t.gold_agreement
     if ga:
         kappa = "n/a" if ga.cohen_kappa is None else f"{ga.cohen_kappa:.3f}"
@@ -208,5 +224,8 @@ def bias_lines(report: BiasReport | Mapping[str, Any]) -> list[str]:
         line += f"; own family ({own.own_system}) wins {pct(own.own_win_rate)}"
     if pos.sign_test_p is not None:
         line += (f"; flipped pairs toward first/second {pos.inconsistent_toward_first}/"
-                 f"{pos.inconsistent_toward_second} (sign test p={pos.sign_test_p:.2g})")
+                 f"{pos.inconsistent_toward_second}")
+        if pos.items_toward_first is not None:
+            line += f", items {pos.items_toward_first}/{pos.items_toward_second}"
+        line += f" (sign test over items p={pos.sign_test_p:.2g})"
     return [line]

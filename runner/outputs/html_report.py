@@ -110,12 +110,9 @@ def write_page(path: Path, title: str, sections: Sequence[Section]) -> None:
         unfinished.unlink(missing_ok=True)
 
 
-# a metric whose interval's bounds are not named <metric>_ci_low / <metric>_ci_high
-CI_BOUNDS = {"verdict/win_rate_with_ties": ("verdict/win_rate_ci_low", "verdict/win_rate_ci_high")}
-
-
 def _bounds_of(key: str) -> tuple[str, str]:
-    return CI_BOUNDS.get(key, (f"{key}_ci_low", f"{key}_ci_high"))
+    """A metric's interval bounds: ``<metric>_ci_low`` / ``<metric>_ci_high``, as every metric names them."""
+    return f"{key}_ci_low", f"{key}_ci_high"
 
 
 def with_ci(metrics: Mapping[str, float], key: str) -> str:

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from runner.core.metric_names import old_names
 from runner.modes import statistics
 from runner.modes.base import cell
 
@@ -30,7 +31,7 @@ UNTRACKED_NAME = "tracking_failure.json"  # a job whose files are complete but w
 HEADLINE = {
     "accuracy/mean": "accuracy", "agreement/accuracy_all": "agreement", "agreement/accuracy_all_ci_low": "agr low",
     "agreement/accuracy_all_ci_high": "agr high", "agreement/cohen_kappa": "kappa", "agreement/macro_f1": "macro-F1",
-    "bias/position_consistency": "consistency", "verdict/win_rate_with_ties": "win rate",
+    "bias/position_consistency": "consistency", "verdict/win_rate": "win rate",
     "verdict/win_rate_ci_low": "wr low", "verdict/win_rate_ci_high": "wr high", "score/mean": "mean score",
     "score/mean_ci_low": "score low", "score/mean_ci_high": "score high", "pass/rate": "pass rate",
     "judge/parse_failure_rate": "unscored", "judge/unscored": "unscored n", "judge/calls": "calls",
@@ -58,10 +59,15 @@ def collect(sweep_dir: Path) -> list[dict[str, Any]]:
         metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
         row: dict[str, Any] = {"job": int(job_dir.name), **_overrides(job_dir),
                                "status": "ok" if metrics and not (job_dir / FAILURE_NAME).is_file() else "failed"}
-        row.update({name: metrics.get(key) for key, name in HEADLINE.items()})
+        row.update({name: _logged(metrics, key) for key, name in HEADLINE.items()})
         row.update(_statistic_columns(metrics))
         rows.append(row)
     return _drop_empty_columns(rows)
+
+
+def _logged(metrics: dict[str, Any], key: str) -> Any:
+    """``metrics[key]``, or its value under an old name (a run written before the key was renamed), or None."""
+    return next((metrics[name] for name in (key, *old_names(key)) if name in metrics), None)
 
 
 def _statistic_columns(metrics: dict[str, Any]) -> dict[str, Any]:

@@ -37,8 +37,10 @@ def label_agreement(
     Args:
         pred: The judge's label per item, ``None`` where the judgment was unscored.
         gold: The gold (e.g. human-majority) label per item, in the same order.
-        labels: Labels that macro-F1 averages over (e.g. to leave out "tie"); default: every label seen in
-            the scored pairs. Kappa and alpha always use every label seen.
+        labels: Labels that macro-F1 averages over; default: the classes present in gold over the scored pairs
+            (sklearn's ``labels=``: a label only the judge uses, such as a tie no gold label has, is not a class
+            of its own, though its predictions still cost the gold classes their precision). Kappa and alpha
+            always use every label seen.
 
     Returns:
         ``n`` (scored pairs), ``n_total``, ``unscored``, ``accuracy``, ``accuracy_all``, ``cohen_kappa``,
@@ -58,7 +60,7 @@ def label_agreement(
     n, n_total = len(pairs), len(gold)
     correct = sum(p == g for p, g in pairs)
     seen = label_set(scored_pred, scored_gold)
-    f1_labels = list(labels) if labels is not None else seen
+    f1_labels = list(labels) if labels is not None else label_set(scored_gold)
     matrix_labels = f1_labels + [label for label in seen if label not in f1_labels]
     return {
         "n": n,

@@ -8,8 +8,11 @@ other), so resampling or counting rows as if they were understates the uncertain
   multinomial cluster counts, turned into row weights, so a metric is computed from weighted rows and clusters of
   any size resample in one vectorized step.
 - :func:`design_effect`: Kish's design effect of a proportion over clustered rows, the ratio of its
-  cluster-robust (linearized ratio-estimator) variance to the binomial variance; :mod:`runner.stats.proportions`
-  divides the row count by it to get the effective sample size (Korn & Graubard 1998).
+  cluster-robust (linearized ratio-estimator) variance to the binomial variance, estimated from the outcomes:
+  reported beside an interval, not used by it.
+- :func:`worst_case_effective_n`: the effective sample size when an item's rows are perfectly correlated (Kish's
+  n^2 / sum(n_c^2)), which depends on the cluster sizes only; :mod:`runner.stats.proportions` computes its
+  interval on it, so that one more error can never raise a bound.
 
 As elsewhere in runner.stats, an undefined bound is ``None``, never NaN and never an exception.
 """
@@ -120,3 +123,19 @@ def design_effect(successes: Sequence[float], clusters: Sequence[Hashable]) -> f
     sizes = np.bincount(codes, minlength=k).astype(float)
     robust = k / (k - 1) * float(np.sum((totals - p * sizes) ** 2)) / n**2
     return max(robust / (p * (1 - p) / n), 1.0)
+
+
+def worst_case_effective_n(clusters: Sequence[Hashable]) -> float:
+    """The effective sample size of a proportion over clustered rows whose rows agree within each cluster.
+
+    With every row of a cluster sharing one outcome (intra-cluster correlation 1, the largest there is) the
+    proportion sum(n_c z_c) / n has variance p (1 - p) sum(n_c^2) / n^2, that of a binomial proportion over
+    n^2 / sum(n_c^2) trials (Kish 1965's effective size of unequal cluster weights): the number of clusters when
+    they all have the same size, and never more. Any smaller correlation gives a smaller variance, so an interval
+    on this size is valid (conservative) whatever the correlation; it depends on the sizes, not the outcomes.
+    """
+    codes, k = cluster_codes(clusters)
+    if not k:
+        return 0.0
+    sizes = np.bincount(codes, minlength=k).astype(float)
+    return float(sizes.sum() ** 2 / np.sum(sizes**2))

@@ -3,10 +3,14 @@ Clopper-Pearson interval (statsmodels' ``proportion_confint`` figures, to the bi
 100% (or 0%) unless every row is a success (failure).
 
 Rows in clusters (an item's judgments over orders and repeats) are not independent: the interval is then computed
-on the effective sample size, the row count divided by Kish's design effect (:func:`runner.stats.clusters.
-design_effect`; Korn & Graubard 1998 for Clopper-Pearson, the same substitution for Wilson). When the design
-effect is undefined (every row a success, or every row a failure), the number of clusters is the effective size:
-with no variance to estimate the correlation from, every item is counted once.
+on an effective sample size (Korn & Graubard 1998 for Clopper-Pearson, the same substitution for Wilson), the one
+of rows perfectly correlated within their item (:func:`runner.stats.clusters.worst_case_effective_n`: the item
+count when every item has as many rows). It depends on the cluster sizes only, so both bounds rise with the share
+of successes and one more error can never raise either of them. An effective size estimated from the outcomes
+(the row count over Kish's design effect) could not promise that: with one error in 50 items x 2 orders it
+doubles the effective size from the 50 items of the all-correct case, and the lower bound rose with the error
+(issue 31). That estimate is still reported (``design_effect``): its n / deff is how much the item-level size
+undercounts when the orders are less than perfectly correlated.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import math
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from runner.stats.clusters import cluster_codes, design_effect
+from runner.stats.clusters import cluster_codes, design_effect, worst_case_effective_n
 from runner.stats.uncertainty import finite_or_none
 
 # Not statsmodels: its proportion module imports pandas and pyarrow, ~65 MB at the run's peak (the end of the run,
@@ -37,7 +41,8 @@ def proportion_ci(successes: Sequence[float], clusters: Sequence[Hashable] | Non
 
     Returns:
         ``n`` (rows), ``clusters``, ``unit`` (``"item"``), ``estimate``, ``low``, ``high``, ``level``,
-        ``method``, ``design_effect`` (left out without clusters or where undefined) and ``effective_n``; the bounds
+        ``method``, ``design_effect`` (Kish's, estimated from the outcomes: for reference, left out without
+        clusters or where undefined) and ``effective_n`` (the size the interval uses, see the module); the bounds
         are None only when there is no row.
 
     Raises:
@@ -52,7 +57,7 @@ def proportion_ci(successes: Sequence[float], clusters: Sequence[Hashable] | Non
     k = n if clusters is None else cluster_codes(clusters)[1]
     deff = design_effect(y, clusters) if clusters is not None and k < n else None  # one row per item: no clusters
     p = sum(y) / n if n else None
-    effective = n / deff if deff is not None else float(k)  # k == n without clusters
+    effective = float(n) if clusters is None or k == n else worst_case_effective_n(clusters)
     out: dict[str, Any] = {"n": n, "clusters": k, "unit": "item", "estimate": p, "low": None, "high": None,
                            "level": level, "method": method,
                            **({"design_effect": deff} if deff is not None else {}), "effective_n": effective}

@@ -164,7 +164,7 @@ def test_the_mlflow_run_is_tagged_and_holds_the_files_sha256(tmp_path, empty_mlf
                                                                              "choice.experiment"]
     assert not [k for k in run.data.params if k.split(".")[0] in ("judge", "prompt")]
     assert run.data.params["dataset.ours.name"] == "chat"  # what the role word ours stood for (ours=)
-    assert run.data.metrics["verdict/ours_win_rate"] == 0.5
+    assert run.data.metrics["verdict/ours_wins_share"] == 0.5
     assert run.data.metrics["confidence/no_consensus_count"] == 1
     assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"summary.json", "results.jsonl"}
     assert run.info.status == "FINISHED"

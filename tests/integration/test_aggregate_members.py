@@ -179,5 +179,5 @@ def test_the_mlflow_run_names_the_members_and_logs_the_ensembles_metrics(tmp_pat
                                "tags.`judgesweep.kind` = 'aggregation'")
     assert run.data.params["aggregate.members"] == "eval1,eval2,eval3"
     assert run.data.params["aggregation.name"] == "dawid_skene"
-    assert run.data.metrics["ensemble/dawid_skene/ours_win_rate"] == 0.5
+    assert run.data.metrics["ensemble/dawid_skene/ours_wins_share"] == 0.5
     assert "member/eval2/confidence/unanimous_count" in run.data.metrics

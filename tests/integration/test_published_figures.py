@@ -48,8 +48,8 @@ def test_alpaca_eval_1_win_rates_and_standard_errors_match_the_leaderboard(run_c
     for dataset, model, published in (("alpaca_eval_alpaca_7b", "alpaca-7b", (26.46, 1.54)),
                                       ("alpaca_eval_vicuna_13b", "vicuna-13b", (70.43, 1.61))):
         m = metrics[dataset]
-        assert (round(100 * m["verdict/win_rate_with_ties"], 2), round(100 * m["verdict/win_rate_se"], 2)) == published
-        assert abs(100 * m["verdict/win_rate_with_ties"] - float(board[model]["win_rate"])) < 1e-9
+        assert (round(100 * m["verdict/win_rate"], 2), round(100 * m["verdict/win_rate_se"], 2)) == published
+        assert abs(100 * m["verdict/win_rate"] - float(board[model]["win_rate"])) < 1e-9
         assert abs(100 * m["verdict/win_rate_se"] - float(board[model]["standard_error"])) < 1e-9
-        assert m["verdict/win_rate_ci_low"] < m["verdict/win_rate_with_ties"] < m["verdict/win_rate_ci_high"]
+        assert m["verdict/win_rate_ci_low"] < m["verdict/win_rate"] < m["verdict/win_rate_ci_high"]
     assert all((r.run_dir / "summary.json").is_file() for r in results)

@@ -94,3 +94,52 @@ def test_a_gate_on_an_old_metric_name_fails_before_any_call_naming_the_new_one(r
     assert result.proc.returncode == 1, result.output
     assert "gate.metric='ci/average_overall_low' was renamed to 'score/mean_ci_low'" in result.output
     assert fake_server.requests == []
+
+
+def by_topic_both_orders(body: dict) -> str:
+    """Math: ours (chat) in both orders. Code: always the first answer shown, so the orders disagree."""
+    text = " ".join(str(m.get("content")) for m in body["messages"])
+    if "a code question" in text:
+        return "[[A]]"
+    return "[[A]]" if text.index("chat q") < text.index("simple q") else "[[B]]"
+
+
+def test_one_name_per_number_in_every_output(run_cli, fake_server, tmp_path):
+    """Issue 31 point 7: the win rate (ties as half), the wins share (strict wins) and the agreement (every final
+    judgment) are one number each on the console, in summary.json, MLflow and the sweep table; a category's
+    agreement is the headline's quantity, not the share of items whose combined verdict is right."""
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = by_topic_both_orders
+    args = [a for a in overrides(fake_server, dataset, tmp_path, 0) if a != "order=fixed"]
+    run = run_cli(*args, "order=both", run_dir=tmp_path / "sweep" / "0")
+    assert run.proc.returncode == 0, run.output
+    summary = json.loads((run.run_dir / "summary.json").read_text())
+    # math: ours won both orders (q0 right, q1 wrong); code: the orders disagree, a tie per item, half right
+    assert summary["trust"]["win_rate"]["rate"] == 0.75  # (1 + 1 + 0.5 + 0.5) / 4
+    assert summary["summary"]["ours_win_rate"] == 0.5  # the users' spelling of the wins share
+    accuracy = summary["trust"]["gold_agreement"]["accuracy_all"]
+    assert accuracy == 0.5  # 4 of the 8 judgments name the gold label
+    by_category = summary["statistics"]["by_category"]
+    assert by_category["code"]["agreement"]["value"] == 0.5  # 2 of 4 judgments; the combined verdicts (ties): 0
+    assert by_category["math"]["agreement"]["value"] == 0.5 and by_category["code"]["agreement"]["n"] == 2
+
+    client = MlflowClient(tracking_uri=run.mlflow_uri)
+    [logged] = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id])
+    metrics = logged.data.metrics
+    assert metrics["verdict/win_rate"] == 0.75 and "verdict/win_rate_with_ties" not in metrics
+    assert metrics["verdict/ours_wins_share"] == 0.5 and "verdict/ours_win_rate" not in metrics
+    assert metrics["agreement/accuracy_all"] == metrics["by_category/code/agreement"] == 0.5
+
+    assert "wins share ours 50.0%" in run.output and "win rate ours" not in run.output
+    assert "win rate (ties as half) 75.00" in run.output
+    [row] = sweep.collect(tmp_path / "sweep")
+    assert row["win rate"] == 0.75 and row["agreement"] == 0.5 and row["by_category/code/agreement"] == 0.5
+
+
+def test_the_sweep_table_reads_a_job_written_before_the_win_rate_was_renamed(tmp_path):
+    job = tmp_path / "0"
+    job.mkdir()
+    (job / "metrics.json").write_text(json.dumps({"verdict/win_rate_with_ties": 0.5556, "judge/calls": 6}))
+    [row] = sweep.collect(tmp_path)
+    assert row["win rate"] == 0.5556 and row["calls"] == 6

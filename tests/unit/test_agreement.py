@@ -83,6 +83,16 @@ class TestLabelAgreement:
         assert result["labels"] == ["A", "B"]
         assert result["confusion"] == {"labels": ["A", "B", "tie"], "matrix": [[1, 1, 0], [0, 1, 0], [1, 0, 0]]}
 
+    def test_macro_f1_averages_over_the_gold_classes_only(self) -> None:
+        """Issue 31 point 7: a tie no gold label has is not a class (it scored 0 and halved macro-F1)."""
+        gold = ["A"] * 6 + ["B"] * 6
+        pred = ["A"] * 5 + ["tie"] + ["B"] * 4 + ["tie", "A"]
+        result = label_agreement(pred, gold)
+        f1_a, f1_b = 2 * 5 / (2 * 5 + 1 + 1), 2 * 4 / (2 * 4 + 0 + 2)  # 2TP / (2TP + FP + FN)
+        assert result["labels"] == ["A", "B"]
+        assert result["macro_f1"] == pytest.approx((f1_a + f1_b) / 2)
+        assert result["confusion"] == {"labels": ["A", "B", "tie"], "matrix": [[5, 0, 1], [1, 4, 1], [0, 0, 0]]}
+
     def test_single_class_gives_none_for_chance_corrected_statistics(self) -> None:
         result = label_agreement(["A", "A", "A"], ["A", "A", "A"])
         assert result["accuracy"] == 1.0
@@ -260,3 +270,16 @@ class TestHumanCeiling:
     def test_ragged_annotations_raise(self) -> None:
         with pytest.raises(ValueError, match="same number"):
             human_ceiling([["A", "B"], ["A"]])
+
+
+def test_a_runs_macro_f1_with_unscored_as_tie_averages_over_the_gold_classes() -> None:
+    """Issue 31 point 7: ``metrics.unscored_as=tie`` turns unreadable verdicts into ties; gold has no tie, so the
+    tie is no class of macro-F1 (it counted as one, at F1 0, and halved the run's macro-F1)."""
+    from runner.core.config import MetricsConfig, UnscoredAs
+    from runner.modes.trust import label_rows_agreement
+
+    rows = [("A", "A")] * 8 + [(None, "A")] * 2 + [("B", "B")] * 9 + [("A", "B")]
+    got = label_rows_agreement(rows, MetricsConfig(unscored_as=UnscoredAs.tie, ci_resamples=50), seed=0)
+    f1_a, f1_b = 2 * 8 / (2 * 8 + 1 + 2), 2 * 9 / (2 * 9 + 0 + 1)
+    assert got["labels"] == ["A", "B"]
+    assert got["macro_f1"] == pytest.approx((f1_a + f1_b) / 2)

@@ -92,10 +92,10 @@ def test_a_judge_that_always_says_a_is_never_consistent():
     assert pos["consistency_rate"] == 0.0
     assert pos["inconsistent_toward_first"] == 20 and pos["inconsistent_toward_second"] == 0
     assert pos["binomial_p"] == pytest.approx(2 * 0.5**40)  # 40 verdicts as if independent ...
-    assert pos["sign_test_p"] == pytest.approx(2 * 0.5**20)  # ... but 20 pairs: the paired sign test
+    assert pos["sign_test_p"] == pytest.approx(2 * 0.5**20)  # ... but 20 items: the sign test
 
 
-def test_every_inconsistency_type_is_counted_and_the_pair_is_the_unit_of_the_sign_test():
+def test_every_inconsistency_type_is_counted_and_the_item_is_the_unit_of_the_sign_test():
     js = [judgment("aa", AB, "A"), judgment("aa", BA, "A"),  # toward first, twice
           judgment("at", AB, "A"), judgment("at", BA, TIE),  # toward first, once
           judgment("ta", AB, TIE), judgment("ta", BA, "A"),
@@ -110,6 +110,33 @@ def test_every_inconsistency_type_is_counted_and_the_pair_is_the_unit_of_the_sig
     assert (pos["inconsistent_toward_first"], pos["inconsistent_toward_second"]) == (3, 3)
     assert pos["inconsistent_unscored"] == 1
     assert pos["sign_test_p"] == pytest.approx(scipy_stats.binomtest(3, 6, 0.5).pvalue)
+    assert (pos["items_toward_first"], pos["items_toward_second"]) == (3, 3)
+
+
+def test_identical_repeats_give_the_sign_test_p_of_one_repeat():
+    """Issue 31 point 3: the item is the unit, so three identical repeats are not three times the evidence."""
+    def judged(repeats: int) -> dict:
+        js = [judgment(f"i{i}", order, "A", repeat=r) for i in range(12) for r in range(repeats) for order in (AB, BA)]
+        js += [judgment(f"j{i}", order, "B", repeat=r) for i in range(2) for r in range(repeats) for order in (AB, BA)]
+        return report(js)["position"]
+
+    one, three = judged(1), judged(3)
+    assert one["sign_test_p"] == pytest.approx(scipy_stats.binomtest(12, 14, 0.5).pvalue)
+    assert three["sign_test_p"] == one["sign_test_p"]
+    assert (three["items_toward_first"], three["items_toward_second"]) == (12, 2)
+    assert three["inconsistent_toward_first"] == 36  # the pairs are still counted, as pairs
+
+
+def test_an_item_leans_by_the_sum_of_its_repeats_and_a_balanced_item_drops_out():
+    js = [judgment("x", AB, "A", repeat=0), judgment("x", BA, "A", repeat=0),  # +2
+          judgment("x", AB, "B", repeat=1), judgment("x", BA, TIE, repeat=1),  # -1: x leans first (+1)
+          judgment("y", AB, "A", repeat=0), judgment("y", BA, TIE, repeat=0),  # +1
+          judgment("y", AB, TIE, repeat=1), judgment("y", BA, "B", repeat=1),  # -1: y leans nowhere
+          judgment("z", AB, "B", repeat=0), judgment("z", BA, "B", repeat=0)]  # -2: z leans second
+    pos = report(js)["position"]
+    assert (pos["items_toward_first"], pos["items_toward_second"]) == (1, 1)
+    assert (pos["inconsistent_toward_first"], pos["inconsistent_toward_second"]) == (2, 3)
+    assert pos["sign_test_p"] == pytest.approx(1.0)
 
 
 def test_length_preference_beyond_the_labels():
@@ -201,6 +228,7 @@ def test_no_judgments_gives_none_everywhere():
         "second_position_rate": None, "n_decisive": 0, "binomial_p": None,
         "inconsistent_toward_first": 0, "inconsistent_toward_second": 0, "sign_test_p": None,
         "inconsistent_unscored": 0, "inconsistent_by_type": {}, "unit": "pair",
+        "items_toward_first": 0, "items_toward_second": 0, "sign_test_unit": "item",
     }
     assert out["length"]["longer_wins_rate"] is None and out["length"]["excess"] is None
     assert out["self_preference"]["excess_error"] is None

@@ -150,7 +150,7 @@ def test_verdict_bars_of_all_ties_draw_without_negative_error_bars() -> None:
 
 def test_the_headline_and_all_metrics_show_a_ci_beside_its_value_not_on_rows_of_their_own():
     metrics = {"agreement/accuracy_all": 0.955, "agreement/accuracy_all_ci_low": 0.92,
-               "agreement/accuracy_all_ci_high": 0.975, "verdict/win_rate_with_ties": 0.425,
+               "agreement/accuracy_all_ci_high": 0.975, "verdict/win_rate": 0.425,
                "verdict/win_rate_ci_low": 0.3364, "verdict/win_rate_ci_high": 0.515}
     html = run_report(pairwise_summary(), metrics, "t", "pairwise")
     assert "<td>agreement</td><td>0.955 [0.92, 0.975]</td>" in html

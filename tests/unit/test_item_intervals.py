@@ -37,10 +37,55 @@ def test_the_design_effect_of_doubled_outcomes_is_two_and_the_interval_widens():
     values, items = _pairs([1.0] * 80 + [0.0] * 20)
     assert design_effect(values, items) == pytest.approx(2 * 100 / 99)  # k / (k - 1) times 2
     clustered, naive = proportion_ci(values, items), proportion_ci(values)
-    assert clustered["effective_n"] == pytest.approx(99.0)
+    assert clustered["effective_n"] == 100.0 and clustered["design_effect"] == pytest.approx(2 * 100 / 99)
     low, high = proportion_confint(80, 100, alpha=0.05, method="wilson")  # as if the 100 items were judged once
-    assert clustered["low"] == pytest.approx(low, abs=0.002) and clustered["high"] == pytest.approx(high, abs=0.002)
+    assert (clustered["low"], clustered["high"]) == pytest.approx((low, high))
     assert clustered["high"] - clustered["low"] > naive["high"] - naive["low"]
+
+
+def _error_orders(sizes: list[int], seed: int) -> dict[str, list[int]]:
+    """Orders in which to turn the rows of items with ``sizes`` rows into errors, one at a time."""
+    starts = np.cumsum([0, *sizes[:-1]])
+    rows = [[int(start) + j for j in range(size)] for start, size in zip(starts, sizes, strict=True)]
+    spread = [item[j] for j in range(max(sizes)) for item in rows if j < len(item)]  # one per item, then again
+    return {"item by item": [r for item in rows for r in item], "spread": spread,
+            "shuffled": np.random.default_rng(seed).permutation(sum(sizes)).tolist()}
+
+
+@pytest.mark.parametrize("method", ["wilson", "clopper_pearson"])
+@pytest.mark.parametrize("sizes", [[2] * 50, [1] * 30, [3] * 12, [6] * 8, [2] * 10 + [1] * 5 + [4] * 3, [5, 1, 1, 1]],
+                         ids=["50x2", "30x1", "12x3", "8x6", "mixed", "one big"])
+def test_one_more_error_never_raises_either_bound(sizes, method):
+    """Issue 31 point 4: 50 items x 2 orders, one wrong judgment raised the lower bound from 0.9287 to 0.9451."""
+    items = [k for k, size in enumerate(sizes) for _ in range(size)]
+    for name, order in _error_orders(sizes, seed=len(sizes)).items():
+        values = [1.0] * len(items)
+        before = proportion_ci(values, items, method=method)
+        for errors, row in enumerate(order, start=1):
+            values[row] = 0.0
+            after = proportion_ci(values, items, method=method)
+            where = f"{name}, error {errors}"
+            assert after["low"] <= before["low"] + 1e-12, where
+            assert after["high"] <= before["high"] + 1e-12, where
+            before = after
+
+
+def test_fifty_items_in_two_orders_all_correct_and_with_one_error():
+    values, items = _pairs([1.0] * 50)
+    perfect = proportion_ci(values, items)
+    assert (perfect["low"], perfect["high"]) == pytest.approx((0.9287, 1.0), abs=1e-4)
+    values[0] = 0.0
+    one = proportion_ci(values, items)
+    assert one["low"] < perfect["low"] and one["high"] < 1.0
+    assert (one["low"], one["high"]) == pytest.approx(proportion_confint(49.5, 50, alpha=0.05, method="wilson"))
+
+
+def test_unequal_items_count_as_kishs_effective_number():
+    items = [0] * 4 + [1, 2, 3, 4]  # one item judged four times, four items once: 64 / 20 = 3.2 items' worth
+    got = proportion_ci([1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0], items)
+    assert got["clusters"] == 5 and got["effective_n"] == pytest.approx(3.2)
+    assert (got["low"], got["high"]) == pytest.approx(proportion_confint(0.75 * 3.2, 3.2, alpha=0.05,
+                                                                         method="wilson"))
 
 
 @pytest.mark.parametrize("method", ["wilson", "clopper_pearson"])

@@ -255,7 +255,7 @@ def test_flat_metrics_keys_and_values() -> None:
     gold = gold_metrics(GOLD_ITEMS, GOLD_JUDGMENTS)
     flat = flat_metrics(summary_fixture(), gold, judge_metrics(judge_fixture()))
     assert all(isinstance(v, float) for v in flat.values())
-    assert flat["verdict/ours_rate"] == flat["verdict/ours_win_rate"] == 0.5
+    assert flat["verdict/ours_rate"] == flat["verdict/ours_wins_share"] == 0.5
     assert flat["verdict/base_rate"] == 0.0
     assert flat["verdict/tie_rate"] == 0.5
     assert flat["verdict/unanimous_rate"] == 0.2

@@ -9,11 +9,12 @@ import pytest
 
 from runner.core.config import RunConfig
 from runner.core.config_store import register_configs
-from runner.core.types import TIE, ItemResult
+from runner.core.types import TIE, ItemResult, Order, Status
 from runner.inputs.datasets import ItemRef
 from runner.modes import statistics
 from runner.modes.base import expand, mode_for, mode_named
 from runner.modes.statistics import Estimate, StatInputs
+from tests.unit.test_bias import judgment
 from tests.unit.test_config import hydra_conf, to_run_config  # noqa: F401 - hydra_conf is a fixture
 
 OURS, BASE = "ours", "base"
@@ -100,7 +101,10 @@ def test_per_category_win_rate_and_agreement_count_a_failed_item_as_wrong() -> N
             ItemRef("2", BASE, "t:2", tags=("x",), category="math"),
             ItemRef("3", OURS, "t:3", category="code"), ItemRef("4", OURS, "t:4", category="code")]
     results = [result("1", OURS), result("2", TIE), result("3", BASE), result("4", None)]
-    section = statistics.compute("pairwise", StatInputs(pairwise_cfg(), refs, (), results))
+    # the judgments agreement counts (as the headline's agreement/accuracy_all does): item 4's call failed
+    judgments = [judgment("1", Order.AB, "A"), judgment("2", Order.AB, TIE), judgment("3", Order.AB, "B"),
+                 judgment("4", Order.AB, None, status=Status.ERROR)]
+    section = statistics.compute("pairwise", StatInputs(pairwise_cfg(), refs, judgments, results))
     math, code = section["by_category"]["math"], section["by_category"]["code"]
     assert math["win_rate"]["value"] == 0.75 and math["win_rate"]["n"] == 2
     assert math["agreement"]["value"] == 0.5 and math["agreement"]["n"] == 2

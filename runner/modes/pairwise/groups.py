@@ -4,8 +4,10 @@ items, and agreement with gold with a Wilson (or Clopper-Pearson) interval. Regi
 table without another file.
 
 The item is the unit: a group's win rate averages its items' final verdicts (1 ours, 0 baseline, 0.5 tie), and
-its agreement is the share of its gold-labelled items whose final verdict is the gold label; an item without a
-final verdict (every judgment unscored or failed) counts as wrong there, never as left out.
+its agreement is the run's ``agreement/accuracy_all`` over the group's gold-labelled items: the share of their final
+judgments (every order and repeat) that name the gold label, an unscored judgment wrong (or a tie with
+``metrics.unscored_as=tie``), with the same item-level interval. One name, one number: the categories' agreement is
+the headline's, not the share of items whose combined verdict is right.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from runner.core.types import ItemResult
 from runner.inputs.datasets import ItemRef
+from runner.modes import trust
 from runner.modes.statistics import Estimate, StatInputs, Table, statistic
 from runner.stats import proportions, uncertainty
 
@@ -26,11 +29,11 @@ def _estimate(values: list[float], inputs: StatInputs) -> Estimate:
     return Estimate(sum(values) / len(values), len(values), ci["low"], ci["high"])
 
 
-def _proportion(values: list[float], inputs: StatInputs) -> Estimate:
-    """A proportion over items (one value per item), with its Wilson or Clopper-Pearson interval."""
+def _proportion(values: list[float], items: list[str], inputs: StatInputs) -> Estimate:
+    """A proportion over rows clustered in items, with its Wilson or Clopper-Pearson interval; n: the items."""
     metrics = inputs.cfg.metrics
-    ci = proportions.proportion_ci(values, None, metrics.ci_level, metrics.proportion_ci.value)
-    return Estimate(ci["estimate"], len(values), ci["low"], ci["high"])
+    ci = proportions.proportion_ci(values, items, metrics.ci_level, metrics.proportion_ci.value)
+    return Estimate(ci["estimate"], ci["clusters"], ci["low"], ci["high"])
 
 
 def _table(inputs: StatInputs, groups_of: Callable[[ItemRef], Iterable[str]]) -> Table:
@@ -40,21 +43,26 @@ def _table(inputs: StatInputs, groups_of: Callable[[ItemRef], Iterable[str]]) ->
     results: Mapping[str, ItemResult] = {r.item_id: r for r in inputs.results}
     wins: dict[str, list[float]] = defaultdict(list)
     agree: dict[str, list[float]] = defaultdict(list)
+    agree_items: dict[str, list[str]] = defaultdict(list)
+    groups = {ref.id: list(groups_of(ref)) for ref in inputs.refs}
     for ref in inputs.refs:
         result = results.get(ref.id)
         verdict = result.final_verdict if result is not None else None
-        for group in groups_of(ref):
-            if verdict is not None:
+        if verdict is not None:
+            for group in groups[ref.id]:
                 wins[group].append(1.0 if verdict == ours else 0.0 if verdict == baseline else 0.5)
-            if ref.gold is not None:
-                agree[group].append(float(verdict == ref.gold))
+    rows, items = trust.gold_rows(inputs.refs, inputs.judgments)
+    for correct, item in zip(trust.correct_rows(rows, inputs.cfg.metrics.unscored_as), items, strict=True):
+        for group in groups[item]:
+            agree[group].append(correct)
+            agree_items[group].append(item)
     table: dict[str, dict[str, Estimate]] = {}
     for group in sorted(set(wins) | set(agree)):
         row = {}
         if wins[group]:
             row["win_rate"] = _estimate(wins[group], inputs)
         if agree[group]:
-            row["agreement"] = _proportion(agree[group], inputs)
+            row["agreement"] = _proportion(agree[group], agree_items[group], inputs)
         table[group] = row
     return table
 

@@ -34,7 +34,7 @@ def gold_line(gold: GoldAccuracy | Mapping[str, Any]) -> str:
 
 def headline_lines(summary: VerdictSummary | Mapping[str, Any], gold: GoldAccuracy | Mapping[str, Any] | None,
                    judge: Mapping[str, Any]) -> list[str]:
-    """The summary's headline: items, verdicts, confidence, win rates, gold accuracy, calls, tokens and cost.
+    """The summary's headline: items, verdicts, confidence, wins shares, gold accuracy, calls, tokens and cost.
 
     ``summary`` is the ``summary`` section, or a summary document (runner.modes.summary.build_summary's).
     """
@@ -46,7 +46,7 @@ def headline_lines(summary: VerdictSummary | Mapping[str, Any], gold: GoldAccura
         f"items {s.total_subsets}, successful {s.successful_evaluations}, failed {len(s.failed_items)}",
         f"verdicts: {dist}",
         f"confidence: {conf}",
-        f"win rate ours {_pct(s.ours_win_rate)} / baseline {_pct(s.baseline_win_rate)} / "
+        f"wins share ours {_pct(s.ours_win_rate)} / baseline {_pct(s.baseline_win_rate)} / "
         f"tie {_pct(s.tie_rate)}; unanimous {_pct(s.unanimous_agreement_rate)}",
     ]
     if gold is not None:
@@ -99,7 +99,7 @@ def ensemble_views(section: PairwiseEnsemble) -> list[View]:
     ds = section.estimates.get("dawid_skene")
     estimated = ds.estimated_accuracy if ds is not None else {}
     truth = (ds.true_accuracy if ds is not None else None) or {}
-    out = [View("Ensemble aggregations", columns=("aggregation", "agreement with gold", "tie rate", "ours win rate"),
+    out = [View("Ensemble aggregations", columns=("aggregation", "agreement with gold", "tie rate", "ours wins share"),
                 rows=tuple((m, s.accuracy_all, s.tie_rate, s.ours_win_rate) for m, s in by_combine.items()),
                 notes=(f"headline aggregation: {section.combine}; inter-judge Fleiss kappa "
                        f"{cell(section.inter_judge.fleiss_kappa)}",)),

@@ -19,13 +19,18 @@ class PositionBias(Record):
     first_position_rate: float | None
     second_position_rate: float | None
     n_decisive: int
-    binomial_p: float | None  # every verdict a unit: descriptive; the pair is the unit of sign_test_p
+    binomial_p: float | None  # every verdict a unit: descriptive; the item is the unit of sign_test_p
     inconsistent_toward_first: int
     inconsistent_toward_second: int
     sign_test_p: float | None
     inconsistent_unscored: int
     inconsistent_by_type: Mapping[str, int]
     unit: str | None = optional()  # "pair"; absent from reports written before it was named
+    # the sign test's counts: items whose pairs, summed over repeats, lean toward the first / second slot; absent
+    # from reports written when the pair was the sign test's unit
+    items_toward_first: int | None = optional()
+    items_toward_second: int | None = optional()
+    sign_test_unit: str | None = optional()  # "item"
 
 
 @dataclass(frozen=True, kw_only=True)
