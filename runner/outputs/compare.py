@@ -34,7 +34,7 @@ from runner.stats import coefficients, inter_rater, paired, sample_size, signifi
 __all__ = ["CHOICE_ORDER", "IGNORED_CHOICES", "METRICS", "TESTS", "UNITS", "check_comparable", "compare_pair",
            "compare_runs", "run_labels"]
 
-METRICS = {CORRECT: "accuracy", WIN_SCORE: "win rate (ties half)", SCORE: "mean score"}
+METRICS = {CORRECT: "accuracy", WIN_SCORE: "win score (ties half, judgments per item averaged)", SCORE: "mean score"}
 EXACT_OR_T = "sign_flip_exact (on the differences' lattice) or paired_t"
 TESTS = {CORRECT: f"mcnemar_exact (0/1 per item), {EXACT_OR_T}", WIN_SCORE: EXACT_OR_T, SCORE: EXACT_OR_T}
 UNITS = {CORRECT: "item", WIN_SCORE: "item", SCORE: "item"}

@@ -195,3 +195,12 @@ def test_importing_the_compare_cli_imports_neither_litellm_nor_mlflow():
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'litellm', 'mlflow'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_compares_pairwise_number_without_gold_is_named_win_score_not_win_rate():
+    """README "One name, one number": compare averages an item's judgments (1 / 0.5 / 0), which is not the run's
+    win rate (each item's final verdict), so it carries another name."""
+    from runner.outputs.compare import METRICS
+    from runner.outputs.compare_outcomes import WIN_SCORE
+
+    assert METRICS[WIN_SCORE].startswith("win score") and "win rate" not in METRICS[WIN_SCORE]
