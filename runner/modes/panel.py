@@ -149,8 +149,9 @@ def _member_true_accuracy(votes: Mapping[str, Mapping[str, Any]], gold: Mapping[
 def _member_estimates(fit: Mapping[str, Any], votes: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Member -> vote-weighted mean of its annotators' Dawid-Skene accuracy."""
     sums: dict[str, list[float]] = {}
-    for annotator, accuracy in fit.get("accuracy", {}).items():
-        n = sum(v is not None for v in votes[annotator].values())
+    for annotator, accuracy in fit.get("accuracy", {}).items():  # a member, or one of its vote columns
+        n = sum(v is not None for column, by_item in votes.items() if annotator in (column, _member_of(column))
+                for v in by_item.values())
         if accuracy is not None and n:
             acc = sums.setdefault(_member_of(annotator), [0.0, 0.0])
             acc[0] += accuracy * n
@@ -164,7 +165,8 @@ def dawid_skene_report(fit: Mapping[str, Any], votes: Mapping[str, Mapping[str, 
     out: dict[str, Any] = {"estimated_accuracy": _member_estimates(fit, votes),
                            "annotator_estimated_accuracy": dict(fit.get("accuracy", {})),
                            "priors": {str(k): v for k, v in fit.get("priors", {}).items()},
-                           "iterations": fit.get("iterations"), "converged": fit.get("converged")}
+                           "iterations": fit.get("iterations"), "converged": fit.get("converged"),
+                           "annotators": fit.get("annotators"), "intervals": fit.get("intervals")}
     if gold:
         out["true_accuracy"] = _member_true_accuracy(votes, gold)
     return out

@@ -6,6 +6,7 @@ then the score combines, then the model fitted over every item.
 
 from __future__ import annotations
 
+import logging
 import math
 import statistics
 from collections import Counter
@@ -15,8 +16,10 @@ from typing import cast
 from runner.core.types import TIE, ItemResult
 from runner.judging.aggregations.records import MAJORITY, NO_CONSENSUS, UNANIMOUS, EnsembleItem, EnsembleResult
 from runner.judging.aggregations.registry import BOTH, ENSEMBLE_ONLY, REGISTRY, Kind
-from runner.stats.dawid_skene import dawid_skene, param_problems
+from runner.stats.dawid_skene import bootstrap_intervals, dawid_skene, param_problems
 from runner.stats.votes import Votes, cast_votes, item_keys
+
+logger = logging.getLogger(__name__)
 
 
 @REGISTRY.register("majority_vote", Kind.label, BOTH)
@@ -88,12 +91,29 @@ def dawid_skene_vote(
     max_iter: int = 1000,
     tol: float = 1e-6,
     smoothing: float = 0.0,
+    annotators: str = "judge",
+    resamples: int = 100,
+    level: float = 0.95,
+    seed: int = 0,
 ) -> EnsembleResult:
     """Strict majority of the Dawid-Skene posterior (EM over every item's votes, no gold labels needed).
 
-    The parameters are :func:`runner.stats.dawid_skene.dawid_skene`'s; ``labels`` keeps a class nobody voted.
+    ``max_iter``, ``tol`` and ``smoothing`` are :func:`runner.stats.dawid_skene.dawid_skene`'s; ``labels`` keeps a
+    class nobody voted. ``annotators="judge"`` makes each judge one annotator (a vote column
+    ``member[/order][/repeat]`` belongs to its member: its orders and repeats share one vote per item),
+    ``"vote"`` every column its own; with fewer than 3 judges pooling is not identifiable, so each column stays
+    an annotator and ``fit["annotators"]`` says ``"vote"``. ``resamples`` (seeded by ``seed``) bootstrap items for ``level`` intervals
+    on the accuracies and priors (``fit["intervals"]``).
     """
-    fit = dawid_skene(votes, labels, max_iter, tol, smoothing)
+    groups = {column: column.split("/", 1)[0] for column in votes}
+    if annotators == "judge" and len(set(groups.values())) < 3 <= len(groups):
+        logger.warning("dawid_skene with %d judges: each of their %d vote columns is an annotator (one per "
+                       "judge needs 3 judges)", len(set(groups.values())), len(groups))
+        annotators = "vote"
+    groups = groups if annotators == "judge" else None
+    fit = dawid_skene(votes, labels, max_iter, tol, smoothing, groups)
+    fit["annotators"] = annotators
+    fit["intervals"] = bootstrap_intervals(votes, fit, groups, resamples, level, seed, max_iter, tol, smoothing)
     items = {}
     for key in item_keys(votes):
         voted = cast_votes(votes, key)
