@@ -36,7 +36,7 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: Sequence[Judgment]
     if gold is not None:
         summary["gold"] = gold
     summary["trust"] = trust.pairwise_trust(refs, judgments, item_results, ours.name, baseline.name, cfg.metrics,
-                                            cfg.seed)
+                                            cfg.seed, cfg.dataset.annotators_identified)
     summary["bias"] = bias_section
     stats = statistics.compute(MODE, statistics.StatInputs(cfg, refs, judgments, item_results))
     if stats:
