@@ -33,7 +33,7 @@ from runner.inputs.datasets import ItemRef
 from runner.judging.aggregation import aggregate_items, final_judgments
 from runner.judging.aggregations import REGISTRY, Kind, Use
 from runner.judging.aggregations.records import CONFIDENCES, MAJORITY, NO_CONSENSUS, UNANIMOUS
-from runner.modes import pairwise, trust
+from runner.modes import pairwise, statistics, trust
 from runner.modes import summary as summaries
 from runner.modes.ensemble import combine_labels, combine_scores, inter_judge_agreement, member_comparison
 from runner.modes.ensemble_check import (
@@ -211,11 +211,16 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Seque
     for method, (_, fit) in per_method.items():
         if fit:  # a method that estimated each annotator's accuracy (Dawid-Skene): its estimates against the truth
             section[method] = dawid_skene_report(fit, votes, gold)
+    # per category and tag, the ensemble's verdict per item, as a single judge's (runner.modes.pairwise.groups)
+    stats = statistics.compute(pairwise.report.MODE, statistics.StatInputs(
+        cfg, refs, [j for js in by_member.values() for j in js], results))
+    if stats:
+        summary["statistics"] = stats
     summary["ensemble"] = section
     typed = PairwiseReport.from_json(summary, "ensemble summary")
     assert typed.ensemble is not None
     metrics = {**summaries.flat_metrics(typed.summary, None, {}), **trust.trust_metrics(typed.trust),
-               **ensemble_metrics(typed.ensemble)}
+               **statistics.metrics(typed.statistics or {}), **ensemble_metrics(typed.ensemble)}
     for m, (_, _, member_metrics) in members.items():
         member_metrics.update(summaries.numeric(summaries.judge_metrics(by_member[m])))
         metrics.update({f"member/{m}/{k}": v for k, v in member_metrics.items()})

@@ -15,7 +15,7 @@ from typing import cast
 
 from runner.core.types import TIE, ItemResult
 from runner.judging.aggregations.records import MAJORITY, NO_CONSENSUS, UNANIMOUS, EnsembleItem, EnsembleResult
-from runner.judging.aggregations.registry import BOTH, ENSEMBLE_ONLY, REGISTRY, Kind
+from runner.judging.aggregations.registry import BOTH, ENSEMBLE_ONLY, REGISTRY, Kind, Use
 from runner.stats.dawid_skene import bootstrap_intervals, dawid_skene, param_problems
 from runner.stats.votes import Votes, cast_votes, item_keys
 
@@ -63,6 +63,29 @@ def weighted_vote(item_id: str, votes: Sequence[str], weights: Sequence[float]) 
         shares[label] = shares.get(label, 0.0) + weight
     final, confidence = decide(shares, votes)
     return ItemResult(item_id, tuple(votes), dict(Counter(votes)), cast(str | None, final), confidence)
+
+
+@REGISTRY.register("mean", Kind.label, frozenset({Use.repeats}))
+def mean_preference(item_id: str, votes: Sequence[str]) -> ItemResult:
+    """The mean of the votes as preferences: a vote gives its system 1 and the other 0, a tie 1/2 to each.
+
+    The system whose mean is above 1/2 wins, exactly 1/2 is a tie; for a pair this is "more votes than the other
+    system, ties aside". Over one judge's two orders it is JudgeBench's rule (utils/metrics.py: +1 per order that
+    picks a system, -1 per order that picks the other, the system wins when the sum is above 0), so (A, tie) is A
+    and (A, B) a tie. The ensemble's ``mean`` (judge.combine) averages each member's preference the same way.
+
+    Args:
+        item_id: The item's id.
+        votes: The valid votes on the item: system names or ``"tie"``.
+    """
+    counts = dict(Counter(votes))
+    if not votes:
+        return ItemResult(item_id, (), {}, None, None)
+    ties = counts.get(TIE, 0)
+    shares = {label: (n + ties / 2) / len(votes) for label, n in counts.items() if label != TIE}
+    final = next((label for label, share in shares.items() if share > 0.5), TIE)
+    confidence = NO_CONSENSUS if final == TIE and len(counts) > 1 else UNANIMOUS if len(counts) == 1 else MAJORITY
+    return ItemResult(item_id, tuple(votes), counts, final, confidence)
 
 
 @REGISTRY.register("mean", Kind.score, BOTH)
