@@ -37,6 +37,8 @@ def test_pandalm_gpt35_accuracy_and_macro_f1_against_the_human_majority(run_cli)
         assert ceiling["judge_leave_one_out"][name]["n"] == human["n"] == 999
     assert metrics["agreement/judge_leave_one_out_accuracy"] == ceiling["mean_judge_leave_one_out_accuracy"]
     assert metrics["agreement/human_leave_one_out_accuracy"] > metrics["agreement/judge_leave_one_out_accuracy"]
+    assert (round(100 * metrics["agreement/human_leave_one_out_accuracy"], 1),
+            round(100 * metrics["agreement/judge_leave_one_out_accuracy"], 1)) == (91.8, 70.1)  # README's figures
     assert 0.8 < metrics["agreement/human_fleiss_kappa"] < 1.0
     # the dataset does not say its annotator columns are the same people: no pairwise kappa between them
     assert ceiling["pairwise"] == [] and "agreement/human_mean_pairwise_kappa" not in metrics

@@ -118,11 +118,13 @@ def test_a_node_combine_with_params_is_checked_and_used() -> None:
 def test_a_conf_aggregation_file_composes_as_the_combine() -> None:
     cfg = ensemble_cfg("+aggregation@judge.combine=dawid_skene", "judge.combine.params.smoothing=0.5")
     ensemble_check.check(cfg)
-    assert ensemble_check.combine_of(cfg) == AggregationRef("dawid_skene",
-                                                            {"max_iter": 1000, "tol": 1e-6, "smoothing": 0.5})
+    assert ensemble_check.combine_of(cfg) == AggregationRef("dawid_skene", {
+        "max_iter": 1000, "tol": 1e-6, "smoothing": 0.5, "annotators": "judge", "resamples": 100, "level": 0.95,
+        "seed": 0})
     # the shipped file is the standard EM (no smoothing); a value out of range fails at start-up, naming its key
     assert ensemble_check.combine_of(ensemble_cfg("+aggregation@judge.combine=dawid_skene")).params["smoothing"] == 0
     for override, key in [("judge.combine.params.smoothing=-0.5", "smoothing"), ("judge.combine.params.tol=-1", "tol"),
+                          ("judge.combine.params.annotators=orders", "annotators"),
                           ("judge.combine.params.max_iter=0", "max_iter")]:
         with pytest.raises(ConfigurationError, match=rf"^judge\.combine\.params\.{key}: .*{key} must be"):
             ensemble_check.check(ensemble_cfg("+aggregation@judge.combine=dawid_skene", override))

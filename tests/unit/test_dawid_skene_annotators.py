@@ -72,3 +72,11 @@ def test_bootstrap_intervals_are_seeded_and_hold_the_estimate():
                                              ({"resamples": -1}, "resamples"), ({"level": 1.5}, "level")])
 def test_bad_parameters_are_named(params, key):
     assert key in param_problems(**params)
+
+
+def test_fewer_than_three_judges_keep_a_column_per_annotator_and_say_so():
+    votes, _ = correlated_orders(n_items=60)
+    two = {column: by_item for column, by_item in votes.items() if not column.startswith("j3")}
+    fit = dawid_skene_vote(two, resamples=0).fit
+    assert fit["annotators"] == "vote" and sorted(fit["accuracy"]) == sorted(two)
+    assert fit["posteriors"] == dawid_skene(two)["posteriors"]

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.core.types import TIE, ItemResult
+from runner.core.types import TIE
 from runner.inputs.datasets import ItemRef
-from runner.judging.aggregation import aggregate_items
 from runner.modes import panel
 from runner.modes.pairwise import report as pairwise_report
 from tests.unit.test_bias import AB, BA, judgment
@@ -72,18 +71,22 @@ def test_an_ensembles_verdicts_have_a_table_per_category() -> None:
 
 @pytest.mark.skipif(not JUDGEBENCH_RUN.is_file(), reason="the shared JudgeBench copy is not on this machine")
 def test_judgebenchs_published_o1_mini_arena_hard_score_is_aggregation_mean() -> None:
-    flip = {"A>B": "B", "B>A": "A", "A=B": TIE}  # the second judgment's decision names the swapped positions
-    label = {"A>B": "A", "B>A": "B", "A=B": TIE}
+    label = {"A>B": "A", "B>A": "B", "A=B": TIE}  # positional in the order shown (the second one swapped)
     rows = [json.loads(line) for line in JUDGEBENCH_RUN.read_text().splitlines()]
-    judgments, gold = [], {}
-    for row in rows:
+    refs, judgments = [], []
+    for n, row in enumerate(rows):
         item, (first, second) = row["pair_id"], row["judgments"]
-        gold[item] = OURS if row["label"] == "A>B" else BASE  # ours is response A
+        # ours is response A; JudgeBench's source (knowledge, reasoning, math, coding) is the category
+        refs.append(ItemRef(item, OURS if row["label"] == "A>B" else BASE, f"judgebench:{n}",
+                            category=row["source"].split("-")[0], lengths=(100, 100)))
         judgments += [judgment(item, AB, label.get(first["decision"])),
-                      judgment(item, BA, {"A": "B", "B": "A", TIE: TIE}.get(flip.get(second["decision"], "")))]
-    results: list[ItemResult] = aggregate_items(judgments, list(gold), "mean", {})
-    correct = sum(r.final_verdict == gold[r.item_id] for r in results)
-    assert round(100 * correct / len(rows), 2) == 65.71  # JudgeBench's leaderboard: o1-mini, Arena-Hard prompt
+                      judgment(item, BA, label.get(second["decision"]))]
+    doc, _, _ = pairwise_report.build(pairwise_cfg("aggregation=mean", "order=both"), refs, judgments)
+    table = doc["statistics"]["by_category"]
+    correct = sum(row["agreement"]["value"] * row["agreement"]["n"] for row in table.values())
+    assert sum(row["agreement"]["n"] for row in table.values()) == 350
+    assert round(correct) == 230 and round(100 * correct / 350, 2) == 65.71  # JudgeBench's o1-mini, Arena-Hard
+    assert round(100 * doc["trust"]["both_orders"]["inconsistent_as_incorrect"]["estimate"], 2) == 58.00
 
 
 def test_fastchat_consistency_counts_every_pair_with_errors_in_the_denominator() -> None:

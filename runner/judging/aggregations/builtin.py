@@ -125,15 +125,15 @@ def dawid_skene_vote(
     class nobody voted. ``annotators="judge"`` makes each judge one annotator (a vote column
     ``member[/order][/repeat]`` belongs to its member: its orders and repeats share one vote per item),
     ``"vote"`` every column its own; with fewer than 3 judges pooling is not identifiable, so each column stays
-    an annotator and ``fit["annotators"]`` says ``"vote"``. ``resamples`` (seeded by ``seed``) bootstrap items for ``level`` intervals
-    on the accuracies and priors (``fit["intervals"]``).
+    an annotator and ``fit["annotators"]`` says ``"vote"``. ``resamples`` (seeded by ``seed``) bootstrap items
+    for ``level`` intervals on the accuracies and priors (``fit["intervals"]``).
     """
-    groups = {column: column.split("/", 1)[0] for column in votes}
-    if annotators == "judge" and len(set(groups.values())) < 3 <= len(groups):
+    member_of = {column: column.split("/", 1)[0] for column in votes}
+    if annotators == "judge" and len(set(member_of.values())) < 3 <= len(member_of):
         logger.warning("dawid_skene with %d judges: each of their %d vote columns is an annotator (one per "
-                       "judge needs 3 judges)", len(set(groups.values())), len(groups))
+                       "judge needs 3 judges)", len(set(member_of.values())), len(member_of))
         annotators = "vote"
-    groups = groups if annotators == "judge" else None
+    groups = member_of if annotators == "judge" else None
     fit = dawid_skene(votes, labels, max_iter, tol, smoothing, groups)
     fit["annotators"] = annotators
     fit["intervals"] = bootstrap_intervals(votes, fit, groups, resamples, level, seed, max_iter, tol, smoothing)
