@@ -204,6 +204,8 @@ class DatasetConfig:
     gold_field: str | None = None
     gold_map: dict[str, str] = field(default_factory=dict)  # raw gold value -> system name or "tie"
     annotator_fields: list[str] = field(default_factory=list)  # one field per human label (mapped by gold_map)
+    # True when each annotator field is the same person on every row: only then is pairwise Cohen's kappa reported
+    annotators_identified: bool = False
     tags_field: str | None = None  # a list of strings (or one string) per row: pass rate per tag
     category_field: str | None = None  # one string per row: every metric per category, category weights
     human_score_field: str | None = None  # a number per row on the rubric's scale: correlation with humans

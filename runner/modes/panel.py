@@ -33,7 +33,7 @@ from runner.inputs.datasets import ItemRef
 from runner.judging.aggregation import aggregate_items, final_judgments
 from runner.judging.aggregations import REGISTRY, Kind, Use
 from runner.judging.aggregations.records import CONFIDENCES, MAJORITY, NO_CONSENSUS, UNANIMOUS
-from runner.modes import pairwise, trust
+from runner.modes import pairwise, statistics, trust
 from runner.modes import summary as summaries
 from runner.modes.ensemble import combine_labels, combine_scores, inter_judge_agreement, member_comparison
 from runner.modes.ensemble_check import (
@@ -149,8 +149,9 @@ def _member_true_accuracy(votes: Mapping[str, Mapping[str, Any]], gold: Mapping[
 def _member_estimates(fit: Mapping[str, Any], votes: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Member -> vote-weighted mean of its annotators' Dawid-Skene accuracy."""
     sums: dict[str, list[float]] = {}
-    for annotator, accuracy in fit.get("accuracy", {}).items():
-        n = sum(v is not None for v in votes[annotator].values())
+    for annotator, accuracy in fit.get("accuracy", {}).items():  # a member, or one of its vote columns
+        n = sum(v is not None for column, by_item in votes.items() if annotator in (column, _member_of(column))
+                for v in by_item.values())
         if accuracy is not None and n:
             acc = sums.setdefault(_member_of(annotator), [0.0, 0.0])
             acc[0] += accuracy * n
@@ -164,7 +165,8 @@ def dawid_skene_report(fit: Mapping[str, Any], votes: Mapping[str, Mapping[str, 
     out: dict[str, Any] = {"estimated_accuracy": _member_estimates(fit, votes),
                            "annotator_estimated_accuracy": dict(fit.get("accuracy", {})),
                            "priors": {str(k): v for k, v in fit.get("priors", {}).items()},
-                           "iterations": fit.get("iterations"), "converged": fit.get("converged")}
+                           "iterations": fit.get("iterations"), "converged": fit.get("converged"),
+                           "annotators": fit.get("annotators"), "intervals": fit.get("intervals")}
     if gold:
         out["true_accuracy"] = _member_true_accuracy(votes, gold)
     return out
@@ -209,11 +211,16 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Seque
     for method, (_, fit) in per_method.items():
         if fit:  # a method that estimated each annotator's accuracy (Dawid-Skene): its estimates against the truth
             section[method] = dawid_skene_report(fit, votes, gold)
+    # per category and tag, the ensemble's verdict per item, as a single judge's (runner.modes.pairwise.groups)
+    stats = statistics.compute(pairwise.report.MODE, statistics.StatInputs(
+        cfg, refs, [j for js in by_member.values() for j in js], results))
+    if stats:
+        summary["statistics"] = stats
     summary["ensemble"] = section
     typed = PairwiseReport.from_json(summary, "ensemble summary")
     assert typed.ensemble is not None
     metrics = {**summaries.flat_metrics(typed.summary, None, {}), **trust.trust_metrics(typed.trust),
-               **ensemble_metrics(typed.ensemble)}
+               **statistics.metrics(typed.statistics or {}), **ensemble_metrics(typed.ensemble)}
     for m, (_, _, member_metrics) in members.items():
         member_metrics.update(summaries.numeric(summaries.judge_metrics(by_member[m])))
         metrics.update({f"member/{m}/{k}": v for k, v in member_metrics.items()})

@@ -28,6 +28,10 @@ def ensemble_metrics(section: PairwiseEnsemble | Mapping[str, Any]) -> dict[str,
     for method, ds in _estimates(ens):
         raw.update({f"{method}/{m}/estimated_accuracy": v for m, v in ds.estimated_accuracy.items()})
         raw.update({f"{method}/{m}/true_accuracy": v for m, v in (ds.true_accuracy or {}).items()})
+        for m, bounds in (ds.intervals.accuracy if ds.intervals else {}).items():
+            if bounds is not None:
+                raw.update({f"{method}/{m}/estimated_accuracy_ci_low": bounds[0],
+                            f"{method}/{m}/estimated_accuracy_ci_high": bounds[1]})
     return {k: float(v) for k, v in raw.items() if v is not None}
 
 
@@ -35,6 +39,10 @@ def _estimates(ens: PairwiseEnsemble) -> list[tuple[str, DawidSkeneReport]]:
     """(method, its report) for each method that estimated the members' accuracy (Dawid-Skene), in
     ``by_combine`` order."""
     return [(m, ens.estimates[m]) for m in ens.by_combine if m in ens.estimates]
+
+
+def _bounds(bounds: tuple[float, ...] | None) -> str:
+    return "" if bounds is None else f" [{bounds[0] * 100:.1f}, {bounds[1] * 100:.1f}]"
 
 
 def _pct(value: float | None) -> str:
@@ -55,7 +63,8 @@ def console_lines(section: PairwiseEnsemble | Mapping[str, Any]) -> list[str]:
             lines.append(f"  member {member}: agreement {_pct(headline.accuracy_all)} (per judgment)")
     for method, ds in _estimates(ens):
         truth = ds.true_accuracy or {}
-        lines += [f"  {method} {member}: estimated accuracy {_pct(est)}"
+        bounds = ds.intervals.accuracy if ds.intervals else {}
+        lines += [f"  {method} {member}: estimated accuracy {_pct(est)}" + _bounds(bounds.get(member))
                   + (f", true {_pct(truth[member])}" if truth.get(member) is not None else "")
                   for member, est in ds.estimated_accuracy.items()]
     return lines

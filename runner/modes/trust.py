@@ -122,9 +122,11 @@ def both_orders(refs: Sequence[ItemRef], judgments: Sequence[Judgment], cfg: Met
 
 
 def pairwise_trust(refs: Sequence[ItemRef], judgments: Sequence[Judgment], results: Sequence[ItemResult],
-                   ours: str, baseline: str, cfg: MetricsConfig, seed: int) -> dict[str, Any]:
+                   ours: str, baseline: str, cfg: MetricsConfig, seed: int, annotators_identified: bool = False
+                   ) -> dict[str, Any]:
     """The ``trust`` section of a pairwise summary: win rate with ties and, with gold, agreement and the
-    both-orders verdict."""
+    both-orders verdict; with human annotations, the human ceiling with the judge's verdict per item scored
+    against the same leave-one-out references (``annotators_identified``: pairwise kappa between columns)."""
     out: dict[str, Any] = {"bootstrap": bootstrap_settings(cfg, seed),
                            "win_rate": win_rate(results, ours, baseline, cfg, seed)}
     gold = gold_agreement(refs, judgments, cfg, seed)
@@ -133,9 +135,15 @@ def pairwise_trust(refs: Sequence[ItemRef], judgments: Sequence[Judgment], resul
         paired = both_orders(refs, judgments, cfg)
         if paired is not None:
             out["both_orders"] = paired
-    annotated = [r.annotations for r in refs if r.annotations]
+    annotated = [r for r in refs if r.annotations]
     if annotated:  # several human labels per item: how well humans agree with each other is the ceiling
-        out["human_ceiling"] = inter_rater.human_ceiling(annotated)
+        verdicts = {r.item_id: r.final_verdict for r in results}
+        judge = [verdicts.get(r.id) for r in annotated]
+        if cfg.unscored_as is UnscoredAs.tie:
+            judge = [TIE if label is None and r.id in verdicts else label for r, label in zip(annotated, judge,
+                                                                                             strict=True)]
+        out["human_ceiling"] = inter_rater.human_ceiling([r.annotations for r in annotated], judge,
+                                                         annotators_identified)
     return out
 
 
@@ -168,7 +176,8 @@ def trust_metrics(trust: TrustSection | Mapping[str, Any]) -> dict[str, float]:
         raw.update({"agreement/human_fleiss_kappa": ceiling.fleiss_kappa,
                     "agreement/human_mean_pairwise_kappa": ceiling.mean_pairwise_kappa,
                     "agreement/human_mean_pairwise_accuracy": ceiling.mean_pairwise_accuracy,
-                    "agreement/human_leave_one_out_accuracy": ceiling.mean_leave_one_out_accuracy})
+                    "agreement/human_leave_one_out_accuracy": ceiling.mean_leave_one_out_accuracy,
+                    "agreement/judge_leave_one_out_accuracy": ceiling.mean_judge_leave_one_out_accuracy})
     return {k: float(v) for k, v in raw.items() if v is not None}
 
 
@@ -202,8 +211,11 @@ def console_lines(trust: TrustSection | Mapping[str, Any]) -> list[str]:
                      f"{(wrong.estimate or 0) * 100:.2f}{_interval(wrong)} ({tie.method})")
     ceiling = t.human_ceiling
     if ceiling and ceiling.mean_leave_one_out_accuracy is not None:
+        judge = ceiling.mean_judge_leave_one_out_accuracy
+        same = "" if judge is None else f", the judge vs the same references on the same items {judge * 100:.2f}"
+        fleiss = "n/a" if ceiling.fleiss_kappa is None else f"{ceiling.fleiss_kappa:.3f}"
         lines.append(f"human ceiling ({ceiling.annotators} annotators): each vs the others' majority "
-                     f"{ceiling.mean_leave_one_out_accuracy * 100:.2f}, Fleiss kappa {ceiling.fleiss_kappa:.3f}")
+                     f"{ceiling.mean_leave_one_out_accuracy * 100:.2f}{same}, Fleiss kappa {fleiss}")
     return lines
 
 

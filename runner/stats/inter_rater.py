@@ -70,41 +70,80 @@ def inter_judge(labels_by_judge: Mapping[str, Sequence[Hashable | None]]) -> dic
     }
 
 
-def human_ceiling(annotations: Sequence[Sequence[Hashable | None]]) -> dict[str, Any]:
-    """How well human annotators agree with each other: the ceiling a judge can be held to.
+NOT_IDENTIFIED = ("annotator columns are not the same people on every item (dataset.annotators_identified=false): "
+                  "pairwise Cohen's kappa would pair strangers, so only Fleiss' kappa and Krippendorff's alpha, "
+                  "which need no identities, are reported")
+
+
+def human_ceiling(annotations: Sequence[Sequence[Hashable | None]], judge: Sequence[Hashable | None] | None = None,
+                  identified: bool = False) -> dict[str, Any]:
+    """How well human annotators agree with each other, and the judge scored the same way: the ceiling.
+
+    Each annotator column is scored against the :func:`majority` of the other columns (ties to the
+    lowest-numbered of them) over the items where both exist; the judge is scored against that same reference on
+    that same item set (an item it has no label for counts as a miss in its accuracy), so judge and humans stand
+    side by side like for like.
 
     Args:
-        annotations: Per item, the labels of its k annotators, always in the same annotator order
-            (``None`` where an annotator did not label the item).
+        annotations: Per item, the labels of its k annotators, always in the same column order (``None`` where a
+            column has no label for the item).
+        judge: The judge's label per item (same item order), ``None`` where it has none; omitted: humans only.
+        identified: Whether column j is the same person on every item. Only then are pairwise Cohen's kappas
+            (and their mean) reported; otherwise ``pairwise`` is empty and ``pairwise_omitted`` says why.
 
     Returns:
-        Everything :func:`inter_judge` returns for annotators named ``annotator1`` .. ``annotatorK``, plus
-        ``annotators`` (k), ``mean_pairwise_accuracy``, ``leave_one_out`` (annotator name ->
-        ``{"n", "accuracy", "cohen_kappa"}`` against the :func:`majority` of the other annotators, whose
-        ties go to the lowest-numbered of them), ``mean_leave_one_out_accuracy`` and
-        ``mean_leave_one_out_kappa``.
+        Everything :func:`inter_judge` returns for columns named ``annotator1`` .. ``annotatorK``, plus
+        ``annotators`` (k), ``identified``, ``mean_pairwise_accuracy``, ``leave_one_out`` (column ->
+        ``{"n", "accuracy", "cohen_kappa"}``), ``mean_leave_one_out_accuracy``, ``mean_leave_one_out_kappa``;
+        with ``judge``: ``judge_leave_one_out`` (column -> the judge's ``{"n", "accuracy", "cohen_kappa"}``
+        against that column's reference on its items) and ``mean_judge_leave_one_out_accuracy`` / ``_kappa``.
 
     Raises:
-        ValueError: If items have different numbers of annotations.
+        ValueError: If items have different numbers of annotations, or ``judge`` another length.
     """
     widths = {len(row) for row in annotations}
     if len(widths) > 1:
         raise ValueError(f"every item needs the same number of annotations (None for missing), got {sorted(widths)}")
+    if judge is not None and len(judge) != len(annotations):
+        raise ValueError(f"judge labels {len(judge)} for {len(annotations)} annotated items")
     k = widths.pop() if widths else 0
     names = [f"annotator{j + 1}" for j in range(k)]
     result = inter_judge({name: [row[j] for row in annotations] for j, name in enumerate(names)})
-    leave_one_out = {
-        name: _pair_agreement([row[j] for row in annotations], [_majority_without(row, j) for row in annotations])
-        for j, name in enumerate(names)
-    }
+    references = {name: [_majority_without(row, j) for row in annotations] for j, name in enumerate(names)}
+    leave_one_out = {name: _pair_agreement([row[j] for row in annotations], references[name])
+                     for j, name in enumerate(names)}
+    if not identified:
+        result.update(pairwise=[], mean_pairwise_kappa=None, pairwise_omitted=NOT_IDENTIFIED)
     result.update(
         annotators=k,
+        identified=identified,
         mean_pairwise_accuracy=_mean_defined(pair["accuracy"] for pair in result["pairwise"]),
         leave_one_out=leave_one_out,
         mean_leave_one_out_accuracy=_mean_defined(entry["accuracy"] for entry in leave_one_out.values()),
         mean_leave_one_out_kappa=_mean_defined(entry["cohen_kappa"] for entry in leave_one_out.values()),
     )
+    if judge is not None:
+        scored = {name: _judge_agreement([row[j] for row in annotations], references[name], judge)
+                  for j, name in enumerate(names)}
+        result.update(
+            judge_leave_one_out=scored,
+            mean_judge_leave_one_out_accuracy=_mean_defined(entry["accuracy"] for entry in scored.values()),
+            mean_judge_leave_one_out_kappa=_mean_defined(entry["cohen_kappa"] for entry in scored.values()),
+        )
     return result
+
+
+def _judge_agreement(human: Sequence[Hashable | None], reference: Sequence[Hashable | None],
+                     judge: Sequence[Hashable | None]) -> dict[str, Any]:
+    """The judge against ``reference`` on the items where ``human`` and ``reference`` both exist (the human's items):
+    ``n`` those items, ``accuracy`` with a missing judge label as a miss, ``cohen_kappa`` over the labelled ones."""
+    rows = [(j, r) for h, r, j in zip(human, reference, judge, strict=True) if h is not None and r is not None]
+    labelled = [(j, r) for j, r in rows if j is not None]
+    return {
+        "n": len(rows),
+        "accuracy": sum(j == r for j, r in labelled) / len(rows) if rows else None,
+        "cohen_kappa": cohen_kappa([j for j, _ in labelled], [r for _, r in labelled]),
+    }
 
 
 def _majority_without(row: Sequence[Hashable | None], left_out: int) -> Hashable | None:

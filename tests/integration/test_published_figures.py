@@ -30,9 +30,18 @@ def test_pandalm_gpt35_accuracy_and_macro_f1_against_the_human_majority(run_cli)
     assert metrics["agreement/n"] == 999
     # the 25 unreadable verdicts stay unscored for the judge metrics; only agreement counts them as ties
     assert metrics["judge/unscored"] == 25
-    # the ceiling: each annotator against the majority of the other two agrees far more than the judge
-    assert metrics["agreement/human_leave_one_out_accuracy"] > metrics["agreement/accuracy"]
+    # the ceiling, like for like: each annotator and the judge's verdict per item against the majority of the
+    # other two annotators, on the same items; the humans agree far more than the judge
+    ceiling = result.summary()["trust"]["human_ceiling"]
+    for name, human in ceiling["leave_one_out"].items():
+        assert ceiling["judge_leave_one_out"][name]["n"] == human["n"] == 999
+    assert metrics["agreement/judge_leave_one_out_accuracy"] == ceiling["mean_judge_leave_one_out_accuracy"]
+    assert metrics["agreement/human_leave_one_out_accuracy"] > metrics["agreement/judge_leave_one_out_accuracy"]
+    assert (round(100 * metrics["agreement/human_leave_one_out_accuracy"], 1),
+            round(100 * metrics["agreement/judge_leave_one_out_accuracy"], 1)) == (91.8, 70.1)  # README's figures
     assert 0.8 < metrics["agreement/human_fleiss_kappa"] < 1.0
+    # the dataset does not say its annotator columns are the same people: no pairwise kappa between them
+    assert ceiling["pairwise"] == [] and "agreement/human_mean_pairwise_kappa" not in metrics
     agreement = result.summary()["trust"]["gold_agreement"]
     assert agreement["unscored_as"] == "tie"
     assert agreement["accuracy_all_ci"]["low"] < agreement["accuracy"] < agreement["accuracy_all_ci"]["high"]

@@ -34,6 +34,7 @@ def test_each_aggregation_is_registered_once_per_meaning_with_its_kind_and_uses(
     assert table == {
         ("majority_vote", "label"): ["ensemble", "repeats"],
         ("weighted", "label"): ["ensemble"],
+        ("mean", "label"): ["repeats"],  # a pairwise judge's votes as preferences: JudgeBench's rule (issue 31)
         ("mean", "score"): ["ensemble", "repeats"],
         ("median", "score"): ["ensemble", "repeats"],
         ("weighted", "score"): ["ensemble"],
@@ -41,7 +42,7 @@ def test_each_aggregation_is_registered_once_per_meaning_with_its_kind_and_uses(
     }
     # the repeat aggregation and the ensemble combine are the same function
     assert REGISTRY.find("majority_vote", Use.repeats).fn is REGISTRY.find("majority_vote", Use.ensemble).fn
-    assert REGISTRY.find("mean", Use.repeats).fn is SCORE_COMBINERS.get("mean")
+    assert REGISTRY.find("mean", Use.repeats, (Kind.score,)).fn is SCORE_COMBINERS.get("mean")
     assert REGISTRY.names(Use.ensemble) == ["majority_vote", "weighted", "mean", "median", "dawid_skene"]
 
 
@@ -54,8 +55,8 @@ def test_every_aggregation_has_one_yaml_whose_params_bind(spec) -> None:
 
 
 @pytest.mark.parametrize(("view", "name", "message"), [
-    (AGGREGATIONS, "majority_vot", r"unknown aggregation 'majority_vot'; known: majority_vote$"),
-    (AGGREGATIONS, "mean", r"known: majority_vote \(mean combines scores, not labels\)"),
+    (AGGREGATIONS, "majority_vot", r"unknown aggregation 'majority_vot'; known: majority_vote, mean$"),
+    (AGGREGATIONS, "median", r"known: majority_vote, mean \(median combines scores, not labels\)"),
     (AGGREGATIONS, "weighted", r"weighted combines the members of an ensemble: choose it with judge.combine"),
     (SCORE_AGGREGATIONS, "majority_vote", r"known: mean, median \(majority_vote combines labels, not scores\)"),
     (SCORE_AGGREGATIONS, "dawid_skene", r"\(dawid_skene combines labels, not scores\)"),
@@ -117,11 +118,13 @@ def test_a_node_combine_with_params_is_checked_and_used() -> None:
 def test_a_conf_aggregation_file_composes_as_the_combine() -> None:
     cfg = ensemble_cfg("+aggregation@judge.combine=dawid_skene", "judge.combine.params.smoothing=0.5")
     ensemble_check.check(cfg)
-    assert ensemble_check.combine_of(cfg) == AggregationRef("dawid_skene",
-                                                            {"max_iter": 1000, "tol": 1e-6, "smoothing": 0.5})
+    assert ensemble_check.combine_of(cfg) == AggregationRef("dawid_skene", {
+        "max_iter": 1000, "tol": 1e-6, "smoothing": 0.5, "annotators": "judge", "resamples": 100, "level": 0.95,
+        "seed": 0})
     # the shipped file is the standard EM (no smoothing); a value out of range fails at start-up, naming its key
     assert ensemble_check.combine_of(ensemble_cfg("+aggregation@judge.combine=dawid_skene")).params["smoothing"] == 0
     for override, key in [("judge.combine.params.smoothing=-0.5", "smoothing"), ("judge.combine.params.tol=-1", "tol"),
+                          ("judge.combine.params.annotators=orders", "annotators"),
                           ("judge.combine.params.max_iter=0", "max_iter")]:
         with pytest.raises(ConfigurationError, match=rf"^judge\.combine\.params\.{key}: .*{key} must be"):
             ensemble_check.check(ensemble_cfg("+aggregation@judge.combine=dawid_skene", override))

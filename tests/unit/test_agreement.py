@@ -244,7 +244,7 @@ class TestHumanCeiling:
 
     def test_leave_one_out_and_pairwise_by_hand(self) -> None:
         annotations = [["a", "a", "a"], ["a", "a", "b"], ["a", "b", "c"], ["b", "b", "a"]]
-        result = human_ceiling(annotations)
+        result = human_ceiling(annotations, identified=True)
         loo = result["leave_one_out"]
         # annotator1 vs majority(2, 3): a=a, a=maj(a,b)=a, a!=maj(b,c)=b, b=maj(b,a)=b
         assert loo["annotator1"]["accuracy"] == pytest.approx(3 / 4)
@@ -254,8 +254,34 @@ class TestHumanCeiling:
         assert result["mean_pairwise_accuracy"] == pytest.approx((3 / 4 + 1 / 4 + 1 / 4) / 3)
         assert result["judges"] == ["annotator1", "annotator2", "annotator3"]
 
+    def test_the_judge_is_scored_against_the_same_references_on_the_same_items(self) -> None:
+        # issue 31 point 5: the judge stands beside each annotator, against that annotator's leave-one-out reference
+        annotations = [["a", "a", "a"], ["a", "a", "b"], ["a", "b", "c"], ["b", "b", "a"], [None, "b", "b"]]
+        judge = ["a", "b", "b", None, "b"]
+        result = human_ceiling(annotations, judge)
+        humans, judged = result["leave_one_out"], result["judge_leave_one_out"]
+        # annotator1's items are the first four (it has no label on the fifth), references a, a, b, b
+        assert humans["annotator1"]["n"] == judged["annotator1"]["n"] == 4
+        assert judged["annotator1"]["accuracy"] == pytest.approx(2 / 4)  # a=a, b!=a, b=b, None is a miss
+        # annotator3's references are majority(1, 2): a, a, a, b, b over all five items
+        assert humans["annotator3"]["n"] == judged["annotator3"]["n"] == 5
+        assert judged["annotator3"]["accuracy"] == pytest.approx(2 / 5)
+        assert result["mean_judge_leave_one_out_accuracy"] == pytest.approx(
+            sum(entry["accuracy"] for entry in judged.values()) / 3)
+        assert_json_plain(result)
+
+    def test_pairwise_kappa_only_between_identified_annotators(self) -> None:
+        annotations = [["a", "a", "a"], ["a", "a", "b"], ["a", "b", "c"], ["b", "b", "a"]]
+        anonymous = human_ceiling(annotations)
+        assert anonymous["pairwise"] == [] and anonymous["mean_pairwise_kappa"] is None
+        assert "dataset.annotators_identified" in anonymous["pairwise_omitted"]
+        assert anonymous["fleiss_kappa"] is not None and anonymous["krippendorff_alpha"] is not None
+        identified = human_ceiling(annotations, identified=True)
+        assert len(identified["pairwise"]) == 3 and "pairwise_omitted" not in identified
+        assert identified["fleiss_kappa"] == anonymous["fleiss_kappa"]
+
     def test_perfect_annotators(self) -> None:
-        result = human_ceiling([["A", "A"], ["B", "B"], ["A", "A"]])
+        result = human_ceiling([["A", "A"], ["B", "B"], ["A", "A"]], identified=True)
         assert result["fleiss_kappa"] == pytest.approx(1.0)
         assert result["mean_pairwise_kappa"] == pytest.approx(1.0)
         assert result["krippendorff_alpha"] == pytest.approx(1.0)

@@ -133,6 +133,10 @@ def test_build_scores_every_aggregation_each_member_and_dawid_skene_against_gold
     assert section["member_agreement"]["replay_chatgpt"]["accuracy_all"] == 0.5
     assert section["dawid_skene"]["true_accuracy"] == {"replay_gpt4": 1.0, "replay_chatgpt": 0.5}
     assert section["dawid_skene"]["estimated_accuracy"]["replay_gpt4"] > 0.85
+    # two judges: each member/order column is an annotator, each estimate with its bootstrap interval (issue 31)
+    assert section["dawid_skene"]["annotators"] == "vote"
+    for annotator, (low, high) in section["dawid_skene"]["intervals"]["accuracy"].items():
+        assert metrics[f"dawid_skene/{annotator}/estimated_accuracy_ci_low"] == low <= high
     assert metrics["agreement/accuracy_all"] == 1.0
     assert metrics["member/replay_chatgpt/agreement/accuracy_all"] == 0.5
     assert metrics["ensemble/weighted/accuracy_all"] == 1.0

@@ -6,6 +6,7 @@ then the score combines, then the model fitted over every item.
 
 from __future__ import annotations
 
+import logging
 import math
 import statistics
 from collections import Counter
@@ -14,9 +15,11 @@ from typing import cast
 
 from runner.core.types import TIE, ItemResult
 from runner.judging.aggregations.records import MAJORITY, NO_CONSENSUS, UNANIMOUS, EnsembleItem, EnsembleResult
-from runner.judging.aggregations.registry import BOTH, ENSEMBLE_ONLY, REGISTRY, Kind
-from runner.stats.dawid_skene import dawid_skene, param_problems
+from runner.judging.aggregations.registry import BOTH, ENSEMBLE_ONLY, REGISTRY, Kind, Use
+from runner.stats.dawid_skene import bootstrap_intervals, dawid_skene, param_problems
 from runner.stats.votes import Votes, cast_votes, item_keys
+
+logger = logging.getLogger(__name__)
 
 
 @REGISTRY.register("majority_vote", Kind.label, BOTH)
@@ -62,6 +65,29 @@ def weighted_vote(item_id: str, votes: Sequence[str], weights: Sequence[float]) 
     return ItemResult(item_id, tuple(votes), dict(Counter(votes)), cast(str | None, final), confidence)
 
 
+@REGISTRY.register("mean", Kind.label, frozenset({Use.repeats}))
+def mean_preference(item_id: str, votes: Sequence[str]) -> ItemResult:
+    """The mean of the votes as preferences: a vote gives its system 1 and the other 0, a tie 1/2 to each.
+
+    The system whose mean is above 1/2 wins, exactly 1/2 is a tie; for a pair this is "more votes than the other
+    system, ties aside". Over one judge's two orders it is JudgeBench's rule (utils/metrics.py: +1 per order that
+    picks a system, -1 per order that picks the other, the system wins when the sum is above 0), so (A, tie) is A
+    and (A, B) a tie. The ensemble's ``mean`` (judge.combine) averages each member's preference the same way.
+
+    Args:
+        item_id: The item's id.
+        votes: The valid votes on the item: system names or ``"tie"``.
+    """
+    counts = dict(Counter(votes))
+    if not votes:
+        return ItemResult(item_id, (), {}, None, None)
+    ties = counts.get(TIE, 0)
+    shares = {label: (n + ties / 2) / len(votes) for label, n in counts.items() if label != TIE}
+    final = next((label for label, share in shares.items() if share > 0.5), TIE)
+    confidence = NO_CONSENSUS if final == TIE and len(counts) > 1 else UNANIMOUS if len(counts) == 1 else MAJORITY
+    return ItemResult(item_id, tuple(votes), counts, final, confidence)
+
+
 @REGISTRY.register("mean", Kind.score, BOTH)
 def mean(values: Sequence[float]) -> float:
     """The arithmetic mean of an item's scores."""
@@ -88,12 +114,29 @@ def dawid_skene_vote(
     max_iter: int = 1000,
     tol: float = 1e-6,
     smoothing: float = 0.0,
+    annotators: str = "judge",
+    resamples: int = 100,
+    level: float = 0.95,
+    seed: int = 0,
 ) -> EnsembleResult:
     """Strict majority of the Dawid-Skene posterior (EM over every item's votes, no gold labels needed).
 
-    The parameters are :func:`runner.stats.dawid_skene.dawid_skene`'s; ``labels`` keeps a class nobody voted.
+    ``max_iter``, ``tol`` and ``smoothing`` are :func:`runner.stats.dawid_skene.dawid_skene`'s; ``labels`` keeps a
+    class nobody voted. ``annotators="judge"`` makes each judge one annotator (a vote column
+    ``member[/order][/repeat]`` belongs to its member: its orders and repeats share one vote per item),
+    ``"vote"`` every column its own; with fewer than 3 judges pooling is not identifiable, so each column stays
+    an annotator and ``fit["annotators"]`` says ``"vote"``. ``resamples`` (seeded by ``seed``) bootstrap items
+    for ``level`` intervals on the accuracies and priors (``fit["intervals"]``).
     """
-    fit = dawid_skene(votes, labels, max_iter, tol, smoothing)
+    member_of = {column: column.split("/", 1)[0] for column in votes}
+    if annotators == "judge" and len(set(member_of.values())) < 3 <= len(member_of):
+        logger.warning("dawid_skene with %d judges: each of their %d vote columns is an annotator (one per "
+                       "judge needs 3 judges)", len(set(member_of.values())), len(member_of))
+        annotators = "vote"
+    groups = member_of if annotators == "judge" else None
+    fit = dawid_skene(votes, labels, max_iter, tol, smoothing, groups)
+    fit["annotators"] = annotators
+    fit["intervals"] = bootstrap_intervals(votes, fit, groups, resamples, level, seed, max_iter, tol, smoothing)
     items = {}
     for key in item_keys(votes):
         voted = cast_votes(votes, key)

@@ -227,6 +227,9 @@ class AggregationRegistry:
     def why_not(self, name: str, use: Use, kinds: Iterable[Kind]) -> str:
         """Why a registered ``name`` does not fit ``use`` and ``kinds`` (empty when it is not registered at all)."""
         wanted = tuple(kinds)
+        same_use = [s for s in self._specs.values() if s.name == name and s.kind not in wanted and use in s.uses]
+        if same_use:  # e.g. ``mean``: a label aggregation for repeats, a score one for an ensemble
+            return f" ({name} combines {same_use[0].kind.value}s, not {' or '.join(f'{k.value}s' for k in wanted)})"
         same_kind = [s for s in self._specs.values() if s.name == name and s.kind in wanted]
         if same_kind:
             other = min(same_kind[0].uses)

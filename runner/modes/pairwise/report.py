@@ -24,11 +24,13 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: Sequence[Judgment]
     statistics; the same summary typed (runner.modes.sections.PairwiseReport); and its MLflow metrics."""
     assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
     ours, baseline = cfg.dataset.ours, cfg.dataset.baseline
-    judgments, dropped = pair_policy.apply_pair_error(cfg.rubric.pair_error, judgments)
     # Bias first, before any per-item result exists: it imports scipy.stats (~50 MB), and the run's peak memory
-    # is that import on top of whatever is alive at the time.
+    # is that import on top of whatever is alive at the time. It counts every pair, those pair_error=drop leaves
+    # out of the verdicts too: FastChat's position-bias table (consistent, biased toward first / second, error)
+    # is over every pair, an order without a verdict being its "error".
     bias_section = bias.bias_report(refs, judgments, ours.name, baseline.name, judge_family=cfg.judge.family,
                                     families={ours.name: ours.family, baseline.name: baseline.family})
+    judgments, dropped = pair_policy.apply_pair_error(cfg.rubric.pair_error, judgments)
     item_results = aggregation.aggregate_items(judgments, [r.id for r in refs],
                                                cfg.aggregation.name, cfg.aggregation.params)
     summary = summaries.build_summary(item_results, judgments, ours.name, baseline.name, cfg.repeats)
@@ -36,7 +38,7 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: Sequence[Judgment]
     if gold is not None:
         summary["gold"] = gold
     summary["trust"] = trust.pairwise_trust(refs, judgments, item_results, ours.name, baseline.name, cfg.metrics,
-                                            cfg.seed)
+                                            cfg.seed, cfg.dataset.annotators_identified)
     summary["bias"] = bias_section
     stats = statistics.compute(MODE, statistics.StatInputs(cfg, refs, judgments, item_results))
     if stats:

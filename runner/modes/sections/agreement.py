@@ -128,11 +128,16 @@ class InterJudge(Record):
 class HumanCeiling(InterJudge):
     """How well the human annotators agree with each other (runner.stats.inter_rater.human_ceiling)."""
 
+    pairwise_omitted: str | None = optional()  # why pairwise kappa is not reported (unstable annotator columns)
     annotators: int
+    identified: bool
     mean_pairwise_accuracy: float | None
     leave_one_out: Mapping[str, PairAgreement]
     mean_leave_one_out_accuracy: float | None
     mean_leave_one_out_kappa: float | None
+    judge_leave_one_out: Mapping[str, PairAgreement] | None = optional()  # the judge vs the same references
+    mean_judge_leave_one_out_accuracy: float | None = optional()
+    mean_judge_leave_one_out_kappa: float | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -57,6 +57,19 @@ class VersusMembers(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class DawidSkeneIntervals(Record):
+    """Percentile bootstrap intervals over items on Dawid-Skene's estimates (runner.stats.dawid_skene)."""
+
+    accuracy: Mapping[str, tuple[float, ...] | None]  # [low, high]
+    priors: Mapping[str, tuple[float, ...] | None]
+    unit: str
+    method: str
+    level: float
+    resamples: int
+    seed: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class DawidSkeneReport(Record):
     """A method's estimate of each member's (and annotator's) accuracy, with its true accuracy given gold."""
 
@@ -65,6 +78,8 @@ class DawidSkeneReport(Record):
     priors: Mapping[str, Any]
     iterations: int | None
     converged: bool | None
+    annotators: str | None = optional()  # "judge" (orders and repeats pooled) or "vote" (each column its own)
+    intervals: DawidSkeneIntervals | None = optional()
     true_accuracy: Mapping[str, float | None] | None = optional()
 
 
