@@ -52,8 +52,8 @@ def test_aggregation_mean_is_judgebenchs_rule_for_a_single_judge_with_a_table_pe
     table = doc["statistics"]["by_category"]
     for first in POSITIONS:
         expected = [judgebench_correct(first, second) for second in POSITIONS]
-        assert table[f"first_{first}"]["agreement"]["value"] == sum(expected) / len(expected)
-        assert metrics[f"by_category/first_{first}/agreement"] == sum(expected) / len(expected)
+        assert table[f"first_{first}"]["verdict_accuracy"]["value"] == sum(expected) / len(expected)
+        assert metrics[f"by_category/first_{first}/verdict_accuracy"] == sum(expected) / len(expected)
     round_trips(doc)
 
 
@@ -65,8 +65,8 @@ def test_an_ensembles_verdicts_have_a_table_per_category() -> None:
     # two identical members: the mean of their preferences is each one's, JudgeBench's rule per item
     for first in POSITIONS:
         expected = [judgebench_correct(first, second) for second in POSITIONS]
-        assert table[f"first_{first}"]["agreement"]["value"] == sum(expected) / len(expected)
-    assert metrics["by_category/first_A/agreement"] == table["first_A"]["agreement"]["value"]
+        assert table[f"first_{first}"]["verdict_accuracy"]["value"] == sum(expected) / len(expected)
+    assert metrics["by_category/first_A/verdict_accuracy"] == table["first_A"]["verdict_accuracy"]["value"]
 
 
 @pytest.mark.skipif(not JUDGEBENCH_RUN.is_file(), reason="the shared JudgeBench copy is not on this machine")
@@ -83,8 +83,8 @@ def test_judgebenchs_published_o1_mini_arena_hard_score_is_aggregation_mean() ->
                       judgment(item, BA, label.get(second["decision"]))]
     doc, _, _ = pairwise_report.build(pairwise_cfg("aggregation=mean", "order=both"), refs, judgments)
     table = doc["statistics"]["by_category"]
-    correct = sum(row["agreement"]["value"] * row["agreement"]["n"] for row in table.values())
-    assert sum(row["agreement"]["n"] for row in table.values()) == 350
+    correct = sum(row["verdict_accuracy"]["value"] * row["verdict_accuracy"]["n"] for row in table.values())
+    assert sum(row["verdict_accuracy"]["n"] for row in table.values()) == 350
     assert round(correct) == 230 and round(100 * correct / 350, 2) == 65.71  # JudgeBench's o1-mini, Arena-Hard
     assert round(100 * doc["trust"]["both_orders"]["inconsistent_as_incorrect"]["estimate"], 2) == 58.00
 

@@ -7,7 +7,9 @@ The item is the unit: a group's win rate averages its items' final verdicts (1 o
 its agreement is the run's ``agreement/accuracy_all`` over the group's gold-labelled items: the share of their final
 judgments (every order and repeat) that name the gold label, an unscored judgment wrong (or a tie with
 ``metrics.unscored_as=tie``), with the same item-level interval. One name, one number: the categories' agreement is
-the headline's, not the share of items whose combined verdict is right.
+the headline's. That share of items whose final verdict (after aggregation) names the gold label is another
+number with its own name, ``verdict_accuracy`` (an item without a verdict wrong): with ``aggregation=mean`` over
+both orders it is JudgeBench's score per category.
 """
 
 from __future__ import annotations
@@ -37,13 +39,15 @@ def _proportion(values: list[float], items: list[str], inputs: StatInputs) -> Es
 
 
 def _table(inputs: StatInputs, groups_of: Callable[[ItemRef], Iterable[str]]) -> Table:
-    """Win rate and agreement with gold for every group that ``groups_of`` puts an item in."""
+    """Win rate, agreement with gold and verdict accuracy for every group that ``groups_of`` puts an item in."""
     assert inputs.cfg.dataset.ours is not None and inputs.cfg.dataset.baseline is not None
     ours, baseline = inputs.cfg.dataset.ours.name, inputs.cfg.dataset.baseline.name
     results: Mapping[str, ItemResult] = {r.item_id: r for r in inputs.results}
     wins: dict[str, list[float]] = defaultdict(list)
     agree: dict[str, list[float]] = defaultdict(list)
     agree_items: dict[str, list[str]] = defaultdict(list)
+    verdict_right: dict[str, list[float]] = defaultdict(list)
+    verdict_items: dict[str, list[str]] = defaultdict(list)
     groups = {ref.id: list(groups_of(ref)) for ref in inputs.refs}
     for ref in inputs.refs:
         result = results.get(ref.id)
@@ -51,6 +55,10 @@ def _table(inputs: StatInputs, groups_of: Callable[[ItemRef], Iterable[str]]) ->
         if verdict is not None:
             for group in groups[ref.id]:
                 wins[group].append(1.0 if verdict == ours else 0.0 if verdict == baseline else 0.5)
+        if ref.gold is not None:
+            for group in groups[ref.id]:
+                verdict_right[group].append(float(verdict == ref.gold))
+                verdict_items[group].append(ref.id)
     rows, items = trust.gold_rows(inputs.refs, inputs.judgments)
     for correct, item in zip(trust.correct_rows(rows, inputs.cfg.metrics.unscored_as), items, strict=True):
         for group in groups[item]:
@@ -63,6 +71,8 @@ def _table(inputs: StatInputs, groups_of: Callable[[ItemRef], Iterable[str]]) ->
             row["win_rate"] = _estimate(wins[group], inputs)
         if agree[group]:
             row["agreement"] = _proportion(agree[group], agree_items[group], inputs)
+        if verdict_right[group]:
+            row["verdict_accuracy"] = _proportion(verdict_right[group], verdict_items[group], inputs)
         table[group] = row
     return table
 
