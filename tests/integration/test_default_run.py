@@ -106,3 +106,4 @@ def test_default_run_prints_only_what_a_user_reads(default_run):
     assert default_run.proc.returncode == 0, default_run.output
     assert default_run.proc.stderr == ""
     assert_only_what_a_user_reads(default_run.proc.stdout)
+    assert not (default_run.run_dir / "users_summary.json").exists()  # the users' presets' option, not ours

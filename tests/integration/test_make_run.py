@@ -59,8 +59,9 @@ def project(tmp_path_factory) -> Path:
 def test_make_run_prints_one_install_line_then_the_run_without_warnings(project):
     proc = make(project, "run", "ARGS=max_items=10 tracking=off")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    installed = subprocess.run([str(project / ".venv" / "bin" / "python"), "-c", "import runner; print(runner.__file__)"],
-                               capture_output=True, text=True, check=True, env={"PATH": os.environ["PATH"]},
+    python = str(project / ".venv" / "bin" / "python")
+    installed = subprocess.run([python, "-c", "import runner; print(runner.__file__)"], capture_output=True, text=True,
+                               check=True, env={"PATH": os.environ["PATH"]},
                                cwd=project.parent)  # not where a `runner` directory is
     assert Path(installed.stdout.strip()).is_relative_to(project)  # the Makefile's editable install of the copy
     lines = proc.stdout.splitlines()
@@ -91,7 +92,7 @@ def test_a_users_own_pip_quiet_stays_pips(project):
     # pip reads PIP_QUIET itself; when the Makefile's variable had that name, a user's PIP_QUIET=1 became the
     # Makefile's flags: `pip install 1 -e .` (-B: the install planned even where the stamp is fresh)
     env = {k: v for k, v in offline_env().items() if not k.startswith("PIP_")}
-    planned = subprocess.run(["make", "-n", "-B", "run"], cwd=project, env={**env, "PIP_QUIET": "1"}, capture_output=True,
-                             text=True, timeout=60, check=True).stdout
+    planned = subprocess.run(["make", "-n", "-B", "run"], cwd=project, env={**env, "PIP_QUIET": "1"},
+                             capture_output=True, text=True, timeout=60, check=True).stdout
     installs = [line for line in planned.splitlines() if " -m pip install " in line]
     assert len(installs) == 2 and all(" install --quiet --quiet " in line for line in installs), planned
