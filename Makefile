@@ -19,21 +19,23 @@ RUN_STAMP := $(VENV)/.installed-run
 # The installs print one line, then only what went wrong: pip at -qq shows its errors (a failed build with the
 # backend's output, dependency conflicts) and nothing else. A single --quiet still shows the build backend's
 # warnings: setuptools' ~950 lines on each fresh install before pyproject.toml listed every data directory, and
-# its notice about editable installs, which says nothing a user of `make run` acts on. PIP_QUIET= shows it all.
-PIP_QUIET ?= --quiet --quiet
+# its notice about editable installs, which says nothing a user of `make run` acts on. INSTALL_QUIET= shows it all.
+# Not named PIP_QUIET: pip reads that variable itself (PIP_QUIET=1 in a user's environment became `pip install 1`,
+# and `make run PIP_QUIET=--quiet` reached pip as an invalid value). tests/integration/test_make_run.py runs it.
+INSTALL_QUIET ?= --quiet --quiet
 
 $(RUN_STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing judgesweep and its dependencies into $(VENV) (minutes on a fresh machine)"
-	@$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip
-	@$(BIN)/python -m pip install $(PIP_QUIET) -e .
+	@$(BIN)/python -m pip install $(INSTALL_QUIET) --upgrade pip
+	@$(BIN)/python -m pip install $(INSTALL_QUIET) -e .
 	@touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing judgesweep, its dependencies and the dev tools into $(VENV) (minutes on a fresh machine)"
-	@$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip
-	@$(BIN)/python -m pip install $(PIP_QUIET) -e '.[dev]'
+	@$(BIN)/python -m pip install $(INSTALL_QUIET) --upgrade pip
+	@$(BIN)/python -m pip install $(INSTALL_QUIET) -e '.[dev]'
 	@touch $(STAMP) $(RUN_STAMP)
 
 install: $(STAMP)

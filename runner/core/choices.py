@@ -81,3 +81,10 @@ class GateUnscoredAs(str, Enum):
 
     fail = "fail"  # not passed: the rate is over every item, the users' rule
     exclude = "exclude"  # left out: the rate is over the scored items only (said in the gate's line)
+
+
+class SummaryKeys(str, Enum):
+    """Whose key names a run's summary is also written in (runner.modes.users_summary)."""
+
+    judgesweep = "judgesweep"  # summary.json only, judgesweep's names
+    users = "users"  # also users_summary.json: summary.json with the users' names (average_score, actual)

@@ -24,6 +24,7 @@ from runner.core.choices import (
     ProportionInterval,
     Strategy,
     StructuredOutput,
+    SummaryKeys,
     UnscoredAs,
 )
 
@@ -263,6 +264,14 @@ class MetricsConfig:
 
 
 @dataclass
+class OutputConfig:
+    """What a run writes beside its own record (summary.json, results.jsonl, ...), which stays as it is."""
+
+    # users: also users_summary.json, summary.json under the users' key names (the users' presets set it)
+    summary_keys: SummaryKeys = SummaryKeys.judgesweep
+
+
+@dataclass
 class TrackingConfig:
     """Where MLflow records runs."""
 
@@ -295,6 +304,7 @@ class RunConfig:
     generator: GeneratorConfig | None = None  # pointwise: make the candidate outputs first
     gate: GateConfig = field(default_factory=GateConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
     seed: int = 0
     concurrency: int = 16
     repeats: int = 1

@@ -45,7 +45,7 @@ OPERATIONAL_PREFIXES = ("resume", "output_dir", "dry_run", "progress", "concurre
                         "judge.retry_", "judge.max_retry_after_s", "judge.timeout_s", "judge.replicas",
                         "judge.price_as", "generator.rpm", "generator.tpm", "generator.max_retries",
                         "generator.retry_", "generator.max_retry_after_s", "generator.timeout_s",
-                        "generator.concurrency", "git_sha", "on_bad_row", "gate.", "metrics.")
+                        "generator.concurrency", "git_sha", "on_bad_row", "gate.", "metrics.", "output.")
 
 
 def _operational(key: str) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.core.choices import SummaryKeys
 from runner.core.config import RunConfig
 from runner.core.judgments import Judgments
 from runner.core.types import Judgment, Status
@@ -25,6 +26,7 @@ from runner.modes import summary as summaries
 from runner.modes.base import Document, MemberReport, ModeInputs, RunMode
 from runner.modes.record import Record
 from runner.modes.sections import PairwiseReport
+from runner.modes.users_summary import USERS_SUMMARY_NAME, users_keys
 from runner.outputs import console, html_report
 from runner.run import gates, view
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
@@ -84,7 +86,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, 
     if partial is not None:  # after every other key: the typed records read them in this order
         summary["summary"].update(partial=True, partial_reason=partial)
         summary.update(partial=True, partial_reason=partial)
-    store.write_json(ctx.run_dir / store.SUMMARY_NAME, summary)
+    write_summary(ctx.run_dir, summary, cfg.output.summary_keys)
     gates_json = {"gates": summary["gates"]} if "gates" in summary else {}
     # summary.json is on disk and the typed report holds the same: the dict's per-item results (~20 MB at 100,000
     # judgments) are not kept beside it while the HTML report imports matplotlib, the run's peak (issue 12).
@@ -106,6 +108,13 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, 
     notes += [("PASS " if g.passed else "FAIL ") + g.message for g in gate_results]
     _print(ctx.run_name, prepared.mode, typed, gold, judge_stats, notes, report_path)
     return RunOutcome(ctx.run_dir / store.SUMMARY_NAME, gold, judge_stats, failed, reason)
+
+
+def write_summary(run_dir: Path, summary: Mapping[str, Any], keys: SummaryKeys) -> None:
+    """summary.json, and with ``keys`` users the same under the users' key names (users_summary.json)."""
+    store.write_json(run_dir / store.SUMMARY_NAME, summary)
+    if keys is SummaryKeys.users:
+        store.write_json(run_dir / USERS_SUMMARY_NAME, users_keys(summary))
 
 
 def completed_part(exc: RunAborted, generations: dict[str, Generation] | None, members: int) -> Judged | None:

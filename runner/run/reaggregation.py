@@ -91,7 +91,7 @@ def reaggregate(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) ->
     run_dir.mkdir(parents=True, exist_ok=True)
     store.write_results(run_dir / store.RESULTS_NAME, judgments, outcome.item_labels(refs, outcome.posteriors(summary)),
                         judges)
-    store.write_json(run_dir / store.SUMMARY_NAME, summary)
+    outcome.write_summary(run_dir, summary, cfg.output.summary_keys)
     store.write_json(run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
     if by_member is not None:  # as an ensemble run: each member's own results, summary and metrics
         reaggregation_members.write_members(run_dir, report.members, by_member, outcome.item_labels(refs))

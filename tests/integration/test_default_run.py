@@ -96,3 +96,14 @@ def test_default_run_is_in_mlflow_with_params_metrics_and_raw_responses(default_
     table = client.load_table(exp.experiment_id, "results_table.json", run_ids=[run.info.run_id])
     assert len(table) == 200
     assert set(table["raw_response"]) == {"Output (a)", "Output (b)"}
+
+
+def test_default_run_prints_only_what_a_user_reads(default_run):
+    # `make run`'s run step (tests/integration/test_make_run.py runs the Makefile itself): a new MLflow store, no
+    # warning from litellm, MLflow or alembic, nothing on stderr
+    from tests.integration.test_make_run import assert_only_what_a_user_reads
+
+    assert default_run.proc.returncode == 0, default_run.output
+    assert default_run.proc.stderr == ""
+    assert_only_what_a_user_reads(default_run.proc.stdout)
+    assert not (default_run.run_dir / "users_summary.json").exists()  # the users' presets' option, not ours

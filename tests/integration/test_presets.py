@@ -17,6 +17,8 @@ import yaml
 from tests.integration.conftest import REPO, SEARCH_ITEMS, SEARCH_TRIALS, CliRun, calibration_search, live_judge
 
 PRESETS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
+# The users' workflows (README intro): their presets also write users_summary.json under the users' key names.
+USERS_PRESETS = {"agent_rubric", "agent_rubric_generate", "reply_quality", "robust_pairwise"}
 
 
 def is_search(preset: str) -> bool:
@@ -79,3 +81,22 @@ def test_preset_runs(run_cli, fake_server, tmp_path_factory, preset):
         assert summary["total_subsets"] == items and summary["successful_evaluations"] >= 1
     else:  # pointwise
         assert summary["total"] == items and summary["scored"] == items
+    users = summaries[0].parent / "users_summary.json"
+    assert users.exists() is (preset in USERS_PRESETS)
+    if users.exists():
+        assert_users_keys(json.loads(summaries[0].read_text()), json.loads(users.read_text()))
+
+
+def assert_users_keys(ours: dict, theirs: dict) -> None:
+    """users_summary.json is summary.json under the users' names: average_score for average_overall, actual for a
+    judged output (pointwise); a pairwise summary already is the users' format."""
+    if "total_subsets" in ours["summary"]:
+        assert theirs == ours and {"failed_items", "skipped_rows"} <= set(theirs["summary"])
+        return
+    s = theirs["summary"]
+    assert s["average_score"] == ours["summary"]["average_overall"] and "average_overall" not in s
+    assert s["average_score_ci"] == ours["summary"]["average_overall_ci"]
+    rows = theirs["detailed_results"]
+    assert [r["actual"] for r in rows] == [r["output"] for r in ours["detailed_results"]] and rows[0]["actual"]
+    assert not any("output" in r for r in rows)
+    assert "average_overall" in ours["summary"]  # summary.json keeps judgesweep's names
