@@ -47,7 +47,8 @@ def test_the_six_job_sweep_names_the_best_and_its_ties_everywhere(tmp_path_facto
     answer = json.loads((result.run_dir / "sweep_best.json").read_text())
     # one dataset (Natural, 100 items): GPT-4 with the vanilla prompt is the best; the other GPT-4 prompts are not
     # distinguishable from it, every ChatGPT configuration is worse
-    assert answer["metric"] == "accuracy" and answer["items"] == 100 and answer["grouping"] == "overrides_except_dataset"
+    assert answer["metric"] == "accuracy" and answer["items"] == 100
+    assert answer["grouping"] == "overrides_except_dataset"
     assert answer["best"] == GPT4[0] and set(answer["tied_with_best"]) == set(GPT4[1:])
     by_config = {c["config"]: c for c in answer["configurations"]}
     assert by_config[GPT4[0]]["value"] == pytest.approx(0.955)  # the published correct_average of gpt-4 vanilla
@@ -91,10 +92,12 @@ def test_the_eighteen_job_llmbar_sweep_names_the_configurations_tied_with_the_be
     assert set(by_config) == {*GPT4, *CHATGPT} and all(len(c["jobs"]) == 3 for c in answer["configurations"])
     # over the three datasets the rule-less prompt falls behind: only Swap stays tied with vanilla
     assert answer["best"] == GPT4[0] and answer["tied_with_best"] == [GPT4[2]]
-    assert by_config[GPT4[1]]["p_holm"] < 1e-6 and by_config[GPT4[2]]["p_holm"] > 0.5
+    assert by_config[GPT4[2]]["p_holm"] > 0.5
     assert all(c["test"] == "exact_sign_flip" for c in answer["configurations"][1:])
     # a configuration's cost is its three jobs' list price
     table = {row["job"]: row for row in json.loads((tmp / "multirun" / "sweep_table.json").read_text())}
     assert by_config[GPT4[2]]["cost_usd_list"] == pytest.approx(sum(table[j]["list $"] for j in
                                                                     by_config[GPT4[2]]["jobs"]))
-    assert f"tied with best: {GPT4[2]} (accuracy 0.857, list $17.98)" in proc.stdout
+    assert f"best: {GPT4[0]} (accuracy 0.860, list $10.76); tied with best: {GPT4[2]} (accuracy 0.857, list $17.98)" \
+        in proc.stdout
+    assert max(by_config[c]["p_holm"] for c in (GPT4[1], *CHATGPT)) < 1e-9

@@ -159,3 +159,38 @@ def test_the_sweep_report_shows_the_answer_first(tmp_path):
     page = html_report.write_sweep_report(tmp_path, rows, answer=answer)[-1].read_text()
     assert page.index("<h2>Best configuration</h2>") < page.index("<h2>Jobs (2)</h2>")
     assert "best: judge=a (accuracy 1.000, list $1.00); tied with best: judge=b (accuracy 0.950" in page
+
+
+def test_only_the_items_every_configuration_judged_count_and_dataset_keys_tell_datasets_apart(tmp_path):
+    # dataset.path is a dataset too: a, b over two files; b judged 5 items fewer of the second file
+    files = {"one.jsonl": (10, 10), "two.jsonl": (10, 9)}
+    for n, (judge, path) in enumerate(itertools.product(("a", "b"), files)):
+        total = 20 if judge == "a" or path == "one.jsonl" else 15
+        _job(tmp_path, n, {"judge": judge, "dataset.path": path}, _items("x", files[path][judge == "b"], total), 1.0)
+    answer = sweep_best.answer(tmp_path, sweep.collect(tmp_path))
+    assert answer is not None and answer["grouping"] == sweep_best.BY_CONFIG
+    assert answer["items"] == 35 and answer["items_left_out"] == 5
+    assert [c["jobs"] for c in answer["configurations"]] == [[0, 1], [2, 3]]
+
+
+def _rows_job(sweep_dir: Path, number: int, judge: str, rows: list[dict]) -> None:
+    job = sweep_dir / str(number)
+    (job / ".hydra").mkdir(parents=True)
+    (job / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump([f"judge={judge}"]))
+    (job / ".hydra" / "config.yaml").write_text(yaml.safe_dump({"dataset": {"ours": {"name": "mine"}}}))
+    (job / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (job / "metrics.json").write_text(json.dumps({"cost/usd_list": 1.0}))
+
+
+def test_without_gold_the_metric_is_the_win_score_of_ours_or_the_mean_score(tmp_path):
+    pairwise, pointwise = tmp_path / "pairwise", tmp_path / "pointwise"
+    for n, wins in enumerate((8, 2)):
+        _rows_job(pairwise, n, f"j{n}", [{"item_id": f"i{i}", "repeat": 0, "order": "ab", "status": "scored",
+                                          "winner": "mine" if i < wins else "theirs"} for i in range(10)])
+        _rows_job(pointwise, n, f"j{n}", [{"item_id": f"i{i}", "repeat": 0, "order": None, "status": "scored",
+                                           "score": 4.0 if i < wins else 2.0} for i in range(10)])
+    won = sweep_best.answer(pairwise, sweep.collect(pairwise))
+    scored = sweep_best.answer(pointwise, sweep.collect(pointwise))
+    assert won is not None and won["metric"] == "win score" and won["best"] == "judge=j0"
+    assert won["configurations"][0]["value"] == 0.8
+    assert scored is not None and scored["metric"] == "mean score" and scored["configurations"][0]["value"] == 3.6
