@@ -81,40 +81,49 @@ def _cost(group: Sequence[Mapping[str, Any]], column: str) -> float | None:
     return None if all(v is None for v in values) else float(sum(v or 0.0 for v in values))
 
 
-def answer(sweep_dir: Path, rows: Sequence[Mapping[str, Any]], alpha: float = ALPHA) -> dict[str, Any] | None:
-    """The sweep's answer (see the module docstring), JSON-ready; None when fewer than one configuration has
-    per-item outcomes.
-
-    Returns:
-        ``{"metric", "method", "alpha", "grouping", "items", "best", "tied_with_best", "configurations": [...],
-        "not_compared": [...], "note"}``; each configuration: ``config``, ``jobs``, ``value``, ``difference``,
-        ``p_value``, ``p_holm``, ``test``, ``tied_with_best``, ``cost_usd_list``, ``cost_usd``.
-    """
-    grouping, groups = _groups(sweep_dir, rows)
+def _outcomes(sweep_dir: Path, groups: Mapping[str, Sequence[Mapping[str, Any]]]
+              ) -> tuple[dict[str, dict[tuple, float]], str | None, list[str]]:
+    """Per configuration, its outcome per (dataset, item id); the kind of outcome most configurations have; the
+    configurations left out (a failed job, no results, jobs or a configuration with another kind of outcome)."""
     outcomes: dict[str, dict[tuple, float]] = {}
     kinds: dict[str, str] = {}
     not_compared = []
     for label, group in groups.items():
         values: dict[tuple, float] = {}
+        found_kinds: set[str | None] = set()
         for row in group:
-            data = tuple(sorted((k, v) for k, v in sweep.job_overrides(sweep_dir / str(row["job"])).items()
-                                if _is_dataset(k)))
-            found = _job_outcomes(sweep_dir / str(row["job"]), data) if row.get("status") == "ok" else None
+            job_dir = sweep_dir / str(row["job"])
+            data = tuple(sorted((k, v) for k, v in sweep.job_overrides(job_dir).items() if _is_dataset(k)))
+            found = _job_outcomes(job_dir, data) if row.get("status") == "ok" else None
             if found is None:
+                found_kinds.add(None)
                 break
-            kinds[label] = found.kind
+            found_kinds.add(found.kind)
             values.update({(data, *key): value for key, value in found.values.items()})
-        else:
-            outcomes[label] = values
+        if len(found_kinds) != 1 or None in found_kinds:
+            not_compared.append(label)
             continue
-        not_compared.append(label)
+        outcomes[label], kinds[label] = values, str(found_kinds.pop())
     if not outcomes:
-        return None
-    kind = max(set(kinds[label] for label in outcomes), key=lambda k: sum(kinds[x] == k for x in outcomes))
+        return {}, None, not_compared
+    kind = max(sorted(set(kinds.values())), key=lambda k: sum(v == k for v in kinds.values()))
     not_compared += [label for label in outcomes if kinds[label] != kind]
-    outcomes = {label: values for label, values in outcomes.items() if kinds[label] == kind}
-    items = sorted(set.intersection(*(set(v) for v in outcomes.values())), key=repr)
-    if not items:
+    return {label: v for label, v in outcomes.items() if kinds[label] == kind}, kind, not_compared
+
+
+def answer(sweep_dir: Path, rows: Sequence[Mapping[str, Any]], alpha: float = ALPHA) -> dict[str, Any] | None:
+    """The sweep's answer (see the module docstring), JSON-ready; None when no configuration has per-item outcomes
+    or the configurations share no item.
+
+    Returns:
+        ``{"metric", "method", "alpha", "grouping", "items", "items_left_out", "best", "tied_with_best",
+        "configurations": [...], "not_compared": [...]}``; each configuration: ``config``, ``jobs``, ``value``,
+        ``difference``, ``p_value``, ``p_holm``, ``test``, ``tied_with_best``, ``cost_usd_list``, ``cost_usd``.
+    """
+    grouping, groups = _groups(sweep_dir, rows)
+    outcomes, kind, not_compared = _outcomes(sweep_dir, groups)
+    items = sorted(set.intersection(*(set(v) for v in outcomes.values())), key=repr) if outcomes else []
+    if kind is None or not items:
         return None
     costs = {label: _cost(groups[label], frontier.LIST_COST) for label in outcomes}
     ranked = best.best_set({label: [values[i] for i in items] for label, values in outcomes.items()}, alpha,

@@ -194,3 +194,13 @@ def test_without_gold_the_metric_is_the_win_score_of_ours_or_the_mean_score(tmp_
     assert won is not None and won["metric"] == "win score" and won["best"] == "judge=j0"
     assert won["configurations"][0]["value"] == 0.8
     assert scored is not None and scored["metric"] == "mean score" and scored["configurations"][0]["value"] == 3.6
+
+
+def test_a_configuration_whose_jobs_have_different_kinds_of_outcome_is_not_compared(tmp_path):
+    _job(tmp_path, 0, {"judge": "a", "dataset": "gold"}, _items("x", 9, 10), 1.0)
+    _job(tmp_path, 1, {"judge": "b", "dataset": "gold"}, _items("x", 8, 10), 1.0)
+    _rows_job(tmp_path, 2, "a", [{"item_id": "y", "repeat": 0, "order": None, "status": "scored", "score": 3.0}])
+    (tmp_path / "2" / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(["judge=a", "dataset=scores"]))
+    _job(tmp_path, 3, {"judge": "c", "dataset": "gold"}, _items("x", 7, 10), 1.0)
+    answer = sweep_best.answer(tmp_path, sweep.collect(tmp_path))
+    assert answer is not None and answer["not_compared"] == ["judge=a"] and answer["best"] == "judge=b"
