@@ -169,7 +169,7 @@ class SweepSummary(Callback):
             log.warning("sweep run not opened in MLflow: %s", exc)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
-        from runner.outputs import console, html_report, tracking
+        from runner.outputs import console, html_report, sweep_best, tracking
 
         sweep_dir = Path(config.hydra.sweep.dir)
         if not sweep_dir.is_dir():
@@ -178,9 +178,12 @@ class SweepSummary(Callback):
         # jobs that ran in other processes (joblib workers) marked their failure in their directory
         _failed_jobs.extend(str(path.parent) for path in sweep_dir.glob(f"*/{sweep.FAILURE_NAME}"))
         _untracked_jobs.extend(str(path.parent) for path in sweep_dir.glob(f"*/{sweep.UNTRACKED_NAME}"))
-        pages = html_report.write_sweep_report(sweep_dir, rows)  # frontier.csv/png (with labels), report.html
-        files = [*sweep.write(sweep_dir, rows), *pages]
+        answer, best_files = sweep_best.settle(sweep_dir, rows)  # the best configuration and those tied with it
+        pages = html_report.write_sweep_report(sweep_dir, rows, answer=answer)  # frontier.csv/png, report.html
+        files = [*sweep.write(sweep_dir, rows), *best_files, *pages]
         sweep.render(rows)
+        for line in sweep_best.lines(answer) if answer else []:
+            console.print_line(line)
         if pages:
             console.print_line(f"report: {pages[-1]}")
         try:
@@ -190,7 +193,9 @@ class SweepSummary(Callback):
             return
         if tracking_cfg.enabled:
             try:
-                run_id = tracking.log_sweep(tracking_cfg, sweep_dir, files, sweep.summary_metrics(rows))
+                metrics, tags = sweep_best.tracking_values(answer)
+                run_id = tracking.log_sweep(tracking_cfg, sweep_dir, files, {**sweep.summary_metrics(rows), **metrics},
+                                            tags=tags)
                 log.info("sweep table %s logged to MLflow run %s", files[0], run_id)
             except Exception as exc:  # noqa: BLE001 - the table is written; `judgesweep sync` logs it later
                 log.error("judgesweep: tracking failed: the sweep table was not logged to MLflow (%s: %s); finish "

@@ -90,13 +90,16 @@ def _sync_one(run_dir: Path, cfg: TrackingConfig) -> bool:
 
 def _sync_sweep_table(sweep_dir: Path, cfg: TrackingConfig) -> bool:
     """The sweep's table and report on its parent run (as the multirun's end logs them)."""
-    from runner.outputs import console, html_report, sweep, tracking
+    from runner.outputs import console, html_report, sweep, sweep_best, tracking
     from runner.outputs.publisher import describe
 
     rows = sweep.collect(sweep_dir)
-    files = [*sweep.write(sweep_dir, rows), *html_report.write_sweep_report(sweep_dir, rows)]
+    answer, best_files = sweep_best.settle(sweep_dir, rows)
+    files = [*sweep.write(sweep_dir, rows), *best_files, *html_report.write_sweep_report(sweep_dir, rows,
+                                                                                        answer=answer)]
+    metrics, tags = sweep_best.tracking_values(answer)
     try:
-        run_id = tracking.log_sweep(cfg, sweep_dir, files, sweep.summary_metrics(rows))
+        run_id = tracking.log_sweep(cfg, sweep_dir, files, {**sweep.summary_metrics(rows), **metrics}, tags=tags)
     except Exception as exc:  # noqa: BLE001 - said in one line
         sys.stderr.write(f"{PROG}: tracking failed: {describe(cfg)}: the sweep table of {sweep_dir}: "
                          f"{type(exc).__name__}: {' '.join(str(exc).split())[:500]}\n")

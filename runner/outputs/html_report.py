@@ -22,7 +22,7 @@ from runner.modes import base
 from runner.modes.base import View, cell
 from runner.modes.drilldown import Drilldown
 from runner.modes.record import Record
-from runner.outputs import frontier, item_report, sweep
+from runner.outputs import frontier, item_report, sweep, sweep_best
 from runner.outputs.report_plots import bars_png, confusion_png, histogram_png, verdict_png, wilson
 
 log = logging.getLogger(__name__)
@@ -248,10 +248,21 @@ def _shared_overrides(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
                                                    for row in rows)}
 
 
+def _best_section(answer: Mapping[str, Any]) -> Section:
+    """The sweep's answer (runner.outputs.sweep_best): its lines, then one row per configuration."""
+    rows = tuple((str(c["config"]), "best" if i == 0 else "yes" if c["tied_with_best"] else "no", cell(c["value"]),
+                  cell(c["difference"]), cell(c["p_value"]), cell(c["p_holm"]), cell(c["cost_usd_list"]),
+                  cell(c["cost_usd"])) for i, c in enumerate(answer["configurations"]))
+    return Section("Best configuration", columns=("config", "tied with best", str(answer["metric"]), "difference",
+                                                  "p", "p (Holm)", "list $", "cost $"),
+                   rows=rows, notes=tuple(line.strip() for line in sweep_best.lines(answer)))
+
+
 def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapping[str, Any]] | None,
                  title: str, quality_key: str = "agreement", frontier_png: bytes | None = None,
-                 links: Mapping[int, str] | None = None) -> str:
-    """The HTML report of a sweep: the sweep table, then the frontier (table and plot) when there is one.
+                 links: Mapping[int, str] | None = None, answer: Mapping[str, Any] | None = None) -> str:
+    """The HTML report of a sweep: its answer (the best configuration and those tied with it) when there is one,
+    the sweep table, then the frontier (table and plot) when there is one.
 
     Args:
         rows: The sweep table (:func:`runner.outputs.sweep.collect`).
@@ -261,6 +272,7 @@ def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapp
         quality_key: The quality column of the frontier.
         frontier_png: The frontier plot when already drawn (else it is drawn here).
         links: Job number -> the address of its report.html relative to this report; its ``job`` cells link there.
+        answer: The output of :func:`runner.outputs.sweep_best.answer`, or None.
     """
     shared = _shared_overrides(rows)
     columns, cells = _table(rows, [c for c in dict.fromkeys(k for row in rows for k in row) if c not in shared],
@@ -268,7 +280,8 @@ def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapp
     notes: tuple[str, ...] = ("job: opens that job's report.html; value [95% confidence interval]",) if links else ()
     if shared:
         notes += ("The same in every job: " + ", ".join(f"{k}={v}" for k, v in shared.items()),)
-    sections = [Section(f"Jobs ({len(rows)})", columns=columns, rows=cells, notes=notes)]
+    sections = [_best_section(answer)] if answer else []
+    sections.append(Section(f"Jobs ({len(rows)})", columns=columns, rows=cells, notes=notes))
     if frontier_rows:
         sections.append(_frontier_section(frontier_rows, quality_key, frontier_png, links))
     else:
@@ -294,8 +307,10 @@ def write_run_report(run_dir: Path, summary: Mapping[str, Any], metrics: Mapping
     return path
 
 
-def write_sweep_report(sweep_dir: Path, rows: Sequence[dict[str, Any]], quality_key: str = "agreement") -> list[Path]:
-    """Write frontier.csv and frontier.png (when a job has ``quality_key``) and report.html into the sweep dir.
+def write_sweep_report(sweep_dir: Path, rows: Sequence[dict[str, Any]], quality_key: str = "agreement",
+                       answer: Mapping[str, Any] | None = None) -> list[Path]:
+    """Write frontier.csv and frontier.png (when a job has ``quality_key``) and report.html (with the sweep's
+    ``answer``, runner.outputs.sweep_best, when given) into the sweep dir.
 
     Returns:
         The files written, report.html last; empty (with a warning) when the report could not be made.
@@ -311,7 +326,8 @@ def write_sweep_report(sweep_dir: Path, rows: Sequence[dict[str, Any]], quality_
         path = sweep_dir / REPORT_NAME
         links = {row["job"]: f"{row['job']}/{REPORT_NAME}" for row in rows
                  if (sweep_dir / str(row.get("job")) / REPORT_NAME).is_file()}
-        path.write_text(sweep_report(rows, front if png else None, f"sweep {sweep_dir}", quality_key, png, links),
+        path.write_text(sweep_report(rows, front if png else None, f"sweep {sweep_dir}", quality_key, png, links,
+                                     answer),
                         encoding="utf-8")
     except Exception as exc:  # noqa: BLE001 - the sweep table is written; the report is a view of it
         log.warning("sweep report not written: %s: %s", type(exc).__name__, exc)

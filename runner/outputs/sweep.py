@@ -43,7 +43,8 @@ PERCENT_COLUMNS = ("pass rate", "unscored")
 COUNT_OF = {"unscored": "unscored n"}  # a percent column -> its count column (shown in it, not on its own)
 
 
-def _overrides(job_dir: Path) -> dict[str, str]:
+def job_overrides(job_dir: Path) -> dict[str, str]:
+    """The job's Hydra overrides (``.hydra/overrides.yaml``) as key -> value; empty when it has none."""
     path = job_dir / ".hydra" / "overrides.yaml"
     if not path.is_file():
         return {}
@@ -57,7 +58,7 @@ def collect(sweep_dir: Path) -> list[dict[str, Any]]:
     for job_dir in jobs:
         metrics_path = job_dir / "metrics.json"
         metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
-        row: dict[str, Any] = {"job": int(job_dir.name), **_overrides(job_dir),
+        row: dict[str, Any] = {"job": int(job_dir.name), **job_overrides(job_dir),
                                "status": "ok" if metrics and not (job_dir / FAILURE_NAME).is_file() else "failed"}
         row.update({name: _logged(metrics, key) for key, name in HEADLINE.items()})
         row.update(_statistic_columns(metrics))

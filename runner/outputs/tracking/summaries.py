@@ -26,10 +26,11 @@ from runner.outputs.tracking.records import (
 
 
 def log_sweep(cfg: TrackingConfig, sweep_dir: Path, files: list[Path], metrics: Mapping[str, float],
-              kind: str = SWEEP_KIND) -> str:
+              kind: str = SWEEP_KIND, tags: Mapping[str, str] | None = None) -> str:
     """Log a sweep's summary as a finished MLflow run tagged like its jobs (``judgesweep.sweep``) and
     ``judgesweep.kind=<kind>`` (``sweep``: the table; ``calibration``: a calibration search's outcome):
-    filtering the experiment on the sweep tag shows the jobs and their table.
+    filtering the experiment on the sweep tag shows the jobs and their table. ``tags`` are set on that run too
+    (the sweep's answer: ``sweep/best_config``, ...).
 
     Returns:
         The new run's id.
@@ -37,12 +38,14 @@ def log_sweep(cfg: TrackingConfig, sweep_dir: Path, files: list[Path], metrics: 
     from mlflow.entities import RunStatus
 
     client = connection.client(cfg)
-    tags = {KIND_TAG: kind, SWEEP_TAG: str(sweep_dir.resolve())}
+    own = {KIND_TAG: kind, SWEEP_TAG: str(sweep_dir.resolve())}
     experiment = connection.experiment_id(client, cfg)
     # the sweep's parent run, opened when it started (runner.outputs.tracking.sweeps), takes its table
-    run_id = sweeps.sweep_run_id(client, experiment, tags[SWEEP_TAG]) if kind == SWEEP_KIND else None
-    run_id = run_id or client.create_run(experiment, run_name=f"{kind} {sweep_dir.name}", tags=tags).info.run_id
+    run_id = sweeps.sweep_run_id(client, experiment, own[SWEEP_TAG]) if kind == SWEEP_KIND else None
+    run_id = run_id or client.create_run(experiment, run_name=f"{kind} {sweep_dir.name}", tags=own).info.run_id
     runs.log_new_metrics(cfg, run_id, metrics)  # a sweep resumed or synced again: no second point of a metric
+    for key, value in (tags or {}).items():
+        client.set_tag(run_id, key, value)
     have = {f.path: f.file_size for f in client.list_artifacts(run_id)}
     for path in files:
         if have.get(path.name) != path.stat().st_size:
