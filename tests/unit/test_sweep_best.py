@@ -44,11 +44,11 @@ def test_the_p_value_is_not_floored_by_a_resample_count():
     assert test == best.EXACT and p == pytest.approx(2 * 0.5 ** 60, rel=1e-9)
 
 
-def test_differences_on_no_small_lattice_get_the_normal_approximation_and_say_so():
+def test_differences_on_no_small_lattice_get_the_paired_t_test_and_say_so():
     d = np.array([np.sqrt(2), -1 / np.pi, np.e / 3, 0.1234567, np.sqrt(3) / 7] * 8)
     p, test = best.sign_flip_test(d)
-    assert test == best.NORMAL
-    assert p == pytest.approx(2 * stats.norm.sf(d.sum() / np.sqrt(np.square(d).sum())))
+    assert test == best.T_TEST
+    assert p == pytest.approx(stats.ttest_1samp(d, 0.0).pvalue)
 
 
 def test_a_clear_winner_is_tied_with_nothing():
