@@ -76,15 +76,20 @@ def test_the_six_job_sweep_names_the_best_and_its_ties_everywhere(tmp_path_facto
     assert "sweep_best.json" in {a.path for a in client.list_artifacts(parent.info.run_id)}
 
 
-def test_the_eighteen_job_llmbar_sweep_names_the_configurations_tied_with_the_best(tmp_path_factory):
-    # the issue's done-when: 2 judges x 3 prompts x 3 datasets, each configuration over its 3 datasets' 326 items
+def eighteen_job_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """The issue's done-when sweep, 2 judges x 3 prompts x 3 datasets, untracked: run once per session."""
     overrides = (*REPLAY_SWEEP, f"dataset={','.join(DATASETS)}", "tracking=off")
 
     def make(tmp: Path) -> subprocess.CompletedProcess:
         return subprocess.run(cli_args(tmp, tmp / "multirun", overrides, multirun=True), cwd=REPO, env=offline_env(),
                               capture_output=True, text=True, timeout=600)
 
-    tmp, proc = once_per_session(tmp_path_factory, "llmbar_sweep_18", make)
+    return once_per_session(tmp_path_factory, "llmbar_sweep_18", make)
+
+
+def test_the_eighteen_job_llmbar_sweep_names_the_configurations_tied_with_the_best(tmp_path_factory):
+    # the issue's done-when: 2 judges x 3 prompts x 3 datasets, each configuration over its 3 datasets' 326 items
+    tmp, proc = eighteen_job_sweep(tmp_path_factory)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     answer = json.loads((tmp / "multirun" / "sweep_best.json").read_text())
     assert answer["items"] == 100 + 134 + 92 and answer["items_left_out"] == 0
@@ -93,7 +98,7 @@ def test_the_eighteen_job_llmbar_sweep_names_the_configurations_tied_with_the_be
     # over the three datasets the rule-less prompt falls behind: only Swap stays tied with vanilla
     assert answer["best"] == GPT4[0] and answer["tied_with_best"] == [GPT4[2]]
     assert by_config[GPT4[2]]["p_holm"] > 0.5
-    assert all(c["test"] == "exact_sign_flip" for c in answer["configurations"][1:])
+    assert all(c["test"] == "sign_flip_exact" for c in answer["configurations"][1:])
     # a configuration's cost is its three jobs' list price
     table = {row["job"]: row for row in json.loads((tmp / "multirun" / "sweep_table.json").read_text())}
     assert by_config[GPT4[2]]["cost_usd_list"] == pytest.approx(sum(table[j]["list $"] for j in
@@ -101,3 +106,26 @@ def test_the_eighteen_job_llmbar_sweep_names_the_configurations_tied_with_the_be
     assert f"best: {GPT4[0]} (accuracy 0.860, list $10.76); tied with best: {GPT4[2]} (accuracy 0.857, list $17.98)" \
         in proc.stdout
     assert max(by_config[c]["p_holm"] for c in (GPT4[1], *CHATGPT)) < 1e-9
+
+
+def test_every_gpt4_vs_chatgpt_pair_of_the_eighteen_job_sweep_gets_its_exact_p_value(tmp_path_factory):
+    """Issue 31's done-when: on the 18-job sweep every GPT-4 vs ChatGPT pair on the same prompt and dataset gets the
+    p-value its test gives without resampling error: compare's p equals the exact count of sign vectors."""
+    from runner.outputs.compare import compare_pair
+    from runner.outputs.compare_outcomes import RunResults, outcomes, read_rows
+    from tests.integration.test_compare import exact_sign_flip_p
+
+    tmp, proc = eighteen_job_sweep(tmp_path_factory)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep_dir, pairs = tmp / "multirun", 0
+    for prompt in ("llmbar_vanilla", "llmbar_vanilla_norules", "llmbar_swap"):
+        for dataset in DATASETS:
+            runs = [outcomes(RunResults(judge, {}, read_rows(_job(sweep_dir, judge=judge, prompt=prompt,
+                                                                  dataset=dataset) / "results.jsonl")))
+                    for judge in ("replay_chatgpt", "replay_gpt4")]
+            pair = compare_pair(*runs)
+            a, b = runs[0].values, runs[1].values
+            expected = exact_sign_flip_p([b[key] - a[key] for key in sorted(a, key=repr)])
+            assert pair["p_value"] == pytest.approx(float(expected), rel=1e-9, abs=1e-300), (prompt, dataset)
+            pairs += 1
+    assert pairs == 9
