@@ -118,3 +118,17 @@ def test_batch_on_for_a_judge_without_a_batch_api_is_refused_before_any_call(run
     assert refused.proc.returncode == 1
     assert "judge.batch=on: judge replay_gpt4 (replay/gpt-4) has no batch API" in refused.output
     assert not (refused.run_dir / "journal.jsonl").exists()
+
+
+def test_auto_sends_live_below_the_threshold_and_batches_above_it(run_cli, fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = quick_judge
+    below = run_cli(*overrides(fake_server, dataset, "judge.batch=auto"))  # 120 calls <= 1000
+    assert below.proc.returncode == 0, below.output
+    assert fake_server.batches.created == 0 and len(fake_server.requests) == 2 * N_ITEMS
+    fake_server.reset()
+    above = run_cli(*overrides(fake_server, dataset, "judge.batch=auto", "judge.batch_threshold=100"))
+    assert above.proc.returncode == 0, above.output
+    assert fake_server.batches.created == 1 and fake_server.requests == []
+    assert results(above.run_dir) == results(below.run_dir)
