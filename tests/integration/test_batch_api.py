@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
 from dataclasses import replace
+
+import pytest
 
 from runner.storage.batch_log import BATCHES_NAME
 from tests.fakes.openai_server import Reply
@@ -132,3 +135,14 @@ def test_auto_sends_live_below_the_threshold_and_batches_above_it(run_cli, fake_
     assert above.proc.returncode == 0, above.output
     assert fake_server.batches.created == 1 and fake_server.requests == []
     assert results(above.run_dir) == results(below.run_dir)
+
+
+def test_dry_run_shows_the_live_and_the_batch_price_side_by_side(run_cli, fake_server):
+    result = run_cli("judge=gpt4o_mini", f"judge.api_base={fake_server.base_url}", "dry_run=true", "tracking=off")
+    assert result.proc.returncode == 0, result.output
+    live = re.search(r"^cost: prompts \$([\d.]+), at most \$([\d.]+)$", result.proc.stdout, re.M)
+    batch = re.search(r"^cost through the batch API: prompts \$([\d.]+), at most \$([\d.]+)$", result.proc.stdout,
+                      re.M)
+    assert live and batch, result.proc.stdout
+    assert float(batch[2]) == pytest.approx(float(live[2]) / 2, abs=2e-4)  # gpt-4o-mini's batch prices: half
+    assert fake_server.requests == [] and fake_server.batches.created == 0
