@@ -56,17 +56,14 @@ PLANNED = JudgeResponse(text=None, error_type="batched")  # a planned call's pla
 AnswerKey = tuple[str, int]  # (messages sha256, repeat): what a batch row answers
 
 
-def check(judge: JudgeConfig, cfg: BatchConfig, ensemble: bool) -> None:
-    """Refuse a batch setting that cannot work, before any call.
+def check(judge: JudgeConfig, ensemble: bool) -> None:
+    """Refuse a batch setting that cannot work, before any call (the ranges of ``batch.poll_s`` and
+    ``judge.batch_threshold`` are checked with every number: runner.core.values).
 
     Raises:
-        ConfigurationError: ``judge.batch_threshold`` < 0, ``batch.poll_s`` <= 0, or ``judge.batch=on`` for an
-            ensemble or a judge whose provider has no batch API judgesweep can use (runner.llm.batches).
+        ConfigurationError: ``judge.batch=on`` for an ensemble or a judge whose provider has no batch API judgesweep
+            can use (runner.llm.batches).
     """
-    if judge.batch_threshold < 0:
-        raise ConfigurationError(f"judge.batch_threshold must be >= 0, got {judge.batch_threshold}")
-    if cfg.poll_s <= 0:
-        raise ConfigurationError(f"batch.poll_s must be > 0, got {cfg.poll_s:g}")
     if judge.batch is BatchMode.on and ensemble:
         raise ConfigurationError("judge.batch=on: an ensemble's members are not batched; use judge.batch=off")
     if judge.batch is BatchMode.on and not supports_batches(judge.model):

@@ -77,7 +77,7 @@ def prepare(ctx: RunContext) -> Prepared:
     if cfg.repeats < 1 or cfg.concurrency < 1:
         raise ConfigurationError("repeats and concurrency must be >= 1")
     _check_generator(cfg)
-    batching.check(cfg.judge, cfg.batch, bool(cfg.judge.members))
+    batching.check(cfg.judge, bool(cfg.judge.members))
     mode = modes.mode_for(cfg)
     mode_setup = mode.prepare(cfg, locations.directories(cfg.prompts_dir, ctx.input_roots))
     response_format = _json_schema_format(cfg.judge, mode_setup.response_schema)
