@@ -24,6 +24,8 @@ from runner.core.errors import (
     RUN_DIR_BUSY,
     TRACKING_FAILED,
     WRITE_FAILED,
+    BatchFailed,
+    BatchPending,
     ConfigurationError,
     DatasetError,
     RunDirectoryBusy,
@@ -50,7 +52,7 @@ log = logging.getLogger("judgesweep")
 # A bad parameter from config is a ParamsError (a ConfigurationError); any other TypeError is a bug and keeps
 # its traceback.
 EXPECTED_ERRORS = (ConfigurationError, DatasetError, TemplateError, UnknownNameError, RubricError, RunAborted,
-                   CacheError)
+                   CacheError, BatchFailed)
 
 # Process-wide state: jobs of this process that failed (bad input, too many failed calls), and jobs whose files are
 # complete but whose MLflow tracking failed. A multirun goes on after either and the process exits non-zero at the
@@ -93,6 +95,9 @@ def _owned_job(dcfg: DictConfig, hc: DictConfig, job: str) -> float | None:
     except Interrupted as exc:  # Ctrl-C or SIGTERM: one line, no traceback, and the sweep stops too
         _say(f"judgesweep: {exc}")
         sys.exit(exc.exit_code)
+    except BatchPending as exc:  # batch.wait=false: submitted, collected by a later resume; not a failure
+        _say(f"judgesweep: {exc}")
+        return None
     except EXPECTED_ERRORS as exc:
         log.error("judgesweep: %s: %s", type(exc).__name__, exc)
         _fail(job, f"{type(exc).__name__}: {exc}")

@@ -23,6 +23,14 @@ class Strategy(str, Enum):
     swap_synthesize = "swap_synthesize"  # LLMBar: both orders; on conflict a synthesis round
 
 
+class BatchMode(str, Enum):
+    """Whether a judge's planned calls go through the provider's batch API (runner.judging.batching)."""
+
+    off = "off"
+    on = "on"
+    auto = "auto"  # on when the planned calls exceed judge.batch_threshold and litellm has the provider's batch API
+
+
 class OrderPolicy(str, Enum):
     """Which presentation orders a pairwise item is judged in."""
 

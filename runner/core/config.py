@@ -15,6 +15,7 @@ from typing import Any
 from omegaconf import MISSING
 
 from runner.core.choices import (
+    BatchMode,
     CacheMode,
     GateUnscoredAs,
     OnBadRow,
@@ -79,6 +80,9 @@ class JudgeConfig:
     # litellm model whose list price values this judge's calls when litellm prices them not itself (a replay of a
     # recorded model, a self-hosted copy of a listed one): the cost-quality frontier's cost/usd_list, never a spend
     price_as: str | None = None
+    # the planned calls through the provider's batch API, at its batch price (README "Batch APIs"): off | on | auto
+    batch: BatchMode = BatchMode.off
+    batch_threshold: int = 1000  # batch=auto: batched when more calls than this are left to pay for
     # model recorded/<name>: the JSONL file of recorded judge outputs (runner/llm/recorded.py), found like a dataset
     path: str | None = None
     replicas: list[ReplicaConfig] = field(default_factory=list)  # several servers of this judge (litellm Router)
@@ -292,6 +296,14 @@ class CacheConfig:
 
 
 @dataclass
+class BatchConfig:
+    """How a batched run waits for and completes its batches (judge.batch)."""
+
+    wait: bool = True  # false: submit, say how to collect (resume=<run dir>), exit 0
+    poll_s: float = 30.0  # seconds between two status requests while waiting
+
+
+@dataclass
 class RunConfig:
     """The whole composed config: the groups plus the run knobs."""
 
@@ -317,6 +329,7 @@ class RunConfig:
     prompts_dir: str = "prompts"
     on_bad_row: OnBadRow = OnBadRow.error
     cache: CacheConfig = field(default_factory=CacheConfig)
+    batch: BatchConfig = field(default_factory=BatchConfig)
     resume: str | None = None  # a run (or sweep) directory to continue; see README "Resume"
     # the run's directory (hydra.run.dir; with -m the sweep's, hydra.sweep.dir); None: a new one under outputs/
     output_dir: str | None = None

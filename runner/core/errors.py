@@ -44,3 +44,12 @@ class WriteFailed(RuntimeError):
         self.path = path
         reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause)
         super().__init__(f"cannot write {path}: {reason}")
+
+
+class BatchPending(RuntimeError):
+    """A batch was submitted (or is still running) and ``batch.wait=false``: the run ends here, exit 0, and a later
+    ``resume=<run dir>`` collects it (runner.judging.batching)."""
+
+
+class BatchFailed(RuntimeError):
+    """A provider's batch request failed (upload, create, retrieve, download); the message holds no key."""

@@ -68,6 +68,8 @@ def _checks(cfg: RunConfig) -> Iterator[Check]:
     yield "progress_interval_s", cfg.progress_interval_s, NON_NEGATIVE  # 0: no progress records
     yield "shutdown_grace_s", cfg.shutdown_grace_s, NON_NEGATIVE  # 0: stop at the first signal
     yield "tracking.timeout_s", cfg.tracking.timeout_s, NON_NEGATIVE
+    yield "batch.poll_s", cfg.batch.poll_s, POSITIVE
+    yield "judge.batch_threshold", cfg.judge.batch_threshold, NON_NEGATIVE
     yield "metrics.ci_level", cfg.metrics.ci_level, OPEN_UNIT
     yield "metrics.ci_resamples", cfg.metrics.ci_resamples, AT_LEAST_ONE
     yield "dataset.split_test_fraction", cfg.dataset.split_test_fraction, UNIT

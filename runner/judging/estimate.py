@@ -11,6 +11,7 @@ from runner.core.config import JudgeConfig
 from runner.core.types import Item, JudgeResponse, Judgment, Message
 from runner.inputs.prompts import Template
 from runner.judging.judge import JudgePlan, pair_variables, plan_orders
+from runner.llm.batches import batch_price, supports_batches
 from runner.llm.client import count_tokens, price
 
 
@@ -28,6 +29,9 @@ class Estimate:
         usd_prompt: Price of the prompt tokens; None when litellm's cost map has no price for the model.
         usd_max: Price of prompt tokens plus max_completion_tokens (an upper bound), or None.
         role: ``judge`` or ``generator``.
+        batch_usd_prompt: ``usd_prompt`` at the cost map's batch prices (runner.llm.batches.batch_price), for a
+            judge whose provider has a batch API judgesweep uses; None otherwise or when unpriced.
+        batch_usd_max: ``usd_max`` at those prices, or None.
     """
 
     judge: str
@@ -39,6 +43,8 @@ class Estimate:
     usd_prompt: float | None
     usd_max: float | None
     role: str = "judge"  # judge | generator
+    batch_usd_prompt: float | None = None
+    batch_usd_max: float | None = None
 
 
 def _requests(plan: JudgePlan, item: Item, placeholder: str | None) -> Iterator[tuple[Message, ...]]:
@@ -56,11 +62,14 @@ def _requests(plan: JudgePlan, item: Item, placeholder: str | None) -> Iterator[
 def _estimate(model: JudgeConfig, calls: int, prompt_tokens: int, conditional: int = 0,
               role: str = "judge") -> Estimate:
     max_completion = calls * model.max_tokens
+    batched = role == "judge" and supports_batches(model.model)
     return Estimate(
         judge=model.name, model=model.model, calls=calls, conditional_calls=conditional,
         prompt_tokens=prompt_tokens, max_completion_tokens=max_completion,
         usd_prompt=price(model.model, prompt_tokens, 0), usd_max=price(model.model, prompt_tokens, max_completion),
         role=role,
+        batch_usd_prompt=batch_price(model.model, prompt_tokens, 0) if batched else None,
+        batch_usd_max=batch_price(model.model, prompt_tokens, max_completion) if batched else None,
     )
 
 

@@ -18,17 +18,20 @@ from typing import Any
 import numpy as np
 
 from runner.core.choices import CacheMode
-from runner.core.config import CacheConfig, JudgeConfig
+from runner.core.config import BatchConfig, CacheConfig, JudgeConfig
 from runner.core.judgments import Judgments
 from runner.core.types import Item, JudgeResponse, Order, Secret
 from runner.inputs.datasets import ItemRef, resolve_path
 from runner.inputs.prompts import Template
+from runner.judging import batching
+from runner.judging.batching import BatchedClient, BatchStage
 from runner.judging.calls import CallCounts, RunAborted
 from runner.judging.generation import GENERATIONS_NAME, Generation, Generator
 from runner.judging.judge import Executor, JudgePlan
 from runner.judging.progress import FirstAnswer, ProgressBar, ProgressOptions, Sinks
 from runner.judging.shutdown import run_stage
 from runner.llm import recorded
+from runner.llm.batches import BatchTransport
 from runner.llm.client import JudgeClient
 from runner.llm.pacing import RateLimiter
 from runner.storage import store
@@ -77,30 +80,41 @@ def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, r
             return asyncio.run(run_stage(generator.run(items), shutdown_grace_s))
 
 
-def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Iterable[Item], refs: tuple[ItemRef, ...], *,
-          run_dir: Path, root: Path, cache_cfg: CacheConfig, api_keys: Mapping[str, Secret],
+def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Callable[[], Iterable[Item]], refs: tuple[ItemRef, ...],
+          *, run_dir: Path, root: Path, cache_cfg: CacheConfig, api_keys: Mapping[str, Secret],
           limiter: RateLimiter | None, response_format: dict[str, Any] | None, seed: int, total: int,
           prior: Mapping[tuple, JudgeResponse], progress: ProgressOptions,
-          answered: threading.Event | None = None, shutdown_grace_s: float = 10.0) -> Judgments:
-    """Run the judge stage over ``items``; judgments come back in dataset order (item, repeat, order, stage).
-    ``answered`` is set at the first answer. SIGINT/SIGTERM stop it as :func:`generate` says."""
-    client = JudgeClient(judge_cfg, api_keys, limiter, response_format, seed)
+          answered: threading.Event | None = None, shutdown_grace_s: float = 10.0,
+          batch_cfg: BatchConfig | None = None) -> Judgments:
+    """Run the judge stage over ``items()``; judgments come back in dataset order (item, repeat, order, stage).
+    ``answered`` is set at the first answer. SIGINT/SIGTERM stop it as :func:`generate` says. With ``judge.batch``
+    the calls left to pay for go through the provider's batch API first (runner.judging.batching)."""
+    live = client = JudgeClient(judge_cfg, api_keys, limiter, response_format, seed)
+    batch = None
     if recorded.is_recorded(judge_cfg.model):
         # a recorded answer is keyed by its call, not by the messages the cache keys on (and costs nothing): cached,
         # another recordings file's answer to the same messages would be served
         cache_cfg = replace(cache_cfg, mode=CacheMode.off)
     with _cache(cache_cfg, root) as cache, SentLog(run_dir / SENT_NAME) as sent:
         sources = AnswerSources(prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params, sent)
+        if batch_cfg is not None and batching.wanted(judge_cfg):
+            batch = BatchStage(judge_cfg, batch_cfg, run_dir, BatchTransport(judge_cfg, api_keys), live.decoding_params)
+            if batch.plan(plan, items(), sources):
+                client = batch.collect(live)  # type: ignore[assignment]  # a CallClient, as JudgeClient is
+            else:
+                batch = None
         with Journal(run_dir / store.JOURNAL_NAME) as journal, MessageStore(run_dir / MESSAGES_NAME) as messages, \
                 ProgressBar(total, progress) as bar:
             bar.watch(client.long_waits)
             executor = Executor(plan, client, _sinks(journal, bar, answered), sources, messages)
             try:
-                judgments = asyncio.run(run_stage(executor.run(items), shutdown_grace_s))
+                judgments = asyncio.run(run_stage(executor.run(items()), shutdown_grace_s))
             except RunAborted as exc:
                 if isinstance(exc.completed, Judgments):
                     exc.completed = _in_dataset_order(exc.completed, refs)
                 raise
+    if batch is not None and isinstance(client, BatchedClient):
+        batch.finished(client)
     return _in_dataset_order(judgments, refs)
 
 

@@ -51,6 +51,8 @@ def render_estimate(estimate: Any, console: Console | None = None) -> None:
         f"prompt tokens {e.prompt_tokens}, completion tokens at most {e.max_completion_tokens}",
         f"cost: prompts {usd(e.usd_prompt)}, at most {usd(e.usd_max)}",
     ]
+    if getattr(e, "batch_usd_max", None) is not None:  # judge.batch: the same calls at the batch price
+        lines.append(f"cost through the batch API: prompts {usd(e.batch_usd_prompt)}, at most {usd(e.batch_usd_max)}")
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 

@@ -21,7 +21,7 @@ from runner.core.errors import ConfigurationError, WriteFailed
 from runner.core.judgments import Judgments
 from runner.inputs.datasets import load_items, resolve_path
 from runner.inputs.items import Shape
-from runner.judging import stages
+from runner.judging import batching, stages
 from runner.judging.calls import RunAborted
 from runner.judging.estimate import estimate_run
 from runner.judging.generation import GENERATIONS_NAME, Generation
@@ -77,6 +77,7 @@ def prepare(ctx: RunContext) -> Prepared:
     if cfg.repeats < 1 or cfg.concurrency < 1:
         raise ConfigurationError("repeats and concurrency must be >= 1")
     _check_generator(cfg)
+    batching.check(cfg.judge, bool(cfg.judge.members))
     mode = modes.mode_for(cfg)
     mode_setup = mode.prepare(cfg, locations.directories(cfg.prompts_dir, ctx.input_roots))
     response_format = _json_schema_format(cfg.judge, mode_setup.response_schema)
@@ -197,11 +198,11 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, answered: thr
             by_member = _judge_panel(ctx, prepared, prior, total, generations, answered)
             return outcome.Judged(generations, Judgments(j for js in by_member.values() for j in js), by_member)
         judgments = stages.judge(
-            resolved_judge(cfg.judge, ctx.input_roots), prepared.plan, candidates(ctx, prepared, generations),
+            resolved_judge(cfg.judge, ctx.input_roots), prepared.plan, lambda: candidates(ctx, prepared, generations),
             prepared.refs, run_dir=ctx.run_dir,
             root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.limiter,
             response_format=prepared.response_format, seed=cfg.seed, total=total, prior=prior, progress=_progress(cfg),
-            answered=answered, shutdown_grace_s=cfg.shutdown_grace_s)
+            answered=answered, shutdown_grace_s=cfg.shutdown_grace_s, batch_cfg=cfg.batch)
     except RunAborted as exc:
         exc.generations = generations  # type: ignore[attr-defined]  # what the partial summary needs
         raise

@@ -3,7 +3,9 @@
 Stdlib only; binds 127.0.0.1; serves ``POST /v1/chat/completions`` (non-streaming) and ``GET /v1/models``
 from a FIFO of scripted replies, then a reply policy; simulates latency, error statuses and an rpm limit
 over a sliding window (60 s by default; ``window_s=1`` is how providers that enforce rpm per second behave).
-For benchmarks it also serves ``GET /v1/_stats`` (request counts and wall-clock stamps) and ``POST /v1/_reset``,
+It also speaks the OpenAI Files and Batches protocol (:mod:`tests.fakes.batch_api`, its knobs on ``batches``),
+a batch's rows answered by the same reply logic as a live call. For benchmarks it also serves ``GET /v1/_stats``
+(request counts and wall-clock stamps) and ``POST /v1/_reset``,
 and can keep counters only (``record=False``), so a million-request run does not grow its memory.
 Standalone: ``python -m tests.fakes.openai_server --port 8765 [--latency-ms 200] [--rpm 600] [--window-s 1]
 [--no-record] [--reply X] [--sporadic-429 0.1 --sporadic-seed 0]``.
@@ -27,6 +29,8 @@ from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
+
+from tests.fakes.batch_api import BatchAPI
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +171,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         """Serves ``/v1/models`` and ``/v1/_stats``; everything else is 404."""
         path = urlsplit(self.path).path.rstrip("/")
+        if self._batch_api("GET", path, b""):
+            return
         if path == "/v1/models":
             self._send_json(200, self.server.fake._models_body())
         elif path == "/v1/_stats":
@@ -183,6 +189,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.fake.reset()
             self._send_json(200, {"reset": True})
             return
+        if self._batch_api("POST", path, raw):
+            return
         if path != "/v1/chat/completions":
             self._send_json(404, _error_body(404, f"unknown path {self.path}"))
             return
@@ -197,6 +205,17 @@ class _Handler(BaseHTTPRequestHandler):
         status, payload, headers = self.server.fake._answer(body, dict(self.headers))
         self._send_json(status, payload, headers)
         self.server.fake._stamp(arrived, status)
+
+    def _batch_api(self, method: str, path: str, raw: bytes) -> bool:
+        """Serve a Files/Batches request (tests.fakes.batch_api); False when ``path`` is not one."""
+        served = self.server.fake.batches.handle(method, path, raw, self.headers.get("Content-Type") or "")
+        if served is None:
+            return False
+        status, payload = served
+        if isinstance(payload, bytes):  # a file's content
+            payload = Reply(body_bytes=payload)
+        self._send_json(status, payload)
+        return True
 
     def _send_json(self, status: int, payload: dict | Reply, headers: dict[str, str] | None = None) -> None:
         trickle_s = 0.0
@@ -280,6 +299,7 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.batches = BatchAPI(self._batch_answer)  # not cleared by reset(): a batch outlives the runs around it
         self.reset()
 
     @property
@@ -450,6 +470,13 @@ class FakeOpenAIServer:
         if reply.status != 200:
             return reply.status, _error_body(reply.status, reply.error_message), dict(reply.headers)
         return 200, _completion_body(body, reply), dict(reply.headers)
+
+    def _batch_answer(self, body: dict) -> tuple[int, dict]:
+        """A batch row's (status, body): the reply logic of a live call, without its rate window or recording."""
+        reply = self._next_reply(body)
+        if reply.status != 200:
+            return reply.status, _error_body(reply.status, reply.error_message)
+        return 200, _completion_body(body, reply)
 
     def _record(self, body: dict, headers: dict[str, str]) -> None:
         with self._lock:

@@ -30,6 +30,8 @@ OUT_OF_RANGE = [
     ("metrics.ci_level=nan", "metrics.ci_level=nan: must be in (0, 1)"),
     ("gate.max_drop=-0.1", "gate.max_drop=-0.1: must be >= 0"),
     ("judge.retry_rate_limited_s=-1", "judge.retry_rate_limited_s=-1.0: must be >= 0"),
+    ("batch.poll_s=0", "batch.poll_s=0.0: must be > 0"),
+    ("judge.batch_threshold=-1", "judge.batch_threshold=-1: must be >= 0"),
 ]
 
 

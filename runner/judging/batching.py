@@ -1,0 +1,260 @@
+"""A judge stage's calls through the provider's batch API (``judge.batch``), resumable across processes.
+
+1. Plan: the executor's own rendering (:class:`runner.judging.judge.Executor`, its ``_call`` taken over by
+   :class:`Planner`) renders every first-round call exactly as a live run would, and asks the answer sources (the
+   journal of the run being resumed, the response cache) first; each call left to pay for becomes one line of the
+   batch input file (``batch_input_<n>.jsonl`` in the run directory): ``custom_id`` is the call's journal key, the
+   body the chat request a live call sends (same messages, same decoding parameters, ``seed + repeat``).
+2. Submit: the input file, its upload and the batch are noted in ``batches.jsonl`` (:mod:`runner.storage.batch_log`)
+   before each next step; a process that died between upload and creation is followed by one that first asks the
+   provider for a batch over that file. A run with a batch already collected submits no other (``batch.retry`` is
+   live: what it left unanswered is sent live).
+3. Wait: the batch is polled every ``batch.poll_s`` (a log line per poll: status, rows done and failed, elapsed);
+   with ``batch.wait=false`` the run ends here (:class:`runner.core.errors.BatchPending`, exit 0) and a later
+   ``resume=<run dir>`` polls the same batch. Ctrl-C while waiting ends the process; resume polls again.
+4. Collect: the output and error files are saved in the run directory (``batch_output_<n>.jsonl``,
+   ``batch_errors_<n>.jsonl``) before anything is read from them, then the stage runs as live with
+   :class:`BatchedClient`: each call is answered from the batch output through the same path as a live answer
+   (journal, cache, parsing, unscored with its reason, tokens, cost at the batch price, MLflow); rows the provider
+   failed, expired or cancelled, and a synthesis round's calls (they depend on the first round's answers), are
+   sent live. A batch that ended cancelled or failed is logged with what it returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner.core.choices import BatchMode
+from runner.core.config import BatchConfig, JudgeConfig
+from runner.core.errors import BatchPending, ConfigurationError
+from runner.core.types import (
+    Item,
+    JudgeRequest,
+    JudgeResponse,
+    Judgment,
+    Message,
+    Status,
+    Verdict,
+    hash_messages,
+)
+from runner.judging.calls import AnswerSource
+from runner.judging.judge import Executor, JudgePlan
+from runner.llm.batches import BatchState, BatchTransport, supports_batches
+from runner.llm.client import JudgeClient
+from runner.storage.batch_log import BatchLog, Submission
+
+log = logging.getLogger(__name__)
+
+PLANNED = JudgeResponse(text=None, error_type="batched")  # a planned call's placeholder: never journaled
+AnswerKey = tuple[str, int]  # (messages sha256, repeat): what a batch row answers
+
+
+def check(judge: JudgeConfig, ensemble: bool) -> None:
+    """Refuse a batch setting that cannot work, before any call (the ranges of ``batch.poll_s`` and
+    ``judge.batch_threshold`` are checked with every number: runner.core.values).
+
+    Raises:
+        ConfigurationError: ``judge.batch=on`` for an ensemble or a judge whose provider has no batch API judgesweep
+            can use (runner.llm.batches).
+    """
+    if judge.batch is BatchMode.on and ensemble:
+        raise ConfigurationError("judge.batch=on: an ensemble's members are not batched; use judge.batch=off")
+    if judge.batch is BatchMode.on and not supports_batches(judge.model):
+        raise ConfigurationError(f"judge.batch=on: judge {judge.name} ({judge.model}) has no batch API judgesweep "
+                                 "can use (openai/, hosted_vllm/ or litellm_proxy/ models only)")
+
+
+def wanted(judge: JudgeConfig) -> bool:
+    """Whether the judge's calls may go through a batch (``on``, or ``auto`` with a provider that has one)."""
+    return judge.batch is BatchMode.on or (judge.batch is BatchMode.auto and supports_batches(judge.model))
+
+
+class _Unused:
+    """The planner's client and sink: planning sends and journals nothing."""
+
+    async def complete(self, messages: tuple[Message, ...], repeat: int = 0) -> JudgeResponse:
+        raise AssertionError("a planner sends no call")
+
+    def append(self, judgment: Judgment) -> int | None:
+        raise AssertionError("a planner journals nothing")
+
+
+class Planner(Executor):
+    """The executor's rendering of every first-round call, each call no source answers handed to ``planned``."""
+
+    def __init__(self, plan: JudgePlan, sources: AnswerSource | None,
+                 planned: Callable[[JudgeRequest, tuple[Message, ...]], None]) -> None:
+        super().__init__(plan, _Unused(), _Unused(), sources)
+        self.planned = planned
+
+    async def _call(self, item: Item, repeat: int, order: Any, stage: str,
+                    messages: tuple[Message, ...]) -> Judgment:
+        request = JudgeRequest(item.id, repeat, order, stage, hash_messages(messages))
+        if self.sources is None or self.sources.get(request, messages) is None:
+            self.planned(request, messages)
+        # no winner: no synthesis round is planned (it depends on the answers)
+        return Judgment(request, PLANNED, Verdict(label=None, reason="batched"), None, Status.ERROR, None)
+
+
+@dataclass
+class BatchedClient:
+    """A judge client answering from a collected batch, live for what the batch did not answer."""
+
+    live: JudgeClient
+    answers: Mapping[AnswerKey, JudgeResponse]
+    unanswered: frozenset[AnswerKey]  # the batch's rows the provider failed, expired or cancelled
+    sent_again: int = 0  # rows of the batch sent live
+
+    async def complete(self, messages: tuple[Message, ...], repeat: int = 0) -> JudgeResponse:
+        """The batch's answer to this call, else a live call."""
+        key = (hash_messages(messages), repeat)
+        found = self.answers.get(key)
+        if found is not None:
+            return found
+        self.sent_again += key in self.unanswered
+        return await self.live.complete(messages, repeat)
+
+    @property
+    def resent(self) -> int:
+        """Retries of the live calls."""
+        return self.live.resent
+
+    @property
+    def rate_limited(self) -> int:
+        """429s of the live calls."""
+        return self.live.rate_limited
+
+    @property
+    def long_waits(self) -> Any:
+        """The live client's long waits (the progress bar watches them)."""
+        return self.live.long_waits
+
+
+def _key_of(custom_id: str) -> AnswerKey:
+    """What a row answers, from its ``custom_id`` (a journal key: item, repeat, order, stage, messages sha256)."""
+    _item, repeat, _order, _stage, sha = json.loads(custom_id)
+    return sha, int(repeat)
+
+
+class BatchStage:
+    """One judge stage's batch: plan, submit, wait and collect (see the module docstring).
+
+    Args:
+        judge: The judge's config.
+        cfg: ``batch.*``.
+        run_dir: The run's (or member's) directory.
+        transport: The judge's batch API.
+        params: The judge client's decoding parameters (as every live call sends them).
+    """
+
+    def __init__(self, judge: JudgeConfig, cfg: BatchConfig, run_dir: Path, transport: BatchTransport,
+                 params: Mapping[str, Any]) -> None:
+        self.judge, self.cfg, self.run_dir = judge, cfg, run_dir
+        self.transport, self.params = transport, dict(params)
+        self.log = BatchLog(run_dir)
+        self.submission: Submission | None = None
+        self.state: BatchState | None = None
+
+    def plan(self, plan: JudgePlan, items: Iterable[Item], sources: AnswerSource | None) -> int:
+        """Write the next batch's input file when the run has none in flight; returns its calls (0: nothing to
+        batch: all answered, below ``judge.batch_threshold`` with ``auto``, or a batch already collected)."""
+        known = self.log.submissions()
+        pending = [s for s in known if not s.collected]
+        if pending:
+            self.submission = pending[-1]
+            return -1
+        if known:  # batch.retry=live: what a collected batch left unanswered goes live
+            return 0
+        path = self.run_dir / f"batch_input_{len(known)}.jsonl"
+        seen: set[AnswerKey] = set()
+        with path.open("w", encoding="utf-8") as fh:
+            def planned(request: JudgeRequest, messages: tuple[Message, ...]) -> None:
+                key = (request.messages_hash, request.repeat)
+                if key not in seen:  # the same request twice (a duplicated item) is asked once, as the cache would
+                    seen.add(key)
+                    fh.write(self.transport.request_line(json.dumps(list(request.key)), messages, self.params,
+                                                         request.repeat))
+            asyncio.run(Planner(plan, sources, planned).run(items))
+        calls = len(seen)
+        if calls == 0 or (self.judge.batch is BatchMode.auto and calls <= self.judge.batch_threshold):
+            log.info("%s: %d calls to pay for: sent live (judge.batch=%s, batch_threshold=%d)", self.judge.name,
+                     calls, self.judge.batch.value, self.judge.batch_threshold)
+            path.unlink()
+            return 0
+        self.log.append(event="input", n=len(known), path=path.name, calls=calls)
+        self.submission = Submission(len(known), path.name)
+        return calls
+
+    async def _submit(self) -> BatchState:
+        """Upload and create what the batch journal lacks; the batch's current state."""
+        s = self.submission
+        assert s is not None
+        file_id, batch_id = s.file_id, s.batch_id
+        if file_id is None:
+            file_id = await self.transport.upload(s.input_path, (self.run_dir / s.input_path).read_bytes())
+            self.log.append(event="file", n=s.n, file_id=file_id)
+        if batch_id is None:
+            found = await self.transport.find(file_id)  # created by a process that died before noting it?
+            state = found or await self.transport.create(file_id, {"judgesweep_run": self.run_dir.name})
+            batch_id = state.batch_id
+            self.log.append(event="batch", n=s.n, file_id=file_id, batch_id=batch_id)
+            log.info("%s: batch %s %s (input %s)", self.judge.name, batch_id, "found" if found else "created",
+                     s.input_path)
+        self.submission = Submission(s.n, s.input_path, file_id, batch_id)
+        return await self.transport.retrieve(batch_id)
+
+    async def _wait(self) -> BatchState:
+        state, started = await self._submit(), time.monotonic()
+        while True:
+            log.info("%s: batch %s %s: %d of %d rows done, %d failed, %.0f s waited", self.judge.name,
+                     state.batch_id, state.status, state.completed, state.total, state.failed,
+                     time.monotonic() - started)
+            if state.final:
+                return state
+            if not self.cfg.wait:
+                raise BatchPending(f"batch {state.batch_id} is {state.status} ({state.completed} of {state.total} "
+                                   f"rows done); collect it with resume={self.run_dir}")
+            await asyncio.sleep(self.cfg.poll_s)
+            state = await self.transport.retrieve(state.batch_id)
+
+    def collect(self, live: JudgeClient) -> BatchedClient:
+        """Wait for the batch (or raise BatchPending), save and read its files; the client that answers from it."""
+        self.state = state = asyncio.run(self._wait())
+        assert self.submission is not None
+        n = self.submission.n
+        rows = []
+        for name, file_id in ((f"batch_output_{n}.jsonl", state.output_file_id),
+                              (f"batch_errors_{n}.jsonl", state.error_file_id)):
+            path = self.run_dir / name
+            if file_id and not path.is_file():  # saved before it is read: the answers are paid for
+                data = asyncio.run(self.transport.content(file_id))
+                tmp = path.with_suffix(".part")
+                tmp.write_bytes(data)
+                tmp.replace(path)
+            if path.is_file():
+                rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        answers: dict[AnswerKey, JudgeResponse] = {}
+        asked = {_key_of(json.loads(line)["custom_id"])
+                 for line in (self.run_dir / self.submission.input_path).read_text(encoding="utf-8").splitlines()}
+        for row in rows:
+            response = row.get("response") or {}
+            if response.get("status_code") == 200 and isinstance(response.get("body"), dict):
+                answers[_key_of(row["custom_id"])] = self.transport.read_answer(response["body"])
+        unanswered = frozenset(asked - set(answers))
+        level = logging.WARNING if state.status != "completed" or unanswered else logging.INFO
+        log.log(level, "%s: batch %s ended %s: %d answers, %d rows unanswered (sent live)", self.judge.name,
+                state.batch_id, state.status, len(answers), len(unanswered))
+        return BatchedClient(live, answers, unanswered)
+
+    def finished(self, client: BatchedClient) -> None:
+        """Note in the batch journal that the batch's answers are all in the judge journal."""
+        assert self.submission is not None and self.state is not None
+        self.log.append(event="collected", n=self.submission.n, batch_id=self.submission.batch_id,
+                        status=self.state.status, answered=len(client.answers), resent=client.sent_again)

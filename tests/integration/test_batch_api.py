@@ -1,0 +1,148 @@
+"""judge.batch: a run's calls through the OpenAI Files and Batches protocol (the fake server's, real HTTP through
+litellm), killed with -9 once the batch exists and resumed; failed and expired rows sent again live;
+batch.wait=false submits and exits 0, a resume collects."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from dataclasses import replace
+
+import pytest
+
+from runner.storage.batch_log import BATCHES_NAME
+from tests.fakes.openai_server import Reply
+from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
+from tests.integration.test_resume import deterministic_judge
+
+N_ITEMS = 60  # x 2 orders = 120 judgments
+
+
+def write_dataset(path) -> None:
+    with path.open("w") as fh:
+        for n in range(N_ITEMS):
+            fh.write(json.dumps({"id": f"q{n}", "prompt": f"question {n}", "chat": f"chat {n} " * (n % 7 + 1),
+                                 "simple_chat": f"simple {n}"}) + "\n")
+
+
+def overrides(server, dataset, *extra: str) -> list[str]:
+    return [*live_judge(server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
+            f"dataset.path={dataset}", "order=both", "cache.mode=off", "tracking=off", "batch.poll_s=0.05", *extra]
+
+
+def quick_judge(body: dict) -> Reply:
+    """The same answer for the same prompt (tests.integration.test_resume's judge), without its delay."""
+    return replace(deterministic_judge(body), delay_s=0.0)
+
+
+def results(run_dir) -> bytes:
+    return (run_dir / "results.jsonl").read_bytes()
+
+
+def test_batch_killed_after_creation_resumes_with_one_batch_and_a_live_runs_results(run_cli, fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = quick_judge
+    live = run_cli(*overrides(fake_server, dataset))
+    assert live.proc.returncode == 0, live.output
+    assert len(fake_server.requests) == 2 * N_ITEMS
+
+    fake_server.reset()
+    fake_server.batches.polls_per_step = 10**6  # the batch stays "validating" until the kill
+    run_dir = tmp_path / "batched"
+    proc = subprocess.Popen(cli_args(tmp_path, run_dir, tuple(overrides(fake_server, dataset, "judge.batch=on"))),
+                            cwd=REPO, env=offline_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and '"event": "batch"' not in _read(run_dir / BATCHES_NAME):
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    assert fake_server.batches.created == 1 and fake_server.requests == []
+
+    fake_server.batches.polls_per_step = 1
+    resumed = run_cli(*overrides(fake_server, dataset, "judge.batch=on"), f"resume={run_dir}", run_dir=run_dir)
+    assert resumed.proc.returncode == 0, resumed.output
+    assert fake_server.batches.created == 1  # collected, never submitted again
+    assert fake_server.requests == []  # no live call: every answer came from the batch
+    assert results(run_dir) == results(live.run_dir)
+    journal = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    assert len(journal) == 2 * N_ITEMS and {row["source"] for row in journal} == {"call"}
+
+
+def test_failed_and_expired_rows_are_sent_again_live_and_counted(run_cli, fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = quick_judge
+    failing = {"q3", "q7"}
+    fake_server.batches.fail = lambda custom_id: json.loads(custom_id)[0] in failing
+    run = run_cli(*overrides(fake_server, dataset, "judge.batch=on"))
+    assert run.proc.returncode == 0, run.output
+    assert len(fake_server.requests) == 2 * len(failing)  # both orders of each failed item, live
+    collected = [json.loads(line) for line in (run.run_dir / BATCHES_NAME).read_text().splitlines()][-1]
+    assert collected["event"] == "collected" and collected["resent"] == 2 * len(failing)
+    assert collected["answered"] == 2 * (N_ITEMS - len(failing))
+
+    fake_server.reset()
+    fake_server.batches.fail = lambda custom_id: False
+    fake_server.batches.expire_after = 10
+    expired = run_cli(*overrides(fake_server, dataset, "judge.batch=on"))
+    assert expired.proc.returncode == 0, expired.output
+    assert len(fake_server.requests) == 2 * N_ITEMS - 10
+    assert "ended expired: 10 answers, 110 rows unanswered (sent live)" in expired.output
+    assert results(expired.run_dir) == results(run.run_dir)
+
+
+def test_wait_false_submits_and_exits_zero_then_resume_collects(run_cli, run_process, fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = quick_judge
+    run_dir = tmp_path / "later"
+    submitted = run_process(*overrides(fake_server, dataset, "judge.batch=on", "batch.wait=false"), run_dir=run_dir)
+    assert submitted.proc.returncode == 0, submitted.output
+    assert f"collect it with resume={run_dir}" in submitted.output
+    assert not (run_dir / "results.jsonl").exists() and fake_server.batches.created == 1
+    collected = run_cli(*overrides(fake_server, dataset, "judge.batch=on"), f"resume={run_dir}", run_dir=run_dir)
+    assert collected.proc.returncode == 0, collected.output
+    assert fake_server.batches.created == 1 and fake_server.requests == []
+    assert len(results(run_dir).splitlines()) == 2 * N_ITEMS
+
+
+def _read(path) -> str:
+    return path.read_text() if path.is_file() else ""
+
+
+def test_batch_on_for_a_judge_without_a_batch_api_is_refused_before_any_call(run_cli, tmp_path):
+    refused = run_cli("max_items=2", "tracking=off", "judge.batch=on")  # the default judge: replayed GPT-4
+    assert refused.proc.returncode == 1
+    assert "judge.batch=on: judge replay_gpt4 (replay/gpt-4) has no batch API" in refused.output
+    assert not (refused.run_dir / "journal.jsonl").exists()
+
+
+def test_auto_sends_live_below_the_threshold_and_batches_above_it(run_cli, fake_server, tmp_path):
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = quick_judge
+    below = run_cli(*overrides(fake_server, dataset, "judge.batch=auto"))  # 120 calls <= 1000
+    assert below.proc.returncode == 0, below.output
+    assert fake_server.batches.created == 0 and len(fake_server.requests) == 2 * N_ITEMS
+    fake_server.reset()
+    above = run_cli(*overrides(fake_server, dataset, "judge.batch=auto", "judge.batch_threshold=100"))
+    assert above.proc.returncode == 0, above.output
+    assert fake_server.batches.created == 1 and fake_server.requests == []
+    assert results(above.run_dir) == results(below.run_dir)
+
+
+def test_dry_run_shows_the_live_and_the_batch_price_side_by_side(run_cli, fake_server):
+    result = run_cli("judge=gpt4o_mini", f"judge.api_base={fake_server.base_url}", "dry_run=true", "tracking=off")
+    assert result.proc.returncode == 0, result.output
+    live = re.search(r"^cost: prompts \$([\d.]+), at most \$([\d.]+)$", result.proc.stdout, re.M)
+    batch = re.search(r"^cost through the batch API: prompts \$([\d.]+), at most \$([\d.]+)$", result.proc.stdout,
+                      re.M)
+    assert live and batch, result.proc.stdout
+    assert float(batch[2]) == pytest.approx(float(live[2]) / 2, abs=2e-4)  # gpt-4o-mini's batch prices: half
+    assert fake_server.requests == [] and fake_server.batches.created == 0
