@@ -207,7 +207,7 @@ def judge_metrics(judgments: Sequence[Judgment]) -> dict[str, Any]:
             repaid += r.repaid
             retries += max(r.attempts - 1, 0)
             rate_limited += r.rate_limited
-            if r.error_type is None and r.error is None:
+            if r.error_type is None and r.error is None and r.latency_s > 0:  # a batch answer has no latency: 0
                 latencies.append(r.latency_s)
         if r.cost_usd is not None:
             (saved_costs if r.source == "cache" else paid_costs).append(r.cost_usd)

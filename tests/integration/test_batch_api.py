@@ -86,6 +86,9 @@ def test_failed_and_expired_rows_are_sent_again_live_and_counted(run_cli, fake_s
     collected = [json.loads(line) for line in (run.run_dir / BATCHES_NAME).read_text().splitlines()][-1]
     assert collected["event"] == "collected" and collected["resent"] == 2 * len(failing)
     assert collected["answered"] == 2 * (N_ITEMS - len(failing))
+    # a batch answer has no latency of its own: the latency figures are the live calls' (the 4 sent again)
+    metrics = json.loads((run.run_dir / "metrics.json").read_text())
+    assert metrics["latency/p50_s"] > 0 and metrics["latency/p95_s"] > 0
 
     fake_server.reset()
     fake_server.batches.fail = lambda custom_id: False
