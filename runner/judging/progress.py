@@ -243,6 +243,7 @@ class Phases:
         self.console = console or Console(stderr=True)
         self._options = options
         self._status: Spinner | None = None
+        self._spinning: Live | None = None
         self._routed = contextlib.ExitStack()
         self._live = False
 
@@ -253,19 +254,21 @@ class Phases:
             self._routed.enter_context(records_through(self.console))
             # the console summary printed meanwhile goes above the spinner when stdout is the same terminal, and
             # straight to stdout when it is piped (not into the spinner's stream)
-            self._routed.enter_context(Live(self._status, console=self.console, transient=True,
-                                            redirect_stdout=Console().is_terminal))
+            self._spinning = self._routed.enter_context(Live(self._status, console=self.console, transient=True,
+                                                            redirect_stdout=Console().is_terminal))
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._live = False
-        self._status = None
+        self._status = self._spinning = None
         self._routed.close()
 
     def now(self, step: str) -> None:
         """``step`` has started: the spinner names it, or it is logged."""
         if self._status is not None:
             self._status.update(text=step)
+            if self._spinning is not None:
+                self._spinning.refresh()  # drawn now: a short step would otherwise be done before the next redraw
         elif self._live and self._options.interval_s > 0:
             log.info("%s", step)
 
