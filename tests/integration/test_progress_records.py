@@ -43,6 +43,7 @@ def test_no_progress_record_when_progress_is_off_or_the_interval_zero(run_cli, f
 def test_the_steps_after_judging_are_logged_after_the_last_record(run_cli, fake_server):
     result = run(run_cli, fake_server, "tracking=sqlite", delay_s=0.0)
     assert result.proc.returncode == 0, result.output
-    lines = [line.split(" - ", 1)[1] for line in result.output.splitlines() if "[runner.judging.progress][INFO]" in line]
+    lines = [line.split(" - ", 1)[1] for line in result.output.splitlines()
+             if "[runner.judging.progress][INFO]" in line]
     assert lines[0].startswith("judging 6/6 (100%)"), lines  # the stage's last record, then the steps in order
     assert lines[1:] == ["writing results.jsonl", "writing summary", "writing report.html", "publishing to MLflow"]
