@@ -1,16 +1,21 @@
 """Progress of a paid stage: a live bar on a terminal, through which log records are printed while it is drawn;
-without a terminal (piped output, CI), a one-line record through logging every ``interval_s`` seconds."""
+without a terminal (piped output, CI), a one-line record through logging every ``interval_s`` seconds. The steps
+after the paid stages (:class:`Phases`): a spinner naming the step, or a log record per step."""
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
+import math
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from rich.console import Console
+from rich.live import Live
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -19,8 +24,8 @@ from rich.progress import (
     Task,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
+from rich.spinner import Spinner
 from rich.text import Text
 
 from runner.core.types import Judgment, Status
@@ -78,9 +83,18 @@ def records_through(console: Console) -> Iterator[None]:
             root.addHandler(old)
 
 
-class WaitColumn(ProgressColumn):
-    """``waiting until HH:MM:SS`` while a judge waits out a long Retry-After (:class:`runner.llm.retry.LongWaits`),
-    read at every redraw: nothing else on the bar moves while every call waits."""
+class CallEvents(Protocol):
+    """What a stage's client tells the bar as it happens, before any call finishes (runner.llm.client.JudgeClient):
+    its 429s and retries so far, and its waits for a Retry-After."""
+
+    long_waits: LongWaits
+    rate_limited: int  # 429s answered so far
+    resent: int  # attempts after a call's first so far (retries, 429s sent again)
+
+
+class StatusColumn(ProgressColumn):
+    """The bar's counts (:meth:`ProgressBar.status`), read at every redraw: a 429, a retry or a pause shows at once,
+    not when the next judgment completes."""
 
     def __init__(self, bar: ProgressBar) -> None:
         super().__init__()
@@ -88,13 +102,24 @@ class WaitColumn(ProgressColumn):
 
     def render(self, task: Task) -> Text:  # noqa: D102 - rich's
         del task
-        return Text(self.bar.waiting())
+        return Text(self.bar.status())
+
+
+def eta(remaining: int, rate: float) -> str:
+    """``H:MM:SS`` for ``remaining`` calls at ``rate`` calls/s; ``-`` when the rate says nothing (no call yet)."""
+    if remaining <= 0:
+        return "0:00:00"
+    if not rate > 0:
+        return "-"
+    return str(datetime.timedelta(seconds=round(remaining / rate)))
 
 
 class ProgressBar:
-    """Counts judgments as they arrive: done/total, calls/s, ETA, cost, errors and 429s so far.
+    """Counts judgments as they arrive and the watched clients' events as they happen: done/total, calls/s, ETA,
+    cost, errors, 429s, retries and a Retry-After pause with its end.
 
-    On a terminal a live bar (log records printed above it); otherwise a progress record logged every
+    On a terminal a live bar (log records printed above it), redrawn ten times a second from these counts, and one
+    line with the final counts left in the terminal when it stops; otherwise a progress record logged every
     ``options.interval_s`` seconds and once at the end.
 
     Args:
@@ -106,8 +131,8 @@ class ProgressBar:
 
     def __init__(self, total: int, options: ProgressOptions = ProgressOptions(), console: Console | None = None,
                  label: str = "judging") -> None:
-        console = console or Console(stderr=True)
-        self.enabled = options.enabled and console.is_terminal
+        self.console = console or Console(stderr=True)
+        self.enabled = options.enabled and self.console.is_terminal
         self.label = label
         self.total = total
         self.cost = 0.0
@@ -115,34 +140,46 @@ class ProgressBar:
         self.rate_limited = 0
         self.done = 0
         self._started = time.monotonic()
-        self._interval = options.interval_s if options.enabled and not console.is_terminal else 0.0
+        self._interval = options.interval_s if options.enabled and not self.console.is_terminal else 0.0
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
         self._routed = contextlib.ExitStack()
         self._progress: Progress | None = None
-        self._waits: list[LongWaits] = []
+        self._clients: list[CallEvents] = []
         if self.enabled:
-            self._progress = Progress(
-                TextColumn(label), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[rate]:.1f} calls/s"), TimeElapsedColumn(), TextColumn("eta"),
-                TimeRemainingColumn(), TextColumn("${task.fields[cost]:.4f}  errors {task.fields[errors]}"
-                                                  "  429s {task.fields[limited]}"), WaitColumn(self),
-                console=console, transient=True)
-            self._task = self._progress.add_task("judging", total=total, rate=0.0, cost=0.0, errors=0, limited=0)
+            self._progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                      StatusColumn(self), console=self.console, transient=True)
+            self._task = self._progress.add_task(label, total=total)
 
-    def watch(self, waits: LongWaits) -> None:
-        """Show the long Retry-After waits of ``waits`` (``waiting until HH:MM:SS``) on the bar and in the records."""
-        self._waits.append(waits)
+    def watch(self, client: CallEvents) -> None:
+        """Count ``client``'s 429s and retries as they happen and show its Retry-After pauses."""
+        self._clients.append(client)
 
-    def waiting(self) -> str:
-        """``waiting until HH:MM:SS`` (the latest end) while a watched judge waits out a long Retry-After, else ""."""
-        ends = [end for end in (w.until() for w in self._waits) if end is not None]
-        return f"waiting until {clock(max(ends))}" if ends else ""
+    def paused(self) -> str:
+        """``paused: Retry-After, 42 s left (until 22:31:05)`` (the latest end) while a watched client waits out a
+        Retry-After (:class:`runner.llm.retry.LongWaits`), else ""."""
+        ends = [end for end in (c.long_waits.until() for c in self._clients) if end is not None]
+        if not ends:
+            return ""
+        end = max(ends)
+        return f"paused: Retry-After, {math.ceil(end - time.time()):.0f} s left (until {clock(end)})"
+
+    def status(self) -> str:
+        """``12.3 calls/s  eta 0:00:07  $0.0123  errors 0  429s 2  retries 2``, and the pause while one lasts (then
+        ``eta -``: the rate says nothing of when the pause ends)."""
+        elapsed = time.monotonic() - self._started
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        paused = self.paused()
+        limited = sum(c.rate_limited for c in self._clients) if self._clients else self.rate_limited
+        resent = sum(c.resent for c in self._clients)
+        line = (f"{rate:.1f} calls/s  eta {'-' if paused else eta(self.total - self.done, rate)}  ${self.cost:.4f}  "
+                f"errors {self.errors}  429s {limited}  retries {resent}")
+        return f"{line}  {paused}" if paused else line
 
     def __enter__(self) -> ProgressBar:
         self._started = time.monotonic()
         if self._progress is not None:
-            self._routed.enter_context(records_through(self._progress.console))
+            self._routed.enter_context(records_through(self.console))
             self._progress.start()
         elif self._interval > 0:
             self._beat = threading.Thread(target=self._heartbeat, name=f"progress-{self.label}", daemon=True)
@@ -153,6 +190,7 @@ class ProgressBar:
         if self._progress is not None:
             self._progress.stop()
             self._routed.close()
+            self.console.print(Text(self.record()), soft_wrap=True, highlight=False)  # the bar's last line stays
         if self._beat is not None:
             self._stop.set()
             self._beat.join()
@@ -163,15 +201,11 @@ class ProgressBar:
             log.info("%s", self.record())
 
     def record(self) -> str:
-        """One line of progress: ``judging 120/200 (60%) 12.3 calls/s 10 s $0.0123 errors 0 429s 2``, and
-        ``waiting until 22:31:05`` while a judge waits out a long Retry-After."""
+        """One line of progress: ``judging 120/200 (60%)  10 s  12.3 calls/s  eta 0:00:07  $0.0123  errors 0  429s 2
+        retries 2``, and ``paused: Retry-After, 42 s left (until 22:31:05)`` while a judge waits out a Retry-After."""
         elapsed = time.monotonic() - self._started
         share = f" ({self.done / self.total:.0%})" if self.total else ""
-        rate = self.done / elapsed if elapsed > 0 else 0.0
-        waiting = self.waiting()
-        waiting = f"  {waiting}" if waiting else ""
-        return (f"{self.label} {self.done}/{self.total}{share}  {rate:.1f} calls/s  {elapsed:.0f} s  "
-                f"${self.cost:.4f}  errors {self.errors}  429s {self.rate_limited}{waiting}")
+        return f"{self.label} {self.done}/{self.total}{share}  {elapsed:.0f} s  {self.status()}"
 
     def append(self, judgment: Judgment) -> None:
         """Count one judgment (the executor's sink interface)."""
@@ -189,12 +223,54 @@ class ProgressBar:
         self.rate_limited += rate_limited
         if self.done > self.total:  # synthesis rounds were not planned
             self.total = self.done
-        if self._progress is None:
-            return
-        elapsed = self._progress.tasks[0].elapsed or 0.0
-        self._progress.update(self._task, completed=self.done, total=self.total,
-                              rate=self.done / elapsed if elapsed > 0 else 0.0, cost=self.cost,
-                              errors=self.errors, limited=self.rate_limited)
+        if self._progress is not None:
+            self._progress.update(self._task, completed=self.done, total=self.total)
+
+
+class Phases:
+    """The steps after the paid stages (``writing summary``, ``writing report.html``, ``publishing to MLflow``), each
+    shown as it starts (:meth:`now`): a spinner naming it on a terminal while the block runs (log records printed
+    above it), one log record per step when piped (none with ``progress=false`` or ``progress_interval_s=0``, nor
+    outside the block).
+
+    Args:
+        options: The run's progress options (default: off).
+        console: Where to draw (default: stderr).
+    """
+
+    def __init__(self, options: ProgressOptions = ProgressOptions(enabled=False), console: Console | None = None
+                 ) -> None:
+        self.console = console or Console(stderr=True)
+        self._options = options
+        self._status: Spinner | None = None
+        self._spinning: Live | None = None
+        self._routed = contextlib.ExitStack()
+        self._live = False
+
+    def __enter__(self) -> Phases:
+        self._live = self._options.enabled
+        if self._live and self.console.is_terminal:
+            self._status = Spinner("dots", text="finishing")
+            self._routed.enter_context(records_through(self.console))
+            # the console summary printed meanwhile goes above the spinner when stdout is the same terminal, and
+            # straight to stdout when it is piped (not into the spinner's stream)
+            self._spinning = self._routed.enter_context(Live(self._status, console=self.console, transient=True,
+                                                            redirect_stdout=Console().is_terminal))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._live = False
+        self._status = self._spinning = None
+        self._routed.close()
+
+    def now(self, step: str) -> None:
+        """``step`` has started: the spinner names it, or it is logged."""
+        if self._status is not None:
+            self._status.update(text=step)
+            if self._spinning is not None:
+                self._spinning.refresh()  # drawn now: a short step would otherwise be done before the next redraw
+        elif self._live and self._options.interval_s > 0:
+            log.info("%s", step)
 
 
 class Sinks:

@@ -74,7 +74,7 @@ def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, r
         sources = AnswerSources(prior, cache, model.model, model.api_base, client.decoding_params, sent)
         with Journal(run_dir / GENERATIONS_NAME) as journal, \
                 ProgressBar(total, progress, label="generating") as bar:
-            bar.watch(client.long_waits)
+            bar.watch(client)
             generator = Generator(template, client, _sinks(journal, bar, answered), sources, concurrency,
                                   max_error_rate=max_error_rate, neutralize=neutralize)
             return asyncio.run(run_stage(generator.run(items), shutdown_grace_s))
@@ -105,7 +105,7 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Callable[[], Iterable[
                 batch = None
         with Journal(run_dir / store.JOURNAL_NAME) as journal, MessageStore(run_dir / MESSAGES_NAME) as messages, \
                 ProgressBar(total, progress) as bar:
-            bar.watch(client.long_waits)
+            bar.watch(client)
             executor = Executor(plan, client, _sinks(journal, bar, answered), sources, messages)
             try:
                 judgments = asyncio.run(run_stage(executor.run(items()), shutdown_grace_s))
@@ -150,7 +150,7 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
         executors = {}
         for name, member in members.items():
             client = JudgeClient(member, api_keys, limiters.get(name), response_formats.get(name), seed)
-            bar.watch(client.long_waits)
+            bar.watch(client)
             member_dirs[name].mkdir(parents=True, exist_ok=True)
             sent = stack.enter_context(SentLog(member_dirs[name] / SENT_NAME))  # a member's keys are its own
             sources = AnswerSources(priors.get(name, {}), cache, member.model, member.api_base,

@@ -409,7 +409,7 @@ class JudgeClient:
         :func:`runner.llm.responses.malformed`), or None when it is sent again (``judge.retry_malformed``)."""
         bad = malformed(body, call.started, call.attempts, call.limited, undecodable)
         if bad.tokens_known:
-            bad = replace(bad, cost_usd=price(self.judge.model, bad.prompt_tokens, bad.completion_tokens))
+            bad = self._priced(replace(bad, cost_usd=price(self.judge.model, bad.prompt_tokens, bad.completion_tokens)))
         if self._limiter is not None:
             self._limiter.settle(estimate, bad.prompt_tokens + bad.completion_tokens)
         if (bad.text is not None or not self.judge.retry_malformed
@@ -428,8 +428,18 @@ class JudgeClient:
         since = max(self._limiter.last_success, first_attempt)
         return time.monotonic() - since < self.judge.retry_rate_limited_s
 
+    def _priced(self, response: JudgeResponse) -> JudgeResponse:
+        """``response``, priced at ``judge.price_as``'s list price when litellm could not price it: a served copy of a
+        listed model (a local server) costs what the listed model would. A replay or a recording is served by nobody
+        and stays free (what it is worth is :func:`runner.judging.estimate.list_cost`'s ``cost/usd_list``)."""
+        served = not self.judge.model.startswith((f"{REPLAY_PROVIDER}/", f"{recorded.RECORDED_PROVIDER}/"))
+        if response.cost_usd is not None or not response.tokens_known or not served or not self.judge.price_as:
+            return response
+        return replace(response, cost_usd=price(self.judge.price_as, response.prompt_tokens,
+                                                response.completion_tokens))
+
     def _response(self, resp: Any, started: float, attempts: int, limited: int, estimate: int) -> JudgeResponse:
-        response = answer(resp, started, attempts, limited)
+        response = self._priced(answer(resp, started, attempts, limited))
         if self._limiter is not None:
             self._limiter.settle(estimate, response.prompt_tokens + response.completion_tokens)
             self._limiter.record_success()

@@ -19,7 +19,8 @@ from email.utils import parsedate_to_datetime
 
 log = logging.getLogger(__name__)
 
-LONG_WAIT_S = 10.0  # a wait for a Retry-After longer than this is logged and shown in the progress bar
+LONG_WAIT_S = 10.0  # a wait for a Retry-After longer than this is logged
+SHOWN_WAIT_S = 2.0  # a wait for a Retry-After at least this long is shown in the progress bar as a pause
 RETRY_AFTER_JITTER = 0.1  # a Retry-After wait is stretched by up to this share, so retries do not align
 _MAX_EXPONENT = 60  # 2**60 seconds is beyond any cap; keeps huge attempt numbers from overflowing
 
@@ -156,8 +157,9 @@ def _parse_duration(value: str) -> float | None:
 
 
 class LongWaits:
-    """The waits for a Retry-After longer than :data:`LONG_WAIT_S` of one judge: each is logged once, with its end
-    (``waiting 45 s for Retry-After (until 22:31:05)``), and the latest end is shown by the progress bar.
+    """The waits for a Retry-After of one judge: each at least :data:`SHOWN_WAIT_S` long is shown by the progress bar
+    as a pause (the latest end), each longer than :data:`LONG_WAIT_S` is also logged once, with its end
+    (``waiting 45 s for Retry-After (until 22:31:05)``).
 
     Written from the event loop, read from the progress bar's thread.
 
@@ -167,23 +169,26 @@ class LongWaits:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._until: float | None = None  # time.time() when the latest long wait ends
+        self._until: float | None = None  # time.time() when the latest shown wait ends
+        self._logged: float | None = None  # time.time() when the latest logged wait ends
         self._lock = threading.Lock()
 
     def note(self, wait_s: float) -> None:
-        """A call is about to wait ``wait_s`` seconds for a Retry-After; logged when it is long and ends later than
-        the wait already logged (the calls that got the same Retry-After share one line)."""
-        if not wait_s > LONG_WAIT_S:
+        """A call is about to wait ``wait_s`` seconds for a Retry-After; shown when it is at least
+        :data:`SHOWN_WAIT_S`, logged when it is long and ends later than the wait already logged (the calls that got
+        the same Retry-After share one line)."""
+        if not wait_s >= SHOWN_WAIT_S:
             return
         end = time.time() + wait_s
         with self._lock:
-            if self._until is not None and end <= self._until + 1.0:
+            self._until = end if self._until is None else max(self._until, end)
+            if not wait_s > LONG_WAIT_S or (self._logged is not None and end <= self._logged + 1.0):
                 return
-            self._until = end
+            self._logged = end
         log.warning("%s: waiting %.0f s for Retry-After (until %s)", self.name, wait_s, clock(end))
 
     def until(self) -> float | None:
-        """``time.time()`` when the latest long wait ends, None when no long wait is under way."""
+        """``time.time()`` when the latest shown wait ends, None when no such wait is under way."""
         with self._lock:
             return self._until if self._until is not None and self._until > time.time() else None
 

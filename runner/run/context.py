@@ -16,6 +16,7 @@ from runner.core.types import Item, Secret
 from runner.inputs.datasets import ItemRef, LoadedDataset
 from runner.judging.generation import Generation, with_outputs
 from runner.judging.judge import JudgePlan
+from runner.judging.progress import ProgressOptions
 from runner.llm.pacing import RateLimiter
 from runner.modes import panel, pointwise
 from runner.modes.base import ModeSetup, RunMode
@@ -45,6 +46,11 @@ class RunContext:
     # process once its files are written (runner.run_experiment: a notebook or test imports mlflow once, not a
     # process per run)
     publish_here: bool = False
+
+    @property
+    def progress(self) -> ProgressOptions:
+        """How the run shows its progress (``progress``, ``progress_interval_s``)."""
+        return ProgressOptions(self.cfg.progress, self.cfg.progress_interval_s)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from runner.inputs.datasets import ItemRef
 from runner.judging.calls import CallCounts, RunAborted
 from runner.judging.estimate import run_list_cost
 from runner.judging.generation import Generation, generation_metrics
+from runner.judging.progress import Phases
 from runner.modes import drilldown
 from runner.modes import summary as summaries
 from runner.modes.base import Document, MemberReport, ModeInputs, RunMode
@@ -48,7 +49,7 @@ class Judged:
 
 
 def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, started_ns: int = 0,
-           partial: str | None = None) -> RunOutcome:
+           partial: str | None = None, steps: Phases | None = None) -> RunOutcome:
     """Summarize the judgments, check the gates, write the run directory (view.json last) and its report, and
     print the summary.
 
@@ -60,12 +61,15 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, 
         started_ns: ``time.time_ns()`` when the run started (where its traces' spans start).
         partial: Why the run stopped before judging every item (an aborted run's summary of what completed:
             marked ``"partial": true`` with this reason, and failed), or None.
+        steps: Shows which file is being written (default: nothing shown).
     """
-    cfg, judgments = ctx.cfg, judged.judgments
+    cfg, judgments, steps = ctx.cfg, judged.judgments, steps or Phases()
+    steps.now("writing results.jsonl")
     judges = [name for name, js in judged.by_member.items() for _ in js] if judged.by_member is not None else None
     # Results first: they need no statistic, so a bug in one still leaves every answer in results.jsonl.
     store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged), item_labels(prepared.refs),
                         judges)
+    steps.now("writing summary")
     typed, summary, gold, metrics = _summarize(ctx, prepared, judged)
     found = posteriors(summary)
     if found:  # the ensemble's posterior per item (Dawid-Skene), a statistic: added once it exists
@@ -93,6 +97,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, 
     del summary
     metrics["run/wall_s"] = time.monotonic() - started
     store.write_json(ctx.run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
+    steps.now("writing report.html")
     report_path = html_report.write_run_report(ctx.run_dir, gates_json, metrics, ctx.run_name, prepared.mode.name,
                                                typed, lambda: _drilldown(ctx, prepared, judged, typed, judges))
     failed, reason = _judge_failure(cfg, judgments)

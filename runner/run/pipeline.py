@@ -26,7 +26,7 @@ from runner.judging.calls import RunAborted
 from runner.judging.estimate import estimate_run
 from runner.judging.generation import GENERATIONS_NAME, Generation
 from runner.judging.judge import JudgePlan, planned_calls
-from runner.judging.progress import ProgressOptions
+from runner.judging.progress import Phases
 from runner.judging.recorded_plan import check as check_recorded
 from runner.judging.recorded_plan import resolved as resolved_judge
 from runner.judging.shutdown import Interrupted
@@ -158,10 +158,6 @@ def _resume_state(ctx: RunContext) -> tuple[dict, store.Manifest | None]:
     return answers, manifest
 
 
-def _progress(cfg: RunConfig) -> ProgressOptions:
-    return ProgressOptions(cfg.progress, cfg.progress_interval_s)
-
-
 def _generate(ctx: RunContext, prepared: Prepared, answered: threading.Event) -> dict[str, Generation]:
     cfg, gen = ctx.cfg, ctx.cfg.generator
     template = prepared.setup.generator_template
@@ -171,7 +167,7 @@ def _generate(ctx: RunContext, prepared: Prepared, answered: threading.Event) ->
         root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.generator_limiter,
         seed=cfg.seed, concurrency=gen.concurrency, total=len(prepared.refs),
         prior=stages.prior_answers(ctx.run_dir, GENERATIONS_NAME) if cfg.resume else {},
-        max_error_rate=cfg.max_error_rate, progress=_progress(cfg), neutralize=cfg.prompt.neutralize_delimiters,
+        max_error_rate=cfg.max_error_rate, progress=ctx.progress, neutralize=cfg.prompt.neutralize_delimiters,
         answered=answered, shutdown_grace_s=cfg.shutdown_grace_s)
 
 
@@ -183,7 +179,7 @@ def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
         run_dir=ctx.run_dir, member_dirs=member_dirs(ctx),
         root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiters=ctx.member_limiters,
         response_formats=prepared.member_formats or {}, seed=cfg.seed, total=total, priors=prior,
-        progress=_progress(cfg), answered=answered, shutdown_grace_s=cfg.shutdown_grace_s)
+        progress=ctx.progress, answered=answered, shutdown_grace_s=cfg.shutdown_grace_s)
 
 
 def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, answered: threading.Event) -> outcome.Judged:
@@ -201,7 +197,7 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, answered: thr
             resolved_judge(cfg.judge, ctx.input_roots), prepared.plan, lambda: candidates(ctx, prepared, generations),
             prepared.refs, run_dir=ctx.run_dir,
             root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.limiter,
-            response_format=prepared.response_format, seed=cfg.seed, total=total, prior=prior, progress=_progress(cfg),
+            response_format=prepared.response_format, seed=cfg.seed, total=total, prior=prior, progress=ctx.progress,
             answered=answered, shutdown_grace_s=cfg.shutdown_grace_s, batch_cfg=cfg.batch)
     except RunAborted as exc:
         exc.generations = generations  # type: ignore[attr-defined]  # what the partial summary needs
@@ -248,9 +244,9 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
         except Interrupted as exc:
             raise Interrupted(exc.signum, resume=str(ctx.run_dir)) from None
         del prior  # a resumed run's journal answers (~600 bytes each): the judgments hold what the summary needs
-        with publication.signals_raise(ctx):
+        with publication.signals_raise(ctx), Phases(ctx.progress) as steps:
             try:
-                result = outcome.finish(ctx, prepared, judged, started, started_ns)
+                result = outcome.finish(ctx, prepared, judged, started, started_ns, steps=steps)
             except WriteFailed:  # disk full: said in one line (runner.app.cli); the journal keeps every answer
                 raise
             except Exception as exc:  # a bug after the paid stages: every answer is kept, and the run says it failed
@@ -260,7 +256,7 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
                           "resume=%s rebuilds the summary without calling the judge", ctx.run_dir / store.JOURNAL_NAME,
                           ctx.run_dir)
                 raise
-            published = publication.publish_run(ctx, helper, result)
+            published = publication.publish_run(ctx, helper, result, steps)
             assert published is not None
             return published
     finally:

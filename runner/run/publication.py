@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.config import TrackingConfig
+from runner.judging.progress import Phases
 from runner.judging.shutdown import Interrupted
 from runner.outputs.publisher import Publisher, describe
 from runner.run.context import RunContext, RunOutcome
@@ -86,13 +87,15 @@ class Helper:
             publisher.close()
 
 
-def publish_run(ctx: RunContext, helper: Helper | None, result: RunOutcome | None = None) -> RunOutcome | None:
+def publish_run(ctx: RunContext, helper: Helper | None, result: RunOutcome | None = None,
+                steps: Phases | None = None) -> RunOutcome | None:
     """Hand the finished run directory to the publishing process (or publish it here: ``ctx.publish_here``); a
     tracking failure is the outcome's ``tracking_error`` (the run's files stand), said in one line with the command
-    that finishes it."""
+    that finishes it. ``steps`` shows the step (default: nothing shown)."""
     cfg = ctx.cfg.tracking
     if not cfg.enabled:
         return result
+    (steps or Phases()).now("publishing to MLflow")
     publisher = helper.get() if helper is not None else None
     if publisher is not None:
         run_id, error = publisher.publish(ctx.run_dir, cfg.timeout_s)

@@ -8,6 +8,8 @@ import threading
 from collections import defaultdict
 from datetime import datetime, timedelta
 
+import litellm
+import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.fakes.openai_server import Reply
@@ -161,3 +163,21 @@ def test_local_vllm_judge_takes_litellms_lighter_path_with_the_same_request(run_
     assert body["model"] == "fake-judge"
     assert body["temperature"] == 0.0 and body["seed"] == 0 and body["max_tokens"] == 512
     assert body["messages"][-1]["content"].startswith("[User Question]")
+
+
+def test_price_as_prices_a_local_judges_calls_in_the_bar_the_summary_and_mlflow(run_cli, fake_server):
+    """Issue 33: a local copy of a listed model with judge.price_as was shown as $0.0000 and "N calls unpriced"."""
+    fake_server.reply = lambda body: Reply(content="[[A]]", prompt_tokens=1000, completion_tokens=100)
+    run = run_cli(*live_judge(fake_server), "judge.price_as=gpt-4o-mini", "prompt=mtbench_pair",
+                  "rubric=mtbench_verdict", "dataset=chat_vs_simple", "max_items=2", "order=fixed", "cache.mode=off")
+    assert run.proc.returncode == 0, run.output
+    per_call = sum(litellm.cost_per_token(model="gpt-4o-mini", prompt_tokens=1000, completion_tokens=100))
+    metrics = json.loads((run.run_dir / "metrics.json").read_text())  # the summary's judge statistics
+    assert per_call > 0 and metrics["cost/usd_total"] == pytest.approx(2 * per_call)
+    assert metrics["cost/unknown_calls"] == 0
+    assert f"cost ${2 * per_call:.4f} (0 calls unpriced)" in run.output  # the console summary
+    assert re.search(rf"judging 2/2 \(100%\) .*  \${2 * per_call:.4f}  ", run.output), run.output  # the bar's record
+    [mlflow_run] = MlflowClient(tracking_uri=run.mlflow_uri).search_runs(
+        [MlflowClient(tracking_uri=run.mlflow_uri).get_experiment_by_name("judgesweep").experiment_id])
+    assert mlflow_run.data.metrics["cost/usd_total"] == pytest.approx(2 * per_call)
+    assert mlflow_run.data.metrics["cost/unknown_calls"] == 0

@@ -8,8 +8,8 @@ import re
 from tests.fakes.openai_server import Reply
 from tests.integration.conftest import live_judge
 
-RECORD = re.compile(r"\[runner\.judging\.progress\]\[INFO\] - judging (\d+)/6 \(\d+%\)  [\d.]+ calls/s  \d+ s  "
-                    r"\$[\d.]+  errors (\d+)  429s (\d+)$")
+RECORD = re.compile(r"\[runner\.judging\.progress\]\[INFO\] - judging (\d+)/6 \(\d+%\)  \d+ s  [\d.]+ calls/s  "
+                    r"eta (-|\d+:\d\d:\d\d)  \$[\d.]+  errors (\d+)  429s (\d+)  retries 0$")
 
 
 def run(run_cli, fake_server, *extra: str, delay_s: float = 0.15):
@@ -26,7 +26,11 @@ def test_progress_is_logged_every_interval_and_at_the_end(run_cli, fake_server):
     done = [int(m.group(1)) for m in records if m]
     assert len(done) >= 3, result.output  # ~1 s of calls at 0.2 s: periodic records, then the last one
     assert done == sorted(done) and done[-1] == 6 and done[0] < 6
-    assert all(m.group(2) == "0" and m.group(3) == "0" for m in records if m)
+    assert all(m.group(3) == "0" and m.group(4) == "0" for m in records if m)
+    # a piped heartbeat carries the ETA from the rate so far (issue 33); the last one none is left
+    etas = [m.group(2) for m in records if m]
+    assert any(re.fullmatch(r"0:\d\d:\d\d", e) and e != "0:00:00" for e in etas[:-1]), etas
+    assert etas[-1] == "0:00:00"
 
 
 def test_no_progress_record_when_progress_is_off_or_the_interval_zero(run_cli, fake_server):
@@ -34,3 +38,12 @@ def test_no_progress_record_when_progress_is_off_or_the_interval_zero(run_cli, f
         result = run(run_cli, fake_server, off, delay_s=0.0)  # not even the stage's last record
         assert result.proc.returncode == 0, result.output
         assert "runner.judging.progress" not in result.output, off
+
+
+def test_the_steps_after_judging_are_logged_after_the_last_record(run_cli, fake_server):
+    result = run(run_cli, fake_server, "tracking=sqlite", delay_s=0.0)
+    assert result.proc.returncode == 0, result.output
+    lines = [line.split(" - ", 1)[1] for line in result.output.splitlines()
+             if "[runner.judging.progress][INFO]" in line]
+    assert lines[0].startswith("judging 6/6 (100%)"), lines  # the stage's last record, then the steps in order
+    assert lines[1:] == ["writing results.jsonl", "writing summary", "writing report.html", "publishing to MLflow"]

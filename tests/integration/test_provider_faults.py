@@ -142,4 +142,5 @@ def test_a_retry_after_of_a_day_is_capped_logged_with_its_end_and_shown_in_the_p
     assert run.proc.returncode == 0, run.output
     assert len(fake_server.requests) == 2 and run.journal()[0]["status"] == "scored"
     assert re.search(r"local_openai: waiting 11 s for Retry-After \(until \d\d:\d\d:\d\d\)", run.output), run.output
-    assert re.search(r"judging 0/1 .*waiting until \d\d:\d\d:\d\d", run.output), run.output
+    assert re.search(r"judging 0/1 .*eta -  .*paused: Retry-After, \d+ s left \(until \d\d:\d\d:\d\d\)", run.output), \
+        run.output

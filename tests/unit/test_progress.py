@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import io
 import logging
+import re
+from dataclasses import dataclass, field
 
 from rich.console import Console
 
-from runner.judging.progress import ProgressBar, ProgressOptions
+from runner.judging.progress import Phases, ProgressBar, ProgressOptions, eta
 from runner.llm.retry import LongWaits, clock
 
 
@@ -50,24 +52,85 @@ def test_without_a_terminal_there_is_no_bar_and_no_rerouting():
         with ProgressBar(3, ProgressOptions(interval_s=0), console=Console(file=io.StringIO())) as bar:
             assert not bar.enabled and handler in root.handlers
             bar.append_row({"cost_usd": 0.5, "status": "error", "rate_limited": 2}, "gen")
-        assert bar.record().startswith("judging 1/3 (33%)") and bar.record().endswith("$0.5000  errors 1  429s 2")
+        assert bar.record().startswith("judging 1/3 (33%)")
+        assert bar.record().endswith("$0.5000  errors 1  429s 2  retries 0")
     finally:
         root.removeHandler(handler)
 
 
-def test_a_long_retry_after_wait_shows_its_end_on_the_bar_and_in_the_records(caplog):
-    waits = LongWaits("gpt-4o-mini")
+@dataclass
+class Client:
+    """What the bar reads of a stage's client (runner.judging.progress.CallEvents), as the client counts it."""
+
+    long_waits: LongWaits = field(default_factory=lambda: LongWaits("gpt-4o-mini"))
+    rate_limited: int = 0
+    resent: int = 0
+
+
+PAUSE = re.compile(r"paused: Retry-After, (\d+) s left \(until (\d\d:\d\d:\d\d)\)$")
+
+
+def test_a_retry_after_wait_pauses_the_bar_with_its_time_left_and_a_long_one_is_logged(caplog):
+    client = Client()
+    waits = client.long_waits
     screen = io.StringIO()
     with caplog.at_level(logging.WARNING, logger="runner.llm.retry"):
-        waits.note(5.0)  # short: neither logged nor shown
+        waits.note(1.0)  # a blink: neither logged nor shown
         assert waits.until() is None and not caplog.records
+        waits.note(5.0)  # shown, not logged
+        assert waits.until() is not None and not caplog.records
         waits.note(45.0)
         waits.note(45.0)  # the same wait, seen by a second call: one line
     [record] = caplog.records
     end = clock(waits.until() or 0.0)
     assert record.getMessage() == f"gpt-4o-mini: waiting 45 s for Retry-After (until {end})"
-    with ProgressBar(3, ProgressOptions(), console=Console(file=screen, force_terminal=True, width=160)) as bar:
-        bar.watch(waits)
-        assert bar.record().endswith(f"429s 0  waiting until {end}")
-        bar.append_row({"cost_usd": 0.0, "status": "ok"}, "gen")  # redraws the bar
-    assert f"waiting until {end}" in screen.getvalue()
+    with ProgressBar(3, ProgressOptions(), console=Console(file=screen, force_terminal=True, width=200)) as bar:
+        bar.watch(client)
+        pause = PAUSE.search(bar.record())
+        assert pause and 44 <= int(pause.group(1)) <= 45 and pause.group(2) == end, bar.record()
+        assert "  eta -  " in bar.record()  # no ETA from a rate the pause stopped
+        bar.append_row({"cost_usd": 0.0, "status": "ok"}, "gen")
+    assert f"(until {end})" in screen.getvalue()
+
+
+def test_429s_and_retries_show_as_the_client_counts_them_before_any_call_finishes():
+    client = Client()
+    bar = ProgressBar(4, ProgressOptions(interval_s=0), console=Console(file=io.StringIO()))
+    bar.watch(client)
+    assert bar.record().endswith("errors 0  429s 0  retries 0")
+    client.rate_limited, client.resent = 2, 3  # what JudgeClient counts as each 429 and retry is decided
+    assert bar.done == 0 and bar.record().endswith("errors 0  429s 2  retries 3")
+
+
+def test_the_record_carries_an_eta_from_the_rate():
+    bar = ProgressBar(10, ProgressOptions(interval_s=0), console=Console(file=io.StringIO()))
+    assert "  eta -  " in bar.record()  # no call yet: no rate
+    for _ in range(5):
+        bar.append_row({"cost_usd": 0.0, "status": "ok"}, "gen")
+    assert re.search(r"  eta \d+:\d\d:\d\d  ", bar.record()), bar.record()
+    assert eta(5, 0.5) == "0:00:10" and eta(7200, 1.0) == "2:00:00" and eta(0, 0.0) == "0:00:00" and eta(3, 0.0) == "-"
+
+
+def test_the_bar_leaves_one_line_with_the_final_counts_when_it_stops():
+    screen = io.StringIO()
+    with ProgressBar(2, ProgressOptions(), console=Console(file=screen, force_terminal=True, width=200)) as bar:
+        bar.append_row({"cost_usd": 0.25, "status": "ok"}, "gen")
+        bar.append_row({"cost_usd": 0.25, "status": "error"}, "gen")
+    last = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue()).rstrip("\n").rsplit("\n", 1)[-1].split("\r")[-1]
+    assert re.fullmatch(r"judging 2/2 \(100%\)  \d+ s  [\d.]+ calls/s  eta 0:00:00  \$0\.5000  errors 1  429s 0  "
+                        r"retries 0", last), repr(last)
+
+
+def test_the_steps_after_judging_are_logged_when_piped_and_named_by_a_spinner_on_a_terminal(caplog):
+    with caplog.at_level(logging.INFO, logger="runner.judging.progress"):
+        with Phases(ProgressOptions(), console=Console(file=io.StringIO())) as steps:
+            steps.now("writing summary")
+            steps.now("publishing to MLflow")
+        Phases().now("writing summary")  # not entered, progress off: nothing
+        with Phases(ProgressOptions(interval_s=0), console=Console(file=io.StringIO())) as steps:
+            steps.now("writing report.html")  # progress_interval_s=0: no records
+    assert [r.getMessage() for r in caplog.records] == ["writing summary", "publishing to MLflow"]
+    screen = io.StringIO()
+    with Phases(ProgressOptions(), console=Console(file=screen, force_terminal=True, width=100)) as steps:
+        steps.now("writing report.html")
+    assert "writing report.html" in screen.getvalue()

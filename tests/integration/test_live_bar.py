@@ -1,0 +1,75 @@
+"""The live bar on a real terminal (issue 33, point 3): judgesweep runs as a process on a pseudo-terminal against the
+fake server, which answers the first call 429 with a Retry-After. While every call waits, the bar says it is paused,
+with the time left counting down, the 429 and the retry already counted and no ETA; a spinner names the steps after
+judging; the bar's final line stays in the terminal. Nothing is timed: the test reads what the terminal was sent."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import struct
+import subprocess
+import termios
+
+from tests.fakes.openai_server import Reply
+from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
+
+COLUMNS = 220
+CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # cursor moves, erasures and colours: how rich redraws the bar
+# a frame of the bar while every call waits: nothing done, no ETA, the 429 and its retry counted, the time left
+PAUSED = re.compile(r"judging \S+ 0/2 \d+:\d\d:\d\d [\d.]+ calls/s  eta -  \$[\d.]+  errors 0  429s 1  retries 1  "
+                    r"paused: Retry-After, (\d+) s left \(until \d\d:\d\d:\d\d\)")
+FINAL = re.compile(r"judging 2/2 \(100%\)  \d+ s  [\d.]+ calls/s  eta 0:00:00  \$[\d.]+  errors 0  429s 1  "
+                   r"retries 1\r\n")
+
+
+def run_on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Run ``args`` with stdin, stdout and stderr on a new pseudo-terminal ``COLUMNS`` wide; its exit code and every
+    byte it wrote to the terminal."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, COLUMNS, 0, 0))
+    proc = subprocess.Popen(args, cwd=REPO, env=env, stdin=follower, stdout=follower, stderr=follower,
+                            close_fds=True)
+    os.close(follower)
+    sent = bytearray()
+    try:
+        while True:
+            ready, _, _ = select.select([leader], [], [], 120)
+            if not ready:
+                proc.kill()
+                break
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: every writer of the terminal is gone
+                break
+            if not chunk:
+                break
+            sent += chunk
+    finally:
+        os.close(leader)
+    return proc.wait(timeout=60), sent.decode("utf-8", "replace")
+
+
+def test_the_bar_shows_a_retry_after_pause_counting_down_and_keeps_its_final_line(tmp_path, fake_server):
+    fake_server.enqueue(Reply(status=429, headers={"Retry-After": "3"}, error_message="slow down"))
+    fake_server.reply = lambda body: Reply(content="[[A]]")
+    overrides = (*live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
+                 "max_items=2", "order=fixed", "concurrency=1", "cache.mode=off", "tracking=off")
+    env = offline_env({"TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": "50"})
+    env.pop("NO_COLOR", None)
+    code, screen = run_on_a_terminal(cli_args(tmp_path, tmp_path / "run", overrides), env)
+    assert code == 0, screen
+    text = CSI.sub("", screen)
+    # the bar is redrawn during the pause, not frozen on its last count: the time left goes down
+    left = {int(n) for n in PAUSED.findall(text)}
+    assert len(left) >= 2 and max(left) <= 4, text
+    # the steps after judging have their own line on the terminal while they run
+    for step in ("writing summary", "writing report.html"):  # and publishing to MLflow: test_progress_records
+        assert step in text, step
+    # the bar's last line is printed as a line of its own (not a frame the bar erases), before the summary's
+    final = FINAL.search(text)
+    assert final is not None, text
+    assert "report: " in text[final.end():]
