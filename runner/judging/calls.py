@@ -20,6 +20,7 @@ from runner.core.errors import WriteFailed
 from runner.core.types import JudgeRequest, JudgeResponse, Message
 from runner.judging.shutdown import SHUTDOWN, Interrupted
 from runner.llm import recorded
+from runner.llm.call_slot import CURRENT_SLOT, CallSlot
 
 ABORT_MIN_CALLS = 20  # judge this many calls before an error rate can abort the run
 
@@ -136,7 +137,7 @@ class PaidCalls:
         self.client = client
         self.sources = sources
         self.window = 2 * concurrency
-        self._slots = asyncio.Semaphore(concurrency)
+        self._slots = asyncio.BoundedSemaphore(concurrency)
         self.budget = ErrorBudget(max_error_rate, what)
         self.write_failed: WriteFailed | None = None  # the first answer the run directory could not take
 
@@ -164,7 +165,7 @@ class PaidCalls:
         known = self.sources.get(request, messages) if self.sources is not None else None
         if known is not None:
             return known
-        async with self._slots:
+        async with CallSlot(self._slots) as slot:  # lent while the call waits out a sporadic 429 alone (pacing)
             shutdown = SHUTDOWN.get()
             if shutdown is not None and shutdown.requested:  # not sent: the resumed run sends it
                 raise Interrupted(shutdown.signum or 0)
@@ -175,9 +176,11 @@ class PaidCalls:
             sending = getattr(self.sources, "sending", None)
             again = bool(sending(request)) if sending is not None else False
             token = recorded.CURRENT_CALL.set(_recorded_key(request))
+            held = CURRENT_SLOT.set(slot)
             try:
                 response = await self.client.complete(messages, repeat=request.repeat)
             finally:
+                CURRENT_SLOT.reset(held)
                 recorded.CURRENT_CALL.reset(token)
         if again and response.paid:  # an earlier process sent it and lost the answer: this one is paid again
             response = replace(response, repaid=1)

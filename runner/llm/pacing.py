@@ -38,6 +38,7 @@ import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 
+from runner.llm.call_slot import CURRENT_SLOT
 from runner.llm.learned_rate import RAMP, Decision, LearnedRate
 from runner.llm.send_window import SendWindow
 
@@ -206,13 +207,18 @@ class RateLimiter:
             # a 429 lowered the learned rate while this call waited on a booking made at the old rate: book again
 
     async def _own_hold(self) -> float:
-        """Wait out the Retry-After of this call's last 429 when it held back no other call (a sporadic 429)."""
+        """Wait out the Retry-After of this call's last 429 when it held back no other call (a sporadic 429), its
+        place among the stage's concurrent calls lent to the others meanwhile (runner.llm.call_slot)."""
         wait = _OWN_HOLD.get() - self._clock()
         _OWN_HOLD.set(-math.inf)
         if not wait > 0.0:
             return 0.0
         self._waited_s += wait
-        await self._sleep(wait)
+        slot = CURRENT_SLOT.get()
+        if slot is not None and slot.held:
+            await slot.lend_during(self._sleep(wait))
+        else:
+            await self._sleep(wait)
         return wait
 
     async def _guard_window(self) -> float:
