@@ -165,7 +165,9 @@ class PaidCalls:
         known = self.sources.get(request, messages) if self.sources is not None else None
         if known is not None:
             return known
-        async with CallSlot(self._slots) as slot:  # lent while the call waits out a sporadic 429 alone (pacing)
+        # the place is lent while the call waits out a sporadic 429 alone (pacing); no retry is sent once an answer
+        # could not be written (_stop_resending)
+        async with CallSlot(self._slots, stop=self._stop_resending) as slot:
             shutdown = SHUTDOWN.get()
             if shutdown is not None and shutdown.requested:  # not sent: the resumed run sends it
                 raise Interrupted(shutdown.signum or 0)
@@ -187,6 +189,12 @@ class PaidCalls:
         if self.sources is not None and response.error_type is None:
             self.sources.put(request, messages, response)
         return response
+
+    def _stop_resending(self) -> None:
+        """Raise the first WriteFailed, if any: a retry of a call in flight is not sent once the run directory could
+        not take an answer (the resumed run sends it)."""
+        if self.write_failed is not None:
+            raise self.write_failed
 
     async def run(self, units: Iterable[U], work: Callable[[U], Awaitable[R]],
                   keep: Callable[[int, R], None]) -> None:

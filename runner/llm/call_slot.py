@@ -3,14 +3,16 @@
 A stage (:class:`runner.judging.calls.PaidCalls`) lets ``concurrency`` calls in flight at once. A call whose 429 is
 read as sporadic (:mod:`runner.llm.learned_rate`) waits its Retry-After alone while the others go on; holding its
 place meanwhile would stall the stage (10% of calls holding a place for 1 s each leave a third of the places idle),
-so the limiter lends the place for that wait (:func:`lend_during`) and takes it back before the call is sent again.
-The stage sets :data:`CURRENT_SLOT` for the task of each call holding a place; nothing else does.
+so the limiter lends the place for that wait (:meth:`CallSlot.lend_during`) and takes it back before the call is
+sent again. The stage also says when a call may not be sent again (:func:`before_resend`: its run directory can no
+longer be written, so a retry's answer could not be kept). The stage sets :data:`CURRENT_SLOT` for the task of each
+call holding a place; nothing else does.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from types import TracebackType
 from typing import TypeVar
@@ -23,10 +25,12 @@ class CallSlot:
 
     Args:
         places: The stage's semaphore (a BoundedSemaphore: a release too many raises instead of widening it).
+        stop: Raises when the call may not be sent again (see :func:`before_resend`); None: it always may.
     """
 
-    def __init__(self, places: asyncio.Semaphore) -> None:
+    def __init__(self, places: asyncio.Semaphore, stop: Callable[[], None] | None = None) -> None:
         self._places = places
+        self.stop = stop
         self.held = False
 
     async def __aenter__(self) -> CallSlot:
@@ -57,3 +61,11 @@ class CallSlot:
         return result
 
 CURRENT_SLOT: ContextVar[CallSlot | None] = ContextVar("judgesweep_call_slot", default=None)
+
+
+def before_resend() -> None:
+    """Raise what the stage of the current call says stops it from being sent again (runner.judging.calls.PaidCalls:
+    the run directory could not take an answer); nothing outside a stage."""
+    slot = CURRENT_SLOT.get()
+    if slot is not None and slot.stop is not None:
+        slot.stop()

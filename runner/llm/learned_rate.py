@@ -4,10 +4,10 @@ from 429s sent whatever the rate.
 Without an rpm, :class:`runner.llm.pacing.RateLimiter` sends as fast as it is asked to until a 429. Before anything
 is learned, a 429 holds back only its own call unless 429s are more than ``MAX_NOISE`` of the last answers beyond
 chance (:meth:`LearnedRate._limit_evident`; the first three answers all 429s are enough, 10% sporadic ones never
-are). Then it is read as a rate limit: the first of an episode cuts the request rate to ``DECREASE`` times the lower of the current
-rate and the starts of the last second, every start pauses for its Retry-After, and the rate then grows linearly by
-``RAMP`` of that value per second (``rate = r0 * (1 + RAMP * t)``); a 429 within ``OBSERVE_S`` of the last pause's
-end does not cut it again (:meth:`LearnedRate.may_decrease`).
+are). Then it is read as a rate limit: the first of an episode cuts the request rate to ``DECREASE`` times the
+lower of the current rate and the starts of the last second, every start pauses for its Retry-After, and the rate
+then grows linearly by ``RAMP`` of that value per second (``rate = r0 * (1 + RAMP * t)``); a 429 within
+``OBSERVE_S`` of the last pause's end does not cut it again (:meth:`LearnedRate.may_decrease`).
 
 A cut is an experiment (:class:`runner.llm.rate_evidence.CutTrial`): the rate stays where the cut put it (no ramp)
 until the ``TRIAL_SENDS`` requests after it are sent (or ``TRIAL_S`` seconds passed), and once they and the
