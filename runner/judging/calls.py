@@ -217,7 +217,8 @@ async def run_windowed(units: Iterable[U], work: Callable[[U], Awaitable[R]], wi
     ``units`` is read lazily: the unit after a full window is taken, then waits for a place. Results reach
     ``keep`` as tasks finish while the window is full, then in submission order. When a unit raises (a
     RunAborted, say) the exception propagates, the units still in flight are cancelled (what completed is
-    already in the journal) and every other task's outcome is collected, so none is left unretrieved. After a
+    already in the journal), every unit that had finished still reaches ``keep`` (those queued behind the one that
+    raised too) and every other task's outcome is collected, so none is left unretrieved. After a
     signal (runner.judging.shutdown) no unit is started; the units in flight finish (their calls not yet sent
     raise Interrupted, their answers arriving are kept) and then Interrupted is raised. A unit whose answer the run
     directory could not take (WriteFailed: disk full) stops the run the same way, and WriteFailed is raised.
@@ -256,6 +257,9 @@ async def run_windowed(units: Iterable[U], work: Callable[[U], Awaitable[R]], wi
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+        for task, index in pending.items():  # units that had finished, queued behind the one that aborted: kept, so a
+            if not task.cancelled() and task.exception() is None:  # partial run summarizes every unit that finished
+                keep(index, task.result())
     if unwritable is not None:
         raise unwritable
     if stopped or (shutdown is not None and shutdown.requested):

@@ -65,6 +65,21 @@ def test_a_failing_unit_cancels_the_rest_and_leaves_no_exception_unretrieved(cap
     assert not [r for r in caplog.records if "exception was never retrieved" in r.getMessage()]
 
 
+def test_units_finished_behind_the_one_that_aborts_are_kept() -> None:
+    """Unit 0 aborts the run after units 1-3 finished: they were queued behind it (results reach `keep` in submission
+    order once the window is not full) and are kept all the same, so a partial run summarizes them."""
+    async def work(n: int) -> int:
+        await asyncio.sleep(0.05 if n == 0 else 0.0)
+        if n == 0:
+            raise RunAborted("1 of 4 judge calls failed")
+        return n
+
+    kept: dict[int, int] = {}
+    with pytest.raises(RunAborted):
+        asyncio.run(run_windowed(range(4), work, 8, kept.__setitem__))
+    assert kept == {1: 1, 2: 2, 3: 3}
+
+
 class Client:
     def __init__(self, response: JudgeResponse) -> None:
         self.response, self.calls = response, 0
