@@ -88,7 +88,8 @@ def test_a_full_disk_stops_the_retries_of_calls_in_flight(fake_server, tmp_path,
     fake_server.reply = reply
     overrides = (*live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
                  f"dataset.path={dataset}", "order=fixed", "concurrency=8", "cache.mode=off", "tracking=off",
-                 f"judge.max_retries={RETRIES}", "judge.retry_base_s=0.2", "judge.retry_max_s=0.2", "max_error_rate=1.0")
+                 f"judge.max_retries={RETRIES}", "judge.retry_base_s=0.2", "judge.retry_max_s=0.2",
+                 "max_error_rate=1.0")
     full = run(cli_args(tmp_path, tiny_fs / "run", overrides))
     output = full.stdout + full.stderr
     assert full.returncode == WRITE_FAILED, output
