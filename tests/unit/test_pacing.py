@@ -207,6 +207,24 @@ def test_sporadic_429s_never_pause_the_others() -> None:
 
 # --- a limit nobody configured (AIMD) ----------------------------------------------------------------
 
+def test_429s_that_come_back_first_are_weighed_against_the_calls_still_unanswered() -> None:
+    """32 requests sent at once, the first three answers 429s (a 429 comes back long before a 200): 3 in 32, no
+    evidence of a rate limit, so nothing pauses."""
+    limiter = RateLimiter(rpm=None, tpm=None, clock=FakeClock())
+
+    async def call(n: int) -> None:
+        await limiter.acquire(1)
+        await asyncio.sleep(0)  # every request is sent before any answer comes back
+        if n < 3:
+            limiter.penalize(1.0)
+
+    async def burst() -> None:
+        await asyncio.gather(*(call(n) for n in range(32)))
+
+    asyncio.run(burst())
+    assert limiter.penalties == 3 and limiter.reserve(1) == 0.0 and limiter.learned_rate is None
+
+
 def test_a_429_without_rpm_learns_a_rate_below_what_was_sent() -> None:
     clock = FakeClock()
     limiter = RateLimiter(rpm=None, tpm=None, clock=clock)
