@@ -24,9 +24,10 @@ Two more behaviours come from providers that meter more tightly than the configu
 - No burst in any second: an rpm of 600 is also read as "10 in any sliding second", which some providers
   enforce; :meth:`RateLimiter.acquire` holds a send that would break it (:mod:`runner.llm.send_window`).
 - A limit nobody configured is learned (AIMD, as TCP does): without an rpm, 429s teach the limiter a request
-  rate (:mod:`runner.llm.learned_rate`). Retry-After pauses every new start, as with a configured limit, while
-  cutting the rate lowers the 429s' share; when a cut did not, the rate before it is back and a 429 holds back
-  only its own call for its Retry-After.
+  rate (:mod:`runner.llm.learned_rate`) once their share is evidence of a limit; until then a 429 holds back only
+  its own call for its Retry-After, its concurrency place lent to the others (:mod:`runner.llm.call_slot`).
+  Retry-After pauses every new start, as with a configured limit, while cutting the rate lowers the 429s' share;
+  when a cut did not, the rate before it is back and a 429 again holds back only its own call.
 """
 
 from __future__ import annotations
