@@ -20,6 +20,7 @@ from runner.core.errors import WriteFailed
 from runner.core.types import JudgeRequest, JudgeResponse, Message
 from runner.judging.shutdown import SHUTDOWN, Interrupted
 from runner.llm import recorded
+from runner.llm.call_slot import CURRENT_SLOT, CallSlot
 
 ABORT_MIN_CALLS = 20  # judge this many calls before an error rate can abort the run
 
@@ -136,7 +137,7 @@ class PaidCalls:
         self.client = client
         self.sources = sources
         self.window = 2 * concurrency
-        self._slots = asyncio.Semaphore(concurrency)
+        self._slots = asyncio.BoundedSemaphore(concurrency)
         self.budget = ErrorBudget(max_error_rate, what)
         self.write_failed: WriteFailed | None = None  # the first answer the run directory could not take
 
@@ -164,7 +165,9 @@ class PaidCalls:
         known = self.sources.get(request, messages) if self.sources is not None else None
         if known is not None:
             return known
-        async with self._slots:
+        # the place is lent while the call waits out a sporadic 429 alone (pacing); no retry is sent once an answer
+        # could not be written (_stop_resending)
+        async with CallSlot(self._slots, stop=self._stop_resending) as slot:
             shutdown = SHUTDOWN.get()
             if shutdown is not None and shutdown.requested:  # not sent: the resumed run sends it
                 raise Interrupted(shutdown.signum or 0)
@@ -175,15 +178,23 @@ class PaidCalls:
             sending = getattr(self.sources, "sending", None)
             again = bool(sending(request)) if sending is not None else False
             token = recorded.CURRENT_CALL.set(_recorded_key(request))
+            held = CURRENT_SLOT.set(slot)
             try:
                 response = await self.client.complete(messages, repeat=request.repeat)
             finally:
+                CURRENT_SLOT.reset(held)
                 recorded.CURRENT_CALL.reset(token)
         if again and response.paid:  # an earlier process sent it and lost the answer: this one is paid again
             response = replace(response, repaid=1)
         if self.sources is not None and response.error_type is None:
             self.sources.put(request, messages, response)
         return response
+
+    def _stop_resending(self) -> None:
+        """Raise the first WriteFailed, if any: a retry of a call in flight is not sent once the run directory could
+        not take an answer (the resumed run sends it)."""
+        if self.write_failed is not None:
+            raise self.write_failed
 
     async def run(self, units: Iterable[U], work: Callable[[U], Awaitable[R]],
                   keep: Callable[[int, R], None]) -> None:
@@ -206,7 +217,8 @@ async def run_windowed(units: Iterable[U], work: Callable[[U], Awaitable[R]], wi
     ``units`` is read lazily: the unit after a full window is taken, then waits for a place. Results reach
     ``keep`` as tasks finish while the window is full, then in submission order. When a unit raises (a
     RunAborted, say) the exception propagates, the units still in flight are cancelled (what completed is
-    already in the journal) and every other task's outcome is collected, so none is left unretrieved. After a
+    already in the journal), every unit that had finished still reaches ``keep`` (those queued behind the one that
+    raised too) and every other task's outcome is collected, so none is left unretrieved. After a
     signal (runner.judging.shutdown) no unit is started; the units in flight finish (their calls not yet sent
     raise Interrupted, their answers arriving are kept) and then Interrupted is raised. A unit whose answer the run
     directory could not take (WriteFailed: disk full) stops the run the same way, and WriteFailed is raised.
@@ -245,6 +257,9 @@ async def run_windowed(units: Iterable[U], work: Callable[[U], Awaitable[R]], wi
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+        for task, index in pending.items():  # units that had finished, queued behind the one that aborted: kept, so a
+            if not task.cancelled() and task.exception() is None:  # partial run summarizes every unit that finished
+                keep(index, task.result())
     if unwritable is not None:
         raise unwritable
     if stopped or (shutdown is not None and shutdown.requested):

@@ -42,6 +42,7 @@ from litellm.types.utils import ModelResponse
 from runner.core.config import JudgeConfig
 from runner.core.types import JudgeResponse, Message, Secret
 from runner.llm import recorded, replay, replicas
+from runner.llm.call_slot import before_resend
 from runner.llm.pacing import RateLimiter, estimate_tokens
 from runner.llm.responses import CallTally, RawBody, answer, failure, malformed, served_by
 from runner.llm.retry import LongWaits, RetryPolicy, retry_after_of
@@ -337,6 +338,10 @@ class JudgeClient:
             call.attempts += 1
             if self._limiter is not None:
                 await self._limiter.acquire(estimate)
+            if call.attempts > 1:
+                stopped = self._stopped(call)  # the stage stopped sending (the run directory is full)
+                if stopped is not None:
+                    return stopped
             body = RawBody()
             try:
                 resp = await self._within_deadline(self._send(payload, repeat, body))
@@ -346,6 +351,17 @@ class JudgeClient:
                     continue
                 return self._noted(final)
             return self._noted(call.total(self._response(resp, call.started, call.attempts, call.limited, estimate)))
+
+    def _stopped(self, call: CallTally) -> JudgeResponse | None:
+        """Before a retry: raises what stops the stage from sending (runner.llm.call_slot.before_resend) unless a
+        malformed answer was paid on the way (retry_malformed), which is then the call's response, to be kept."""
+        try:
+            before_resend()
+        except Exception:
+            if not call.spent:
+                raise
+            return self._noted(call.total(call.spent.pop()))
+        return None
 
     def _noted(self, response: JudgeResponse) -> JudgeResponse:
         """``response``, its notes logged: each kind's first as a warning, the rest at DEBUG (a provider that always

@@ -1,11 +1,13 @@
 """A request rate nobody configured, learned from a provider's 429s (AIMD, as TCP does), that tells a rate limit
 from 429s sent whatever the rate.
 
-Without an rpm, :class:`runner.llm.pacing.RateLimiter` sends as fast as it is asked to until a 429. A 429 is first
-read as a rate limit: the first of an episode cuts the request rate to ``DECREASE`` times the lower of the current
-rate and the starts of the last second, every start pauses for its Retry-After, and the rate then grows linearly by
-``RAMP`` of that value per second (``rate = r0 * (1 + RAMP * t)``); a 429 within ``OBSERVE_S`` of the last pause's
-end does not cut it again (:meth:`LearnedRate.may_decrease`).
+Without an rpm, :class:`runner.llm.pacing.RateLimiter` sends as fast as it is asked to until a 429. Before anything
+is learned, a 429 holds back only its own call unless 429s are more than ``MAX_NOISE`` of the last answers beyond
+chance (:meth:`LearnedRate._limit_evident`; the first three answers all 429s are enough, 10% sporadic ones never
+are). Then it is read as a rate limit: the first of an episode cuts the request rate to ``DECREASE`` times the
+lower of the current rate and the starts of the last second, every start pauses for its Retry-After, and the rate
+then grows linearly by ``RAMP`` of that value per second (``rate = r0 * (1 + RAMP * t)``); a 429 within
+``OBSERVE_S`` of the last pause's end does not cut it again (:meth:`LearnedRate.may_decrease`).
 
 A cut is an experiment (:class:`runner.llm.rate_evidence.CutTrial`): the rate stays where the cut put it (no ramp)
 until the ``TRIAL_SENDS`` requests after it are sent (or ``TRIAL_S`` seconds passed), and once they and the
@@ -41,6 +43,8 @@ NOISE_TRIP = 2.0  # ... and read as a rate limit again above this many times the
 NOISE_SLACK = 0.1  # ... and this much above it
 NOISE_MIN_TRIP = 0.2  # ... and above this share
 TRIAL_S = 5.0  # a cut holds the rate (no ramp) for TRIAL_SENDS requests or this many seconds after its pause
+LIMIT_EVIDENCE_P = 0.01  # before anything is learned, 429s are a rate limit once their share is above MAX_NOISE beyond
+# chance at this level (one-sided binomial test over the last answers); below it a 429 holds back only its own call
 MIN_ANSWERS = 10  # while a cut is judged, 429s among this many answers after it may cut again (too many: a limit)
 
 
@@ -167,12 +171,22 @@ class LearnedRate:
             if not self._over_noise():
                 return Decision.OWN
             self._noise = None  # more 429s than sporadic ones: a rate limit again
+        if self._learned is None and self._trial is None and not self._limit_evident():
+            return Decision.OWN  # no evidence yet of more 429s than sporadic ones: this call waits alone
         if not self._trial_confirms():
             return Decision.OWN  # a cut is being judged: too few 429s since it to read them as a rate limit yet
         if paused or not self.may_decrease(now):
             return Decision.PAUSE
         self._decrease(now, resume_at)
         return Decision.CUT
+
+    def _limit_evident(self) -> bool:
+        """Whether the 429 share of the last answers (up to ``NOISE_ANSWERS``, the requests still unanswered counted
+        as not 429s: a 429 comes back long before a 200) is above ``MAX_NOISE`` beyond chance (one-sided binomial
+        test, p < ``LIMIT_EVIDENCE_P``): only then does a 429, before anything is learned, pause every start and cut."""
+        _, answered, sent = self._log.share(self._log.sent - NOISE_ANSWERS, self._log.sent)
+        limited, count = sum(self._recent), len(self._recent) + sent - answered
+        return limited > MAX_NOISE * count and binomial_tail(limited, count, MAX_NOISE) < LIMIT_EVIDENCE_P
 
     def _trial_confirms(self) -> bool:
         """While a cut is judged, a 429 pauses every start (and may cut again) only when the 429 share since the cut
@@ -203,3 +217,12 @@ class LearnedRate:
             self._trial = CutTrial(self._log.sent, before, self._cut_end + TRIAL_S)
         held = self._trial is not None and self._trial.end is None
         self._learned = (rate, math.inf if held else self._cut_end)
+
+
+def binomial_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p), exactly (n is at most a few hundred here).
+
+    Written out rather than scipy.stats.binom.sf: importing scipy.stats takes 1-3 s, which would block the event loop
+    (and every call in flight) at a run's first 429.
+    """
+    return sum(math.comb(n, i) * p**i * (1.0 - p) ** (n - i) for i in range(max(k, 0), n + 1))

@@ -24,9 +24,10 @@ Two more behaviours come from providers that meter more tightly than the configu
 - No burst in any second: an rpm of 600 is also read as "10 in any sliding second", which some providers
   enforce; :meth:`RateLimiter.acquire` holds a send that would break it (:mod:`runner.llm.send_window`).
 - A limit nobody configured is learned (AIMD, as TCP does): without an rpm, 429s teach the limiter a request
-  rate (:mod:`runner.llm.learned_rate`). Retry-After pauses every new start, as with a configured limit, while
-  cutting the rate lowers the 429s' share; when a cut did not, the rate before it is back and a 429 holds back
-  only its own call for its Retry-After.
+  rate (:mod:`runner.llm.learned_rate`) once their share is evidence of a limit; until then a 429 holds back only
+  its own call for its Retry-After, its concurrency place lent to the others (:mod:`runner.llm.call_slot`).
+  Retry-After pauses every new start, as with a configured limit, while cutting the rate lowers the 429s' share;
+  when a cut did not, the rate before it is back and a 429 again holds back only its own call.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 
+from runner.llm.call_slot import CURRENT_SLOT
 from runner.llm.learned_rate import RAMP, Decision, LearnedRate
 from runner.llm.send_window import SendWindow
 
@@ -206,13 +208,18 @@ class RateLimiter:
             # a 429 lowered the learned rate while this call waited on a booking made at the old rate: book again
 
     async def _own_hold(self) -> float:
-        """Wait out the Retry-After of this call's last 429 when it held back no other call (a sporadic 429)."""
+        """Wait out the Retry-After of this call's last 429 when it held back no other call (a sporadic 429), its
+        place among the stage's concurrent calls lent to the others meanwhile (runner.llm.call_slot)."""
         wait = _OWN_HOLD.get() - self._clock()
         _OWN_HOLD.set(-math.inf)
         if not wait > 0.0:
             return 0.0
         self._waited_s += wait
-        await self._sleep(wait)
+        slot = CURRENT_SLOT.get()
+        if slot is not None and slot.held:
+            await slot.lend_during(self._sleep(wait))
+        else:
+            await self._sleep(wait)
         return wait
 
     async def _guard_window(self) -> float:

@@ -64,3 +64,33 @@ def test_a_full_disk_stops_the_run_in_one_line_and_the_resume_pays_only_what_was
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert fake_server.stats()["requests"] == ITEMS - len(journal)  # what the journal held was not paid again
     assert len((roomy / "results.jsonl").read_text().splitlines()) == ITEMS
+
+
+FAILING = 2  # items whose every attempt is answered 500: their calls retry while the disk fills
+RETRIES = 100  # ... up to this many times, 0.1 s apart on average: ~10 s of retrying, the disk fills in far less
+
+
+def test_a_full_disk_stops_the_retries_of_calls_in_flight(fake_server, tmp_path, tiny_fs):
+    """Once an answer could not be written, no request is sent, retries of calls already in flight included: their
+    answers could not be kept either (issue 29, point 3)."""
+    dataset = tmp_path / "pairs.jsonl"
+    dataset.write_text("".join(json.dumps({"id": f"q{n}", "prompt": f"{'always fails' if n < FAILING else 'question'} "
+                                           f"{n}", "chat": f"chat {n}", "simple_chat": f"simple {n}"}) + "\n"
+                               for n in range(ITEMS)))
+    failing_requests = []
+
+    def reply(body: dict) -> Reply:
+        if "always fails" in json.dumps(body):
+            failing_requests.append(body)
+            return Reply(status=500, error_message="overloaded")
+        return Reply(content="Verdict: [[A]] " + "because " * 400)
+
+    fake_server.reply = reply
+    overrides = (*live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
+                 f"dataset.path={dataset}", "order=fixed", "concurrency=8", "cache.mode=off", "tracking=off",
+                 f"judge.max_retries={RETRIES}", "judge.retry_base_s=0.2", "judge.retry_max_s=0.2",
+                 "max_error_rate=1.0")
+    full = run(cli_args(tmp_path, tiny_fs / "run", overrides))
+    output = full.stdout + full.stderr
+    assert full.returncode == WRITE_FAILED, output
+    assert 0 < len(failing_requests) < FAILING * (RETRIES + 1)  # the failing calls stopped before their retries ran out

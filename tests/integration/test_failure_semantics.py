@@ -77,6 +77,19 @@ def test_an_aborted_run_writes_what_completed_marked_partial(run_cli, fake_serve
     assert mlflow_run.data.metrics["items/total"] == len(judged)  # what completed is logged too
 
 
+def test_a_partial_run_summarizes_every_item_that_finished_before_the_abort(run_cli, fake_server):
+    # pair-00's call is the first sent and fails last (after 1 s); the 29 others are answered at once: they finish
+    # before it and wait behind it to be collected, and its failure crosses max_error_rate=0 (1 of 30 calls)
+    fake_server.reply = lambda body: (Reply(status=400, error_message="no", delay_s=1.0)
+                                      if "pair-00:" in json.dumps(body) else Reply(content="Better: [[A]]"))
+    run = run_cli(*pairwise(fake_server, "concurrency=30", "max_error_rate=0.0"))
+    assert run.proc.returncode == 1, run.output
+    doc = run.summary()
+    assert doc["partial"] is True and "1 of 30 judge calls failed" in doc["partial_reason"], doc["partial_reason"]
+    judged = {row["item_id"] for row in results(run)}
+    assert judged == {f"pair-{n:02d}" for n in range(1, 30)} and doc["summary"]["total_subsets"] == 29
+
+
 # --------------------------------------------------------------------------------- unreadable pairwise answers
 
 

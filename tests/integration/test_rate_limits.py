@@ -79,8 +79,8 @@ N_SPORADIC = 300  # judgments against 10% sporadic 429s: enough answers for a fe
 
 
 def test_sporadic_429s_are_not_read_as_a_rate_limit(run_cli, tmp_path):
-    """A provider answering 10% of requests 429 whatever the rate (seeded): a cut of the learned rate does not
-    lower their share, so the limiter undoes it and later 429s hold back only their own call; nothing is lost."""
+    """A provider answering 10% of requests 429 whatever the rate (seeded): their share is no evidence of a rate limit
+    (under 20% of the answers), so each holds back only its own call: no cut of the rate, no pause; nothing is lost."""
     dataset = tmp_path / "pairs.jsonl"
     dataset.write_text("".join(json.dumps({"id": f"q{n}", "prompt": f"q{n}", "chat": "a", "simple_chat": "b"}) + "\n"
                                for n in range(N_SPORADIC)))
@@ -94,6 +94,4 @@ def test_sporadic_429s_are_not_read_as_a_rate_limit(run_cli, tmp_path):
     journal = result.journal()
     assert len(journal) == N_SPORADIC and all(row["status"] == "scored" for row in journal)
     assert sum(row["rate_limited"] for row in journal) == count_429 > 0  # every 429 sent again, none lost
-    assert "did not fall when the rate was cut: not a rate limit" in result.output, result.output
-    cuts = result.output.count("429 with no rpm configured: pacing at")
-    assert cuts < count_429 / 3, result.output  # read as a rate limit, each 429 episode would cut the rate again
+    assert "429 with no rpm configured: pacing at" not in result.output, result.output  # never read as a rate limit

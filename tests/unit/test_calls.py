@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import random
 from collections.abc import Iterator
 
 import pytest
 
 from runner.core.types import JudgeRequest, JudgeResponse, Message
 from runner.judging.calls import ABORT_MIN_CALLS, PaidCalls, RunAborted, run_windowed
+from runner.llm.call_slot import CallSlot
+from runner.llm.pacing import RateLimiter
+from tests.unit.test_pacing import VirtualTimeLoop
 
 MESSAGES: tuple[Message, ...] = (Message(role="user", content="hi"),)
 
@@ -59,6 +63,21 @@ def test_a_failing_unit_cancels_the_rest_and_leaves_no_exception_unretrieved(cap
     assert kept == {} and started == [0, 1, 2, 3]  # nothing past the window was started
     gc.collect()
     assert not [r for r in caplog.records if "exception was never retrieved" in r.getMessage()]
+
+
+def test_units_finished_behind_the_one_that_aborts_are_kept() -> None:
+    """Unit 0 aborts the run after units 1-3 finished: they were queued behind it (results reach `keep` in submission
+    order once the window is not full) and are kept all the same, so a partial run summarizes them."""
+    async def work(n: int) -> int:
+        await asyncio.sleep(0.05 if n == 0 else 0.0)
+        if n == 0:
+            raise RunAborted("1 of 4 judge calls failed")
+        return n
+
+    kept: dict[int, int] = {}
+    with pytest.raises(RunAborted):
+        asyncio.run(run_windowed(range(4), work, 8, kept.__setitem__))
+    assert kept == {1: 1, 2: 2, 3: 3}
 
 
 class Client:
@@ -112,3 +131,84 @@ def test_failed_calls_are_not_kept_and_the_call_that_crosses_the_budget_is_journ
     with pytest.raises(RunAborted, match=f"^{ABORT_MIN_CALLS} of {ABORT_MIN_CALLS} generation calls failed"):
         asyncio.run(run_all())
     assert journaled == list(range(ABORT_MIN_CALLS)) and sources.put_hashes == []
+
+
+# --- a place lent while a call waits out a sporadic 429 alone (runner.llm.call_slot) --------------------------------
+
+def test_a_lent_place_serves_a_waiting_call_and_is_released_once_whatever_is_cancelled() -> None:
+    async def scenario(cancel: str) -> tuple[list[str], int]:
+        places = asyncio.BoundedSemaphore(1)  # a release too many raises ValueError
+        order: list[str] = []
+        b_holds = asyncio.Event()
+
+        async def a() -> None:
+            async with CallSlot(places) as slot:
+                order.append("a sent")
+                await slot.lend_during(asyncio.sleep(0.01))
+                order.append("a sent again")
+
+        async def b() -> None:
+            async with CallSlot(places):
+                order.append("b sent")
+                b_holds.set()
+                await asyncio.sleep(0.05)
+                order.append("b done")
+
+        task_a = asyncio.ensure_future(a())
+        await asyncio.sleep(0)
+        task_b = asyncio.ensure_future(b())
+        await b_holds.wait()  # b got a's place while a waits
+        if cancel == "while lent":
+            task_a.cancel()
+        elif cancel == "while taking it back":
+            await asyncio.sleep(0.02)  # a's wait is over; it queues for its place behind b
+            task_a.cancel()
+        await asyncio.gather(task_a, task_b, return_exceptions=True)
+        return order, places._value
+
+    order, free = asyncio.run(scenario("none"))
+    assert order == ["a sent", "b sent", "b done", "a sent again"] and free == 1
+    for cancel in ("while lent", "while taking it back"):
+        order, free = asyncio.run(scenario(cancel))
+        assert order == ["a sent", "b sent", "b done"] and free == 1, cancel  # neither leaked nor released twice
+
+
+def test_sporadic_429s_wait_alone_while_the_others_fill_every_place() -> None:
+    """10% seeded 429s (Retry-After 1 s) whatever the rate, on the real limiter and stage: a 429'd call waits out its
+    own Retry-After with its place lent, so `concurrency` requests stay in flight meanwhile (never more), and the
+    limiter neither pauses the others nor learns a rate."""
+    loop = VirtualTimeLoop()
+    limiter = RateLimiter(rpm=None, tpm=None, clock=loop.clock, sleep=asyncio.sleep)
+    draws = random.Random(29)
+    state = {"in_flight": 0, "holding": 0, "most": 0, "full_while_holding": 0}
+
+    class SporadicProvider:
+        async def complete(self, messages: tuple[Message, ...], repeat: int = 0) -> JudgeResponse:
+            limited = 0
+            while True:
+                if limited:
+                    state["holding"] += 1
+                await limiter.acquire(1)  # a 429'd call waits its Retry-After here
+                state["holding"] -= bool(limited)
+                if draws.random() >= 0.1:
+                    break
+                limited += 1
+                limiter.penalize(1.0)
+            state["in_flight"] += 1
+            state["most"] = max(state["most"], state["in_flight"])
+            state["full_while_holding"] += state["in_flight"] == 8 and state["holding"] > 0
+            await asyncio.sleep(0.2)
+            state["in_flight"] -= 1
+            limiter.record_success()
+            return JudgeResponse(text="[[A]]", rate_limited=limited, attempts=limited + 1)
+
+    calls = PaidCalls(SporadicProvider(), None, concurrency=8, max_error_rate=0.0, what="judge")
+    kept: dict[int, JudgeResponse] = {}
+    try:
+        loop.run_until_complete(calls.run(range(300), lambda n: calls.call(request(n), MESSAGES, lambda r: r),
+                                          kept.__setitem__))
+    finally:
+        loop.close()
+    assert len(kept) == 300 and sum(r.rate_limited for r in kept.values()) > 20
+    assert state["most"] == 8 and state["full_while_holding"] > 0
+    assert limiter.learned_rate is None and limiter.waits == 0  # no pause, no pacing: only the 429'd calls waited

@@ -6,6 +6,7 @@ Everything runs on an injected fake clock; only the cross-event-loop test sleeps
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import random
 import selectors
 
@@ -45,6 +46,13 @@ def random_arrivals(rng: random.Random, n: int, mean_gap: float, max_tokens: int
         gap = 0.0 if kind < 0.5 else rng.expovariate(1.0 / mean_gap) * (20.0 if kind > 0.95 else 1.0)
         out.append((gap, rng.randint(1, max_tokens)))
     return out
+
+
+def penalize(limiter: RateLimiter, retry_after: float | None, times: int = 1) -> None:
+    """``times`` 429s, each reported from a call of its own (a context of its own, as each call is an asyncio task),
+    so the hold of a sporadic 429 never leaks into the test's context."""
+    for _ in range(times):
+        contextvars.copy_context().run(limiter.penalize, retry_after)
 
 
 # --- rpm ---------------------------------------------------------------------------------------------
@@ -176,18 +184,53 @@ def test_penalize_defaults_to_one_interval_or_one_second() -> None:
 
     clock = FakeClock()
     unlimited = RateLimiter(rpm=None, tpm=None, clock=clock)
-    unlimited.penalize(None)
+    penalize(unlimited, None, 2)
+    assert unlimited.reserve(1) == 0.0  # two answers are no evidence of a rate limit: each 429 holds back its own call
+    penalize(unlimited, None)  # three 429s in three answers are
     assert unlimited.reserve(1) == pytest.approx(1.0)
 
 
+def test_sporadic_429s_never_pause_the_others() -> None:
+    """429s within MAX_NOISE of the answers (here 1 in 10, as an overloaded provider sends whatever the rate) hold back
+    only their own call: no pause of every start, no learned rate."""
+    clock = FakeClock()
+    limiter = RateLimiter(rpm=None, tpm=None, clock=clock)
+    for n in range(300):
+        assert limiter.reserve(1) == 0.0, n
+        clock.advance(0.01)
+        if n % 10 == 9:
+            penalize(limiter, 1.0)
+        else:
+            limiter.record_success()
+    assert limiter.learned_rate is None and limiter.penalties == 30
+
+
 # --- a limit nobody configured (AIMD) ----------------------------------------------------------------
+
+def test_429s_that_come_back_first_are_weighed_against_the_calls_still_unanswered() -> None:
+    """32 requests sent at once, the first three answers 429s (a 429 comes back long before a 200): 3 in 32, no
+    evidence of a rate limit, so nothing pauses."""
+    limiter = RateLimiter(rpm=None, tpm=None, clock=FakeClock())
+
+    async def call(n: int) -> None:
+        await limiter.acquire(1)
+        await asyncio.sleep(0)  # every request is sent before any answer comes back
+        if n < 3:
+            limiter.penalize(1.0)
+
+    async def burst() -> None:
+        await asyncio.gather(*(call(n) for n in range(32)))
+
+    asyncio.run(burst())
+    assert limiter.penalties == 3 and limiter.reserve(1) == 0.0 and limiter.learned_rate is None
+
 
 def test_a_429_without_rpm_learns_a_rate_below_what_was_sent() -> None:
     clock = FakeClock()
     limiter = RateLimiter(rpm=None, tpm=None, clock=clock)
     assert [limiter.reserve(1) for _ in range(32)] == [0.0] * 32  # a burst of 32 in one instant
     assert limiter.learned_rate is None
-    limiter.penalize(1.0)
+    penalize(limiter, 1.0, 3)  # the first three answers all 429s: a rate limit
     assert limiter.learned_rate == pytest.approx(0.8 * 32)
     waits = [limiter.reserve(1) for _ in range(3)]
     assert waits == pytest.approx([1.0, 1.0 + 1 / 25.6, 1.0 + 2 / 25.6], rel=1e-3)
@@ -200,7 +243,7 @@ def test_each_429_episode_lowers_the_learned_rate_again() -> None:
     limiter = RateLimiter(rpm=None, tpm=None, clock=clock)
     for _ in range(10):
         limiter.reserve(1)
-    limiter.penalize(0.0)
+    penalize(limiter, 0.0, 3)
     first = limiter.learned_rate
     clock.advance(0.5)
     limiter.penalize(0.0)  # within a second of the last decrease: a call booked at the old rate, same episode
@@ -223,7 +266,7 @@ def test_a_cut_never_goes_below_what_the_last_minute_answered_without_a_429() ->
         limiter.record_success()
     for _ in range(10):  # then ten 429 episodes in ten seconds: each cuts the rate by 20%, down to 0.1 without a floor
         clock.advance(1.0)
-        limiter.penalize(0.0)
+        penalize(limiter, 0.0, 40)  # enough of the last 100 answers for a rate limit
     assert limiter.learned_rate is not None and limiter.learned_rate >= 500 / 60  # the answers of the last 60 s
 
 
