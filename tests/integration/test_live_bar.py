@@ -19,8 +19,9 @@ from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
 
 COLUMNS = 220
 CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # cursor moves, erasures and colours: how rich redraws the bar
-# a frame of the bar while every call waits: nothing done, no ETA, the 429 and its retry counted, the time left
-PAUSED = re.compile(r"judging \S+ 0/2 \d+:\d\d:\d\d [\d.]+ calls/s  eta -  \$[\d.]+  errors 0  429s 1  retries 1  "
+# a frame of the bar while a call waits out its Retry-After (the other one may be done: a 429 holds back its own
+# call only): no ETA, the 429 and its retry counted, the time left
+PAUSED = re.compile(r"judging \S+ [01]/2 \d+:\d\d:\d\d [\d.]+ calls/s  eta -  \$[\d.]+  errors 0  429s 1  retries 1  "
                     r"paused: Retry-After, (\d+) s left \(until \d\d:\d\d:\d\d\)")
 FINAL = re.compile(r"judging 2/2 \(100%\)  \d+ s  [\d.]+ calls/s  eta 0:00:00  \$[\d.]+  errors 0  429s 1  "
                    r"retries 1\r\n")
