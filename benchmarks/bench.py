@@ -56,7 +56,7 @@ RESULTS = REPO / "benchmarks" / "results.json"
 QUICK_RESULTS = Path(tempfile.gettempdir()) / "judgesweep-bench-quick.json"  # a smoke run never touches RESULTS
 DATA_DIR = Path(tempfile.gettempdir()) / "judgesweep-bench-data"
 FULL = {"throughput_n": 1000, "throughput_reps": 3, "scale_sizes": [10_000, 100_000], "rpm_n": 300,
-        "sporadic_n": 500, "startup_reps": 3, "cache_n": 10_000, "tracking_n": 1000, "tracking_reps": 3,
+        "sporadic_n": 2000, "startup_reps": 3, "cache_n": 10_000, "tracking_n": 1000, "tracking_reps": 3,
         "tracking_big_items": 5_000}
 QUICK = {"throughput_n": 200, "throughput_reps": 1, "scale_sizes": [2_000], "rpm_n": 60, "sporadic_n": 100,
          "startup_reps": 1,
