@@ -35,6 +35,12 @@ class ItemOutcome:
     final: str
     flags: frozenset[str] = frozenset()
     reasons: tuple[str, ...] = ()
+    verdict: str = ""  # what configurations agree or disagree on (the label, pass/fail, the score): final's core
+
+    @property
+    def key(self) -> str:
+        """The verdict two configurations are compared on: :attr:`verdict`, else :attr:`final`."""
+        return self.verdict or self.final
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from runner.modes import base
 from runner.modes.base import View, cell
 from runner.modes.drilldown import Drilldown
 from runner.modes.record import Record
-from runner.outputs import frontier, item_report, sweep
+from runner.outputs import frontier, item_report, sweep, sweep_items
 from runner.outputs.report_plots import bars_png, confusion_png, histogram_png, verdict_png, wilson
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class Section:
 def render(title: str, sections: Sequence[Section]) -> str:
     """The HTML page: the sections in order, every text autoescaped."""
     return Environment(autoescape=True).from_string(TEMPLATE).render(title=title, sections=sections,
-                                                                     item_css=Markup(item_report.CSS))
+                                                                     item_css=Markup(item_report.CSS + sweep_items.CSS))
 
 
 def write_page(path: Path, title: str, sections: Sequence[Section]) -> None:
@@ -253,8 +253,9 @@ def _shared_overrides(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 
 def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapping[str, Any]] | None,
                  title: str, quality_key: str = "agreement", frontier_png: bytes | None = None,
-                 links: Mapping[int, str] | None = None) -> str:
-    """The HTML report of a sweep: the sweep table, then the frontier (table and plot) when there is one.
+                 links: Mapping[int, str] | None = None, items: sweep_items.ItemView | None = None) -> str:
+    """The HTML report of a sweep: the sweep table, the frontier (table and plot) when there is one, then the item
+    view (one row per item, one column per job) when ``items`` is given.
 
     Args:
         rows: The sweep table (:func:`runner.outputs.sweep.collect`).
@@ -264,6 +265,7 @@ def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapp
         quality_key: The quality column of the frontier.
         frontier_png: The frontier plot when already drawn (else it is drawn here).
         links: Job number -> the address of its report.html relative to this report; its ``job`` cells link there.
+        items: The sweep's items as each job judged them (:func:`runner.outputs.sweep_items.collect`).
     """
     shared = _shared_overrides(rows)
     columns, cells = _table(rows, [c for c in dict.fromkeys(k for row in rows for k in row) if c not in shared],
@@ -276,7 +278,18 @@ def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapp
         sections.append(_frontier_section(frontier_rows, quality_key, frontier_png, links))
     else:
         sections.append(Section("Cost-quality frontier", notes=(f"No job has {quality_key!r}: no frontier.",)))
+    if items is not None:
+        sections.append(_items_section(items, links or {}))
     return render(title, sections)
+
+
+def _items_section(items: sweep_items.ItemView, links: Mapping[int, str]) -> Section:
+    """The sweep's item x configuration view (its own module draws it)."""
+    return Section(f"Items x configurations ({len(items.items)} items, {len(items.columns)} jobs)",
+                   html=partial(sweep_items.pieces, items, links),
+                   notes=("Each cell: the job's final verdict or score, with correct/wrong against gold or "
+                          "pass/fail against the threshold; it opens the item in that job's report.html. Column "
+                          "heads: the job's headline metric [95% CI].",))
 
 
 def write_run_report(run_dir: Path, summary: Mapping[str, Any], metrics: Mapping[str, float],
@@ -314,8 +327,8 @@ def write_sweep_report(sweep_dir: Path, rows: Sequence[dict[str, Any]], quality_
         path = sweep_dir / REPORT_NAME
         links = {row["job"]: f"{row['job']}/{REPORT_NAME}" for row in rows
                  if (sweep_dir / str(row.get("job")) / REPORT_NAME).is_file()}
-        path.write_text(sweep_report(rows, front if png else None, f"sweep {sweep_dir}", quality_key, png, links),
-                        encoding="utf-8")
+        path.write_text(sweep_report(rows, front if png else None, f"sweep {sweep_dir}", quality_key, png, links,
+                                     sweep_items.collect(sweep_dir, rows)), encoding="utf-8")
     except Exception as exc:  # noqa: BLE001 - the sweep table is written; the report is a view of it
         log.warning("sweep report not written: %s: %s", type(exc).__name__, exc)
         return []

@@ -1,7 +1,8 @@
 """The run report's drill-down (runner.modes.drilldown drawn as HTML): one collapsed row per item with its final
 verdict or score, gold and flags; opened, the item's inputs and every call's parsed verdict and raw answer.
 
-Filters (a flag, a tag or category) and a text search run in a small script embedded in the page: no network, no
+Each item is an anchor, ``report.html#item-<id>`` (opened when the page is opened there). Filters (a flag, a tag or
+category) and a text search run in a small script embedded in the page: no network, no
 library, and without the script every item is simply shown. Texts are data: the template autoescapes them, and a
 long one is folded in a ``<details>`` under its first line.
 """
@@ -29,7 +30,7 @@ judgment.</p>{% endif %}
 <label>search <input type="search" data-search placeholder="id, input or answer text"></label>
 <span class="shown" data-shown>{{ d.entries|length }} items shown</span></div>
 <div class="item-list">
-{% for e in d.entries %}<details class="item" data-id="{{ e.id }}" data-flags="{{ e.flags|join(' ') }}"
+{% for e in d.entries %}<details class="item" id="item-{{ e.id }}" data-id="{{ e.id }}" data-flags="{{ e.flags|join(' ') }}"
  data-groups="{{ e.groups|join('\t') }}"><summary><span class="id">{{ e.id }}</span>
 <span>final: <b>{{ e.final }}</b></span><span>gold: {{ e.gold }}</span>
 {% for f in e.flags %}<span class="flag flag-{{ f }}">{{ f }}</span>{% endfor %}
@@ -68,6 +69,13 @@ judgment.</p>{% endif %}
   }
   box.querySelector(".filters").addEventListener("input", apply);
   box.querySelector(".filters").addEventListener("change", apply);
+  function reveal() {  // report.html#item-<id> (the sweep report's cells link there): that item, opened
+    var target = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (target && target.classList.contains("item")) { target.hidden = false; target.open = true;
+      target.scrollIntoView(); }
+  }
+  window.addEventListener("hashchange", reveal);
+  reveal();
 })();
 </script>
 """

@@ -158,10 +158,15 @@ def _drilldown(ctx: RunContext, prepared: Prepared, judged: Judged, typed: Recor
 
 
 def item_labels(refs: Sequence[ItemRef], posterior_of: Mapping[str, Any] | None = None) -> dict[str, dict]:
-    """Item id -> its gold label and human score, for the items that have either, and its ``posterior`` (label -> p,
-    the ensemble's) for the items that have one: what results.jsonl adds to each judgment of the item."""
+    """Item id -> its gold label and human score, for the items that have either, its ``tags`` and ``category`` where
+    it has them, and its ``posterior`` (label -> p, the ensemble's) for the items that have one: what results.jsonl
+    adds to each judgment of the item."""
     labels: dict[str, dict] = {r.id: {"gold": r.gold, "human_score": r.human_score} for r in refs
                                if r.gold is not None or r.human_score is not None}
+    for r in refs:  # the sweep report's tag/category filter reads them from results.jsonl
+        if r.tags or r.category:
+            labels.setdefault(r.id, {}).update(({"tags": list(r.tags)} if r.tags else {}) |
+                                               ({"category": r.category} if r.category else {}))
     for item, posterior in (posterior_of or {}).items():
         labels.setdefault(item, {})["posterior"] = posterior
     return labels
