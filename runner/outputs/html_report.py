@@ -139,21 +139,55 @@ def _headline_cell(metrics: Mapping[str, float], key: str, name: str, by_name: M
     return with_ci(metrics, key)
 
 
+# the headline's labels where the sweep table's short column name is not enough on its own
+LABELS = {"unscored": "unscored calls (share of calls)", "items/total": "items",
+          "cost/unknown_calls": "calls litellm could not price",
+          "cost/list_unpriced_calls": "calls without a list price"}
+SAME_AS = {"accuracy/mean": "agreement/accuracy_all"}  # one row when both are the same number
+
+
 def _headline(metrics: Mapping[str, float]) -> Section:
     bounds = _shown_bounds(metrics)
     counts = {key for key, name in sweep.HEADLINE.items() if name in sweep.COUNT_OF.values()}
+    same = {k for k, other in SAME_AS.items() if metrics.get(k) is not None and metrics.get(k) == metrics.get(other)}
     by_name = {name: key for key, name in sweep.HEADLINE.items()}
-    rows = [(name, _headline_cell(metrics, key, name, by_name)) for key, name in sweep.HEADLINE.items()
-            if metrics.get(key) is not None and key not in bounds | counts]
+    labels = {**LABELS, **{sweep.HEADLINE[other]: f"{sweep.HEADLINE[other]} (= {sweep.HEADLINE[k]})" for k in same
+                           for other in (SAME_AS[k],)}}
+    hidden = bounds | counts | same
+    rows = [(labels.get(name, name), _headline_cell(metrics, key, name, by_name))
+            for key, name in sweep.HEADLINE.items() if metrics.get(key) is not None and key not in hidden]
+    if metrics.get("judge/parse_failure_rate") is None and metrics.get("judge/unscored") is not None:
+        rows.append((LABELS["unscored"], cell(metrics["judge/unscored"])))
     for key in ("items/total", "cost/unknown_calls", "cost/list_unpriced_calls"):
         if metrics.get(key) is not None:
-            rows.append((key, cell(metrics[key])))
+            rows.append((LABELS[key], cell(metrics[key])))
     return Section("Headline", columns=("metric", "value"), rows=tuple(rows),
                    notes=("value [95% confidence interval]",) if bounds else ())
 
 
-__all__ = ["Link", "Section", "bars_png", "confusion_png", "histogram_png", "render", "run_report", "run_sections",
-           "sweep_report", "verdict_png", "wilson", "write_page", "write_run_report", "write_sweep_report"]
+@dataclass(frozen=True)
+class RunHeader:
+    """What a run's report says it is, above everything else: the choices, the date, and where it links to."""
+
+    facts: tuple[tuple[str, str | Link], ...]  # (what, value): judge, prompt, rubric, dataset, date, MLflow, sweep
+
+    def section(self, gates: Sequence[Mapping[str, Any]]) -> Section:
+        """The first section: the facts, then each gate's PASS/FAIL."""
+        rows = (*self.facts, *((f"gate {g.get('name')}", ("PASS " if g.get("passed") else "FAIL ") +
+                                str(g.get("message"))) for g in gates))
+        return Section("This run", columns=("what", "value"), rows=rows)
+
+
+def titled(title: str, gates: Sequence[Mapping[str, Any]]) -> str:
+    """The page title with the gates' verdict: ``... - gates PASS`` or ``... - gates FAIL``."""
+    if not gates:
+        return title
+    return f"{title} - gates {'PASS' if all(g.get('passed') for g in gates) else 'FAIL'}"
+
+
+__all__ = ["LABELS", "Link", "RunHeader", "Section", "bars_png", "confusion_png", "histogram_png", "render",
+           "run_report", "run_sections", "sweep_report", "titled", "verdict_png", "wilson", "write_page",
+           "write_run_report", "write_sweep_report"]
 
 PLOTS: dict[str, Callable[..., bytes]] = {"verdicts": verdict_png, "confusion": confusion_png,
                                           "histogram": histogram_png, "bars": bars_png}
@@ -173,9 +207,10 @@ def run_report(summary: Mapping[str, Any], metrics: Mapping[str, float], title: 
 
 
 def run_sections(summary: Mapping[str, Any], metrics: Mapping[str, float], mode: str,
-                 typed: Record | None = None, drilldown: Drilldown | None = None) -> list[Section]:
-    """The sections of one run's HTML report: headline, its mode's views (runner.modes.base.RunMode.views), gates,
-    all metrics and the items' drill-down.
+                 typed: Record | None = None, drilldown: Drilldown | None = None,
+                 header: RunHeader | None = None) -> list[Section]:
+    """The sections of one run's HTML report: what the run is with its gates (first, so a failed gate is seen
+    first), headline, its mode's views (runner.modes.base.RunMode.views), all metrics and the items' drill-down.
 
     Args:
         summary: The run's summary.json content; with ``typed``, only its ``gates`` are read (a run passes just
@@ -185,13 +220,15 @@ def run_sections(summary: Mapping[str, Any], metrics: Mapping[str, float], mode:
         typed: The same summary as the typed report the run already holds, drawn instead of reading ``summary``
             again (a second copy of every item's result at the run's peak memory).
         drilldown: The items with their inputs, answers and flags (runner.modes.drilldown.build), or None.
+        header: What the run is and where it links to (:class:`RunHeader`); without one, the gates have a section.
     """
-    sections = [_headline(metrics), *map(view_section, base.mode_named(mode).views(summary if typed is None
-                                                                                  else typed))]
     gates = summary.get("gates") or []
-    if gates:
+    sections = [header.section(gates)] if header is not None else []
+    if gates and header is None:
         sections.append(Section("Gates", columns=("gate", "result", "message"), rows=tuple(
             (str(g.get("name")), "PASS" if g.get("passed") else "FAIL", str(g.get("message"))) for g in gates)))
+    sections += [_headline(metrics), *map(view_section, base.mode_named(mode).views(summary if typed is None
+                                                                                   else typed))]
     bounds = _shown_bounds(metrics)
     sections.append(Section("All metrics", columns=("metric", "value [95% CI]"), collapsed=True,
                             rows=tuple((k, with_ci(metrics, k)) for k in sorted(metrics) if k not in bounds)))
@@ -294,7 +331,7 @@ def _items_section(items: sweep_items.ItemView, links: Mapping[int, str]) -> Sec
 
 def write_run_report(run_dir: Path, summary: Mapping[str, Any], metrics: Mapping[str, float],
                      title: str, mode: str, typed: Record | None = None,
-                     drilldown: Callable[[], Drilldown] | None = None) -> Path | None:
+                     drilldown: Callable[[], Drilldown] | None = None, header: RunHeader | None = None) -> Path | None:
     """Write ``run_dir/report.html``; returns its path, or None (with a warning) when it could not be made.
 
     The run's results are already on disk when this is called: a failing plot must not fail the run. ``drilldown``
@@ -302,8 +339,8 @@ def write_run_report(run_dir: Path, summary: Mapping[str, Any], metrics: Mapping
     """
     path = run_dir / REPORT_NAME
     try:
-        write_page(path, title, run_sections(summary, metrics, mode, typed,
-                                             drilldown() if drilldown is not None else None))
+        write_page(path, titled(title, summary.get("gates") or []), run_sections(
+            summary, metrics, mode, typed, drilldown() if drilldown is not None else None, header))
     except Exception as exc:  # noqa: BLE001 - the report is a view of files already written
         log.warning("report.html not written: %s: %s", type(exc).__name__, exc)
         return None

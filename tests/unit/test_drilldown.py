@@ -41,7 +41,7 @@ def test_flags_come_from_the_mode_and_from_the_calls_and_texts_are_kept_per_item
     assert by_id["i2"].flags == ("flip",) and by_id["i3"].flags == ("wrong",) and by_id["i4"].flags == ("unscored",)
     assert by_id["i1"].flags == () and by_id["i1"].groups == ("math",) and by_id["i4"].gold == "-"
     assert [a.raw for a in by_id["i2"].answers] == ["Output (a)", HOSTILE]
-    assert [a.call for a in by_id["i2"].answers] == ["order ab, repeat 1", "order ba, repeat 1"]
+    assert [a.call for a in by_id["i2"].answers] == ["order ab, repeat 0", "order ba, repeat 0"]
     assert by_id["i4"].answers[0].parsed == "unscored: no label found"
     assert by_id["i1"].inputs[1:] == (("ours", HOSTILE), ("baseline", "plain"))
     assert d.counts == {"wrong": 1, "flip": 1, "unscored": 1, "failed": 0} and d.total == 4
@@ -52,7 +52,7 @@ def test_an_ensemble_s_calls_name_their_member_and_flips_are_counted_within_a_me
     judges = ["m1", "m2"] * 4  # each item's two orders answered by different members: no member flips
     d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items, judges)
     by_id = {e.id: e for e in d.entries}
-    assert [a.call for a in by_id["i2"].answers] == ["member m1, order ab, repeat 1", "member m2, order ba, repeat 1"]
+    assert [a.call for a in by_id["i2"].answers] == ["member m1, order ab, repeat 0", "member m2, order ba, repeat 0"]
     assert d.counts["flip"] == 0
 
 
@@ -82,7 +82,7 @@ def test_pairwise_outcomes_name_the_final_verdict_and_wrong_against_gold():
         "c": {"verdicts": ["tie"], "verdict_counts": {"tie": 1}, "final_verdict": "tie", "confidence": "unanimous"}}}
     refs = [ItemRef("a", "ours", ""), ItemRef("b", "ours", ""), ItemRef("c", "baseline", "")]
     out = mode_named("pairwise").item_outcomes(doc, refs)
-    assert out["a"] == ItemOutcome("ours (unanimous)")
+    assert out["a"] == ItemOutcome("ours (unanimous)", verdict="ours")  # the verdict a sweep compares jobs on
     assert out["b"].flags == {"unscored"} and out["c"].flags == {"wrong"}
 
 
@@ -101,7 +101,7 @@ def test_pointwise_outcomes_flag_failed_wrong_inconsistent_and_unscored_items():
                detail("spread", std=1.2), detail("none", status="unscored", overall=None, passed=None,
                                                  unscored_reasons=["no JSON object"])]}
     out = mode_named("pointwise").item_outcomes(doc, [])
-    assert out["ok"] == ItemOutcome("4 pass")
+    assert out["ok"] == ItemOutcome("4 pass", verdict="pass")
     assert out["low"].flags == {"failed"} and out["ai"].flags == {"failed"}
     assert out["ai"].reasons == ("check ai_phrases: I understand",)
     assert out["far"].flags == {"wrong"} and out["spread"].flags == {"flip"}
