@@ -40,7 +40,7 @@ th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}t
 min-width:12em}
 th{background:#f3f3f3}
 img{max-width:100%;border:1px solid #eee}.note{color:#555;font-size:13px}
-{{ item_css }}
+{{ item_css }}{% if wide %}body{max-width:none}{% endif %}
 </style></head><body>
 <h1>{{ title }}</h1>
 {% for s in sections %}<section><h2>{{ s.heading }}</h2>
@@ -56,6 +56,9 @@ img{max-width:100%;border:1px solid #eee}.note{color:#555;font-size:13px}
 </section>
 {% endfor %}</body></html>
 """
+
+
+CSS = item_report.CSS + sweep_items.CSS  # the blocks drawn by their own modules (a run's items, a sweep's items)
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,11 @@ class Section:
         return base64.b64encode(self.png).decode("ascii")
 
 
-def render(title: str, sections: Sequence[Section]) -> str:
-    """The HTML page: the sections in order, every text autoescaped."""
+def render(title: str, sections: Sequence[Section], wide: bool = False) -> str:
+    """The HTML page: the sections in order, every text autoescaped; ``wide``: as wide as the window (a sweep's
+    tables have a column per override and metric, or per job)."""
     return Environment(autoescape=True).from_string(TEMPLATE).render(title=title, sections=sections,
-                                                                     item_css=Markup(item_report.CSS + sweep_items.CSS))
+                                                                     item_css=Markup(CSS), wide=wide)
 
 
 def write_page(path: Path, title: str, sections: Sequence[Section]) -> None:
@@ -100,7 +104,7 @@ def write_page(path: Path, title: str, sections: Sequence[Section]) -> None:
     Written to a temporary file renamed at the end, so a failure leaves no half page.
     """
     pieces = Environment(autoescape=True).from_string(TEMPLATE).generate(title=title, sections=sections,
-                                                                         item_css=Markup(item_report.CSS))
+                                                                         item_css=Markup(CSS))
     unfinished = path.with_name(path.name + ".unfinished")
     try:
         with unfinished.open("w", encoding="utf-8") as out:
@@ -317,7 +321,7 @@ def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapp
         sections.append(Section("Cost-quality frontier", notes=(f"No job has {quality_key!r}: no frontier.",)))
     if items is not None:
         sections.append(_items_section(items, links or {}))
-    return render(title, sections)
+    return render(title, sections, wide=True)
 
 
 def _items_section(items: sweep_items.ItemView, links: Mapping[int, str]) -> Section:
