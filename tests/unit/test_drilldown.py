@@ -151,3 +151,45 @@ def test_flips_are_the_items_whose_winner_changes_with_the_order_within_a_judge_
     assert flips == expected and 0 < len(flips) < 300
     assert unscored == {j.item_id for j in judgments if j.status is not Status.SCORED}
     assert drilldown._flip_and_unscored([], None) == (set(), set())
+
+
+def test_each_call_shows_the_prompt_it_was_sent_and_each_item_is_an_anchor():
+    """Issue 33.2: the rendered messages (looked up by the judgment's messages hash) in each call's drill-down,
+    escaped; every item has the ``item-<id>`` anchor the sweep report's cells link to."""
+    refs, judgments, items = pairwise_run()
+    asked: list[str] = []
+
+    def messages(hashes):
+        asked.extend(hashes)
+        return {"h": [{"role": "system", "content": "Judge fairly."}, {"role": "user", "content": HOSTILE}]}
+
+    d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items, messages=messages)
+    assert set(asked) == {"h"}
+    assert all(a.prompt == f"system: Judge fairly.\n\nuser: {HOSTILE}" for e in d.entries for a in e.answers)
+    page = item_report.render(d)
+    assert "<summary>prompt sent</summary><pre>system: Judge fairly.\n\nuser: &lt;script&gt;" in page
+    assert all(f'id="item-{r.id}"' in page for r in refs)
+
+
+def test_a_pointwise_runs_flip_filter_says_inconsistent_not_position_flip():
+    refs, judgments, items = pairwise_run()
+    pointwise = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items, ordered=False)
+    pairwise = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items)
+    assert "inconsistent across repeats" in item_report.render(pointwise)
+    assert "position flip" not in item_report.render(pointwise)
+    assert "position flip" in item_report.render(pairwise)
+
+
+def test_report_header_comes_first_with_the_gates_and_the_title_says_pass_or_fail(tmp_path):
+    """Issue 33.2: what the run is and its gates' PASS/FAIL at the top (and in the title); its links drawn."""
+    header = html_report.RunHeader((("judge", "replay_gpt4 (replay/gpt-4)"), ("dataset", "llmbar_natural"),
+                                    ("sweep", html_report.Link("the sweep's report.html", "../report.html"))))
+    gates = [{"name": "min_agreement", "passed": False, "message": "agreement 0.7 < 0.8"}]
+    path = html_report.write_run_report(tmp_path, {"gates": gates}, {"agreement/accuracy_all": 0.7}, "gpt4",
+                                        "pairwise", header=header)
+    page = path.read_text()
+    assert "<title>gpt4 - gates FAIL</title>" in page
+    assert page.index("This run") < page.index("<td>gate min_agreement</td>") < page.index("Headline")
+    assert "<td>FAIL agreement 0.7 &lt; 0.8</td>" in page and '<a href="../report.html">' in page
+    assert html_report.titled("gpt4", [{"passed": True}]) == "gpt4 - gates PASS"
+    assert html_report.titled("gpt4", []) == "gpt4"
