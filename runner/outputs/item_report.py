@@ -30,8 +30,8 @@ judgment.</p>{% endif %}
 <label>search <input type="search" data-search placeholder="id, input or answer text"></label>
 <span class="shown" data-shown>{{ d.entries|length }} items shown</span></div>
 <div class="item-list">
-{% for e in d.entries %}<details class="item" id="item-{{ e.id }}" data-id="{{ e.id }}"
- data-flags="{{ e.flags|join(' ') }}"
+{% for e in d.entries %}<details class="item" id="item-{{ e.id }}"
+ data-id="{{ e.id }}" data-flags="{{ e.flags|join(' ') }}"
  data-groups="{{ e.groups|join('\t') }}"><summary><span class="id">{{ e.id }}</span>
 <span>final: <b>{{ e.final }}</b></span><span>gold: {{ e.gold }}</span>
 {% for f in e.flags %}<span class="flag flag-{{ f }}">{{ flags[f] }}</span>{% endfor %}
