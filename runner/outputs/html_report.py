@@ -174,6 +174,13 @@ class RunHeader:
     """What a run's report says it is, above everything else: the choices, the date, and where it links to."""
 
     facts: tuple[tuple[str, str | Link], ...]  # (what, value): judge, prompt, rubric, dataset, date, MLflow, sweep
+    in_title: tuple[str, ...] = ()  # the facts the title adds to the run's name (judge, prompt, rubric, ...)
+
+    def title(self, name: str) -> str:
+        """The run's name with what it is: ``gpt4 · vanilla (judge replay_gpt4, prompt ..., 2026-11-28 02:14 UTC)``."""
+        shown = [f"{what} {value}" if what != "date" else str(value) for what, value in self.facts
+                 if what in self.in_title]
+        return f"{name} ({', '.join(shown)})" if shown else name
 
     def section(self, gates: Sequence[Mapping[str, Any]]) -> Section:
         """The first section: the facts, then each gate's PASS/FAIL."""
@@ -343,7 +350,7 @@ def write_run_report(run_dir: Path, summary: Mapping[str, Any], metrics: Mapping
     """
     path = run_dir / REPORT_NAME
     try:
-        write_page(path, titled(title, summary.get("gates") or []), run_sections(
+        write_page(path, titled(header.title(title) if header else title, summary.get("gates") or []), run_sections(
             summary, metrics, mode, typed, drilldown() if drilldown is not None else None, header))
     except Exception as exc:  # noqa: BLE001 - the report is a view of files already written
         log.warning("report.html not written: %s: %s", type(exc).__name__, exc)

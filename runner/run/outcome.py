@@ -180,7 +180,7 @@ def report_header(ctx: RunContext) -> html_report.RunHeader:
     """
     cfg = ctx.cfg
     facts: list[tuple[str, str | html_report.Link]] = [
-        ("judge", f"{cfg.judge.name} ({cfg.judge.model})" if cfg.judge.model else cfg.judge.name),
+        ("judge", cfg.judge.name), ("model", cfg.judge.model or "-"),
         ("prompt", f"{cfg.prompt.name} ({cfg.prompt.mode.value})"), ("rubric", cfg.rubric.name),
         ("dataset", cfg.dataset.name), ("date", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))]
     manifest = store.read_manifest(ctx.run_dir)
@@ -191,7 +191,7 @@ def report_header(ctx: RunContext) -> html_report.RunHeader:
                                                      publishing.PUBLISHED_NAME))]
     if (ctx.run_dir.parent / "multirun.yaml").is_file():  # a sweep's job: its report is the sweep's, one level up
         facts.append(("sweep", html_report.Link("the sweep's report.html", f"../{html_report.REPORT_NAME}")))
-    return html_report.RunHeader(tuple(facts))
+    return html_report.RunHeader(tuple(facts), ("judge", "prompt", "rubric", "dataset", "date"))
 
 
 def item_labels(refs: Sequence[ItemRef], posterior_of: Mapping[str, Any] | None = None) -> dict[str, dict]:

@@ -182,13 +182,16 @@ def test_a_pointwise_runs_flip_filter_says_inconsistent_not_position_flip():
 
 def test_report_header_comes_first_with_the_gates_and_the_title_says_pass_or_fail(tmp_path):
     """Issue 33.2: what the run is and its gates' PASS/FAIL at the top (and in the title); its links drawn."""
-    header = html_report.RunHeader((("judge", "replay_gpt4 (replay/gpt-4)"), ("dataset", "llmbar_natural"),
-                                    ("sweep", html_report.Link("the sweep's report.html", "../report.html"))))
+    header = html_report.RunHeader((("judge", "replay_gpt4"), ("dataset", "llmbar_natural"),
+                                    ("date", "2026-11-28 02:14 UTC"),
+                                    ("sweep", html_report.Link("the sweep's report.html", "../report.html"))),
+                                   ("judge", "dataset", "date"))
     gates = [{"name": "min_agreement", "passed": False, "message": "agreement 0.7 < 0.8"}]
     path = html_report.write_run_report(tmp_path, {"gates": gates}, {"agreement/accuracy_all": 0.7}, "gpt4",
                                         "pairwise", header=header)
     page = path.read_text()
-    assert "<title>gpt4 - gates FAIL</title>" in page
+    title = "gpt4 (judge replay_gpt4, dataset llmbar_natural, 2026-11-28 02:14 UTC) - gates FAIL"
+    assert f"<title>{title}</title>" in page and f"<h1>{title}</h1>" in page
     assert page.index("This run") < page.index("<td>gate min_agreement</td>") < page.index("Headline")
     assert "<td>FAIL agreement 0.7 &lt; 0.8</td>" in page and '<a href="../report.html">' in page
     assert html_report.titled("gpt4", [{"passed": True}]) == "gpt4 - gates PASS"
