@@ -340,6 +340,16 @@ def _items_section(items: sweep_items.ItemView, links: Mapping[int, str]) -> Sec
                           "heads: the job's headline metric [95% CI].",))
 
 
+def _sweep_items(sweep_dir: Path, rows: Sequence[Mapping[str, Any]]) -> sweep_items.ItemView | None:
+    """The sweep's item view, or None (with a warning) when a job's files cannot be read: the rest of the report
+    is still written."""
+    try:
+        return sweep_items.collect(sweep_dir, rows)
+    except Exception as exc:  # noqa: BLE001 - a view of files already written
+        log.warning("the sweep report's item view not drawn: %s: %s", type(exc).__name__, exc)
+        return None
+
+
 def write_run_report(run_dir: Path, summary: Mapping[str, Any], metrics: Mapping[str, float],
                      title: str, mode: str, typed: Record | None = None,
                      drilldown: Callable[[], Drilldown] | None = None, header: RunHeader | None = None) -> Path | None:
@@ -376,7 +386,7 @@ def write_sweep_report(sweep_dir: Path, rows: Sequence[dict[str, Any]], quality_
         links = {row["job"]: f"{row['job']}/{REPORT_NAME}" for row in rows
                  if (sweep_dir / str(row.get("job")) / REPORT_NAME).is_file()}
         path.write_text(sweep_report(rows, front if png else None, f"sweep {sweep_dir}", quality_key, png, links,
-                                     sweep_items.collect(sweep_dir, rows)), encoding="utf-8")
+                                     _sweep_items(sweep_dir, rows)), encoding="utf-8")
     except Exception as exc:  # noqa: BLE001 - the sweep table is written; the report is a view of it
         log.warning("sweep report not written: %s: %s", type(exc).__name__, exc)
         return []

@@ -117,7 +117,7 @@ def collect(sweep_dir: Path, rows: Sequence[Mapping[str, Any]]) -> ItemView:
         refs = _refs(job_dir / store.RESULTS_NAME)
         for ref in refs:
             items.setdefault(ref.id, (*ref.tags, *((ref.category,) if ref.category else ())))
-        outcomes = _outcomes(job_dir, refs) if row.get("status") != "failed" else None
+        outcomes = _outcomes(job_dir, refs)  # a job failed by a gate still has its verdicts: only no summary fails
         cells = {ref.id: (o.final, o.key, _state(o, ref)) for ref in refs
                  if outcomes is not None and (o := outcomes.get(ref.id)) is not None}
         columns.append(Column(int(row["job"]), labels[row["job"]], _headline(row), cells, outcomes is None))
