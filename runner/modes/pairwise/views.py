@@ -125,7 +125,7 @@ def item_outcomes(rep: PairwiseReport, refs: Sequence[ItemRef]) -> dict[str, Ite
         order = rep.summary.final_verdict_distribution  # ours, baseline, tie
         notes = () if agg.posterior is None else (posterior_line(agg.posterior, order),)
         out[ref.id] = ItemOutcome(f"{agg.final_verdict} ({agg.confidence})", frozenset({"wrong"} if wrong else ()),
-                                  notes)
+                                  notes, agg.final_verdict)
     return out
 
 

@@ -138,7 +138,8 @@ def _outcome(d: DetailedResult, tolerance: float | None, spread: float | None) -
         flags.add("flip")
         reasons.append(f"score std {d.std:.3g} across repeats (threshold {spread:g})")
     verdict = "" if d.passed is None else (" pass" if d.passed else " fail")
-    return ItemOutcome(f"{d.overall:.3g}{verdict}", frozenset(flags), tuple(reasons))
+    return ItemOutcome(f"{d.overall:.3g}{verdict}", frozenset(flags), tuple(reasons),
+                       verdict.strip() or f"{d.overall:.3g}")
 
 
 def item_outcomes(rep: PointwiseReport) -> dict[str, ItemOutcome]:
