@@ -24,8 +24,8 @@ from typing import Any
 from runner.core.config import RunConfig
 from runner.core.types import Judgment
 from runner.inputs.datasets import ItemRef
-from runner.modes.base import View
 from runner.modes.record import Record
+from runner.modes.view import View
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 

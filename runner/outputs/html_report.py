@@ -18,7 +18,7 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
-from runner.modes import base
+from runner.modes import catalog
 from runner.modes.base import View, cell
 from runner.modes.drilldown import Drilldown
 from runner.modes.record import Record
@@ -183,7 +183,7 @@ def run_sections(summary: Mapping[str, Any], metrics: Mapping[str, float], mode:
             again (a second copy of every item's result at the run's peak memory).
         drilldown: The items with their inputs, answers and flags (runner.modes.drilldown.build), or None.
     """
-    sections = [_headline(metrics), *map(view_section, base.mode_named(mode).views(summary if typed is None
+    sections = [_headline(metrics), *map(view_section, catalog.mode_named(mode).views(summary if typed is None
                                                                                   else typed))]
     gates = summary.get("gates") or []
     if gates:

@@ -22,11 +22,11 @@ def cycles(graph: grimp.ImportGraph) -> list[tuple[str, ...]]:
     modules = sorted(graph.modules)
     index = {name: i for i, name in enumerate(modules)}
     edges = [(index[a], index[b]) for a in modules for b in graph.find_modules_directly_imported_by(a)]
-    rows, cols = zip(*edges) if edges else ((), ())
+    rows, cols = zip(*edges, strict=True) if edges else ((), ())
     adjacency = csr_matrix((np.ones(len(edges)), (rows, cols)), shape=(len(modules), len(modules)))
     _, labels = connected_components(adjacency, directed=True, connection="strong")
     members: dict[int, list[str]] = {}
-    for name, label in zip(modules, labels):
+    for name, label in zip(modules, labels, strict=True):
         members.setdefault(int(label), []).append(name)
     return sorted(tuple(group) for group in members.values() if len(group) > 1)
 
@@ -61,7 +61,8 @@ def test_a_lazy_or_type_only_import_that_closes_a_loop_is_found() -> None:
     graph.add_import(importer="pkg.base", imported="pkg.impl", line_number=9, line_contents="    import pkg.impl")
     graph.add_import(importer="pkg.impl", imported="pkg.leaf", line_number=2, line_contents="import pkg.leaf")
     graph.add_import(importer="pkg.user", imported="pkg.types", line_number=3, line_contents="from pkg.types import T")
-    graph.add_import(importer="pkg.types", imported="pkg.user", line_number=5, line_contents="    from pkg.user import U")
+    graph.add_import(importer="pkg.types", imported="pkg.user", line_number=5,
+                     line_contents="    from pkg.user import U")
 
     assert cycles(graph) == [("pkg.base", "pkg.impl"), ("pkg.types", "pkg.user")]
     assert "pkg.base:9 -> pkg.impl:     import pkg.impl" in describe(graph, ("pkg.base", "pkg.impl"))

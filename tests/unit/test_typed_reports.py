@@ -18,7 +18,7 @@ from runner.core.config_store import register_configs
 from runner.core.types import TIE, Judgment
 from runner.inputs.datasets import ItemRef
 from runner.modes import panel, scorecard
-from runner.modes.base import mode_named
+from runner.modes.catalog import mode_named
 from runner.modes.pairwise import report as pairwise_report
 from runner.modes.pointwise import report as pointwise_report
 from runner.modes.pointwise.setup import PointwiseSetup
