@@ -83,6 +83,27 @@ def test_a_registered_statistic_reaches_every_output(registered: str) -> None:
     assert "test_share" in statistics.families()
 
 
+@pytest.fixture
+def headline():
+    """A headline coefficient (one group, the whole run; not a share) registered for the test only."""
+    statistics.statistic("test_coefficient", "test coefficient", modes=["pairwise"], headline=True, percent=False)(
+        lambda inputs: {"all": {"kappa": Estimate(0.42, 8, -0.1, 0.5)}})
+    yield "test_coefficient"
+    del statistics.STATISTICS["test_coefficient"]
+
+
+@pytest.mark.usefixtures("hydra_conf")
+def test_a_headline_statistic_has_no_group_in_its_keys_and_a_coefficient_is_no_percentage(headline: str) -> None:
+    section = statistics.compute("pairwise", StatInputs(pairwise_cfg(), (), (), ()))
+    assert section[headline] == {"all": {"kappa": {"value": 0.42, "n": 8, "ci_low": -0.1, "ci_high": 0.5}}}
+    assert {k: v for k, v in statistics.metrics(section).items() if k.startswith(headline)} == {
+        "test_coefficient/kappa": 0.42, "test_coefficient/kappa_ci_low": -0.1, "test_coefficient/kappa_ci_high": 0.5,
+        "test_coefficient/n": 8.0}
+    assert "test coefficient (n=8): kappa 0.420 [-0.100, 0.500]" in statistics.console_lines(section)
+    [view] = [v for v in statistics.views(section) if v.title == "test coefficient"]
+    assert view.rows == (("all", "8", "0.420 [-0.100, 0.500]"),)
+
+
 def test_a_statistic_name_is_snake_case_and_registered_once(registered: str) -> None:
     with pytest.raises(ValueError, match="registered twice"):
         statistic_for_test(lambda inputs: {})
