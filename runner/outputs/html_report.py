@@ -18,7 +18,7 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
-from runner.modes import base
+from runner.modes import catalog
 from runner.modes.base import View, cell
 from runner.modes.drilldown import Drilldown
 from runner.modes.record import Record
@@ -235,8 +235,8 @@ def run_sections(summary: Mapping[str, Any], metrics: Mapping[str, float], mode:
     if gates and header is None:
         sections.append(Section("Gates", columns=("gate", "result", "message"), rows=tuple(
             (str(g.get("name")), "PASS" if g.get("passed") else "FAIL", str(g.get("message"))) for g in gates)))
-    sections += [_headline(metrics), *map(view_section, base.mode_named(mode).views(summary if typed is None
-                                                                                   else typed))]
+    sections += [_headline(metrics), *map(view_section, catalog.mode_named(mode).views(summary if typed is None
+                                                                                      else typed))]
     bounds = _shown_bounds(metrics)
     sections.append(Section("All metrics", columns=("metric", "value [95% CI]"), collapsed=True,
                             rows=tuple((k, with_ci(metrics, k)) for k in sorted(metrics) if k not in bounds)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from runner.core.types import Candidate, Item, JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
 from runner.inputs.datasets import ItemRef
 from runner.modes import drilldown
-from runner.modes.base import mode_named
+from runner.modes.catalog import mode_named
 from runner.modes.drilldown import ItemOutcome
 from runner.outputs import html_report, item_report
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from runner.inputs.datasets import ItemRef
 from runner.modes import statistics, trust
-from runner.modes.base import View, cell
 from runner.modes.drilldown import ItemOutcome
 from runner.modes.sections import GoldAccuracy, PairwiseEnsemble, PairwiseReport, VerdictSummary
 from runner.modes.summary import PARSE_FAILURES
+from runner.modes.view import View, cell
 
 
 def _pct(value: float | None) -> str:

@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runner.modes import statistics
-from runner.modes.base import View, cell
 from runner.modes.drilldown import ItemOutcome
 from runner.modes.sections import DetailedResult, FailedExample, PointwiseEnsemble, PointwiseReport, ScoreSection
+from runner.modes.view import View, cell
 
 
 def _fmt(value: float | None, pct: bool = False) -> str:
