@@ -15,6 +15,7 @@ Exit status: 0 when every directory is published, 3 when one could not be (one l
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -67,8 +68,7 @@ def tracking_of(run_dir: Path, overrides: Sequence[str], config_dir: str | None)
 
     dcfg, _ = compose_config(list(overrides), config_dir)
     cfg: TrackingConfig = OmegaConf.to_object(dcfg.tracking)  # type: ignore[assignment]
-    cfg.enabled = True  # asked to sync: a run made with tracking off is published now
-    return cfg
+    return dataclasses.replace(cfg, enabled=True)  # asked to sync: a run made with tracking off is published now
 
 
 def _sync_one(run_dir: Path, cfg: TrackingConfig) -> bool:

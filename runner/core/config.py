@@ -9,7 +9,7 @@ enumerated options are :mod:`runner.core.choices`.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from omegaconf import MISSING
@@ -28,9 +28,10 @@ from runner.core.choices import (
     SummaryKeys,
     UnscoredAs,
 )
+from runner.core.records import config_record
 
 
-@dataclass
+@config_record
 class ReplicaConfig:
     """One server of a replicated judge (e.g. one of several vLLM servers holding the same model).
 
@@ -44,7 +45,7 @@ class ReplicaConfig:
     tpm: int | None = None
 
 
-@dataclass
+@config_record
 class JudgeConfig:
     """One judge deployment: a litellm model string and its decoding and transport settings.
 
@@ -94,7 +95,7 @@ class JudgeConfig:
     weights: dict[str, float] = field(default_factory=dict)  # ensemble: member -> weight (default of params.weights)
 
 
-@dataclass
+@config_record
 class PromptConfig:
     """One prompt: which template in prompts/ and how it is used."""
 
@@ -106,7 +107,7 @@ class PromptConfig:
     neutralize_delimiters: bool = True  # defang the template's own block delimiters inside inserted text
 
 
-@dataclass
+@config_record
 class FunctionRef:
     """A registered function chosen by name, with the keyword parameters config binds to it."""
 
@@ -114,12 +115,12 @@ class FunctionRef:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@config_record
 class ParserConfig(FunctionRef):
     """Which registered parser reads the judge output (runner.judging.parsing.PARSERS), and its parameters."""
 
 
-@dataclass
+@config_record
 class CriterionConfig:
     """One scored criterion of a pointwise rubric.
 
@@ -138,7 +139,7 @@ class CriterionConfig:
     aliases: list[str] = field(default_factory=list)
 
 
-@dataclass
+@config_record
 class CheckConfig(FunctionRef):
     """A deterministic check run on each candidate output beside the judge (runner.judging.checks.CHECKS).
 
@@ -149,7 +150,7 @@ class CheckConfig(FunctionRef):
     enforce: bool = False
 
 
-@dataclass
+@config_record
 class RubricConfig:
     """What the judge may answer and how it is read.
 
@@ -174,12 +175,12 @@ class RubricConfig:
     pair_error: PairError = PairError.keep
 
 
-@dataclass
+@config_record
 class AggregationConfig(FunctionRef):
     """An aggregation of one judge's repeats, registered in runner.judging.aggregations, and its parameters."""
 
 
-@dataclass
+@config_record
 class SystemConfig:
     """One compared system: its display name and the dataset field holding its output (or one of its aliases)."""
 
@@ -190,7 +191,7 @@ class SystemConfig:
     family: str | None = None  # the model family that wrote this system's outputs (self-preference bias)
 
 
-@dataclass
+@config_record
 class DatasetConfig:
     """Where items come from and how their fields map onto template variables.
 
@@ -224,7 +225,7 @@ class DatasetConfig:
     split_seed: int = 0
 
 
-@dataclass
+@config_record
 class GeneratorConfig(JudgeConfig):
     """A model that writes the candidate outputs before they are judged (pointwise runs).
 
@@ -238,7 +239,7 @@ class GeneratorConfig(JudgeConfig):
     max_tokens: int = 1024
 
 
-@dataclass
+@config_record
 class GateConfig:
     """CI gates: a run that crosses one fails the process (exit 1) with a line saying why.
 
@@ -257,7 +258,7 @@ class GateConfig:
     metric: str = "score/mean"
 
 
-@dataclass
+@config_record
 class MetricsConfig:
     """How the trust metrics are computed: unscored verdicts in agreement, bootstrap CIs (seeded by ``seed``)."""
 
@@ -267,7 +268,7 @@ class MetricsConfig:
     proportion_ci: ProportionInterval = ProportionInterval.wilson  # accuracy, agreement and pass rates
 
 
-@dataclass
+@config_record
 class OutputConfig:
     """What a run writes beside its own record (summary.json, results.jsonl, ...), which stays as it is."""
 
@@ -275,7 +276,7 @@ class OutputConfig:
     summary_keys: SummaryKeys = SummaryKeys.judgesweep
 
 
-@dataclass
+@config_record
 class TrackingConfig:
     """Where MLflow records runs."""
 
@@ -287,7 +288,7 @@ class TrackingConfig:
     timeout_s: float = 600.0  # how long a finished run waits for MLflow before it ends saying `judgesweep sync`
 
 
-@dataclass
+@config_record
 class CacheConfig:
     """The response cache shared across runs and sweeps."""
 
@@ -295,7 +296,7 @@ class CacheConfig:
     path: str = "outputs/cache/responses.sqlite"  # relative to the project root
 
 
-@dataclass
+@config_record
 class BatchConfig:
     """How a batched run waits for and completes its batches (judge.batch)."""
 
@@ -303,7 +304,7 @@ class BatchConfig:
     poll_s: float = 30.0  # seconds between two status requests while waiting
 
 
-@dataclass
+@config_record
 class RunConfig:
     """The whole composed config: the groups plus the run knobs."""
 
