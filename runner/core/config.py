@@ -28,7 +28,7 @@ from runner.core.choices import (
     SummaryKeys,
     UnscoredAs,
 )
-from runner.core.records import config_record
+from runner.core.records import OPERATIONAL, config_record
 
 
 @config_record
@@ -60,33 +60,38 @@ class JudgeConfig:
     temperature: float = 0.0
     seed: int | None = None
     max_tokens: int = 512
-    timeout_s: float = 60.0
-    rpm: int | None = None  # client-side pacing, shared by every job of this judge in the process
-    tpm: int | None = None
-    max_retries: int = 4  # for timeout, connection and 5xx errors (and 429s when no limiter paces the judge)
-    retry_base_s: float = 1.0  # first backoff; doubles per attempt, with full jitter, capped at retry_max_s
-    retry_max_s: float = 60.0
+    timeout_s: float = field(default=60.0, metadata=OPERATIONAL)
+    # client-side pacing, shared by every job of this judge in the process
+    rpm: int | None = field(default=None, metadata=OPERATIONAL)
+    tpm: int | None = field(default=None, metadata=OPERATIONAL)
+    # for timeout, connection and 5xx errors (and 429s when no limiter paces the judge)
+    max_retries: int = field(default=4, metadata=OPERATIONAL)
+    # first backoff; doubles per attempt, with full jitter, capped at retry_max_s
+    retry_base_s: float = field(default=1.0, metadata=OPERATIONAL)
+    retry_max_s: float = field(default=60.0, metadata=OPERATIONAL)
     # a 429 is sent again (paced by the judge's limiter, never counted against max_retries) as long as some call
     # to this judge succeeded within this many seconds; past that the provider is not letting anything through
-    retry_rate_limited_s: float = 300.0
+    retry_rate_limited_s: float = field(default=300.0, metadata=OPERATIONAL)
     # a 200 without a usable answer (no choices) is paid for: kept unscored with reason empty_choices, or, when true,
     # sent again within max_retries (each answer paid for is counted in calls/paid)
-    retry_malformed: bool = False
+    retry_malformed: bool = field(default=False, metadata=OPERATIONAL)
     # a Retry-After longer than this is cut to it: 60 s covers real rate windows (per-minute limits), and a bogus
     # Retry-After: 86400 cannot stall a run for a day. A wait over 10 s is logged with its end and shown in the bar.
-    max_retry_after_s: float = 60.0
+    max_retry_after_s: float = field(default=60.0, metadata=OPERATIONAL)
     structured_output: StructuredOutput = StructuredOutput.auto
     version: str = ""  # free text recorded with every run (e.g. a dated model snapshot)
     family: str | None = None  # the judge's model family (e.g. gpt-4): self-preference when a system shares it
     # litellm model whose list price values this judge's calls when litellm prices them not itself (a replay of a
     # recorded model, a self-hosted copy of a listed one): the cost-quality frontier's cost/usd_list, never a spend
-    price_as: str | None = None
+    price_as: str | None = field(default=None, metadata=OPERATIONAL)
     # the planned calls through the provider's batch API, at its batch price (README "Batch APIs"): off | on | auto
-    batch: BatchMode = BatchMode.off
-    batch_threshold: int = 1000  # batch=auto: batched when more calls than this are left to pay for
+    batch: BatchMode = field(default=BatchMode.off, metadata=OPERATIONAL)
+    # batch=auto: batched when more calls than this are left to pay for
+    batch_threshold: int = field(default=1000, metadata=OPERATIONAL)
     # model recorded/<name>: the JSONL file of recorded judge outputs (runner/llm/recorded.py), found like a dataset
     path: str | None = None
-    replicas: list[ReplicaConfig] = field(default_factory=list)  # several servers of this judge (litellm Router)
+    # several servers of this judge (litellm Router)
+    replicas: list[ReplicaConfig] = field(default_factory=list, metadata=OPERATIONAL)
     members: dict[str, JudgeConfig] = field(default_factory=dict)  # model: ensemble: name -> member judge
     # ensemble: a registered aggregation (runner.judging.aggregations) as a bare name (majority_vote | weighted | mean
     # | median | dawid_skene) or {name, params}; Any because OmegaConf has no str-or-node union. Normalised once by
@@ -234,7 +239,13 @@ class GeneratorConfig(JudgeConfig):
     """
 
     template: str = MISSING  # file stem in prompts/
-    concurrency: int = 8
+    concurrency: int = field(default=8, metadata=OPERATIONAL)
+    # Unlike a judge's, these four are part of a generator run's identity: resume refused their change before they
+    # were marked on the schema, and a run directory made then still resumes (runner/core/identity.py)
+    price_as: str | None = None
+    batch: BatchMode = BatchMode.off
+    batch_threshold: int = 1000
+    replicas: list[ReplicaConfig] = field(default_factory=list)
     temperature: float = 0.0
     max_tokens: int = 1024
 
@@ -313,29 +324,34 @@ class RunConfig:
     rubric: RubricConfig = MISSING
     aggregation: AggregationConfig = MISSING
     dataset: DatasetConfig = MISSING
-    tracking: TrackingConfig = MISSING
+    tracking: TrackingConfig = field(default=MISSING, metadata=OPERATIONAL)
     generator: GeneratorConfig | None = None  # pointwise: make the candidate outputs first
-    gate: GateConfig = field(default_factory=GateConfig)
-    metrics: MetricsConfig = field(default_factory=MetricsConfig)
-    output: OutputConfig = field(default_factory=OutputConfig)
+    gate: GateConfig = field(default_factory=GateConfig, metadata=OPERATIONAL)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig, metadata=OPERATIONAL)
+    output: OutputConfig = field(default_factory=OutputConfig, metadata=OPERATIONAL)
     seed: int = 0
-    concurrency: int = 16
+    concurrency: int = field(default=16, metadata=OPERATIONAL)
     repeats: int = 1
     order: OrderPolicy = OrderPolicy.both
     max_items: int | None = None
-    max_error_rate: float = 0.05  # more failed calls than this: abort (after 20 calls) and exit non-zero
+    # more failed calls than this: abort (after 20 calls) and exit non-zero
+    max_error_rate: float = field(default=0.05, metadata=OPERATIONAL)
     max_unscored_rate: float = 0.2  # pairwise: more items than this without a valid final verdict: exit non-zero
     # SIGINT/SIGTERM: no new call is sent; the answers in flight get this many seconds to arrive and be journaled
-    shutdown_grace_s: float = 10.0
+    shutdown_grace_s: float = field(default=10.0, metadata=OPERATIONAL)
     prompts_dir: str = "prompts"
-    on_bad_row: OnBadRow = OnBadRow.error
-    cache: CacheConfig = field(default_factory=CacheConfig)
-    batch: BatchConfig = field(default_factory=BatchConfig)
-    resume: str | None = None  # a run (or sweep) directory to continue; see README "Resume"
+    on_bad_row: OnBadRow = field(default=OnBadRow.error, metadata=OPERATIONAL)
+    cache: CacheConfig = field(default_factory=CacheConfig, metadata=OPERATIONAL)
+    batch: BatchConfig = field(default_factory=BatchConfig, metadata=OPERATIONAL)
+    # a run (or sweep) directory to continue; see README "Resume"
+    resume: str | None = field(default=None, metadata=OPERATIONAL)
     # the run's directory (hydra.run.dir; with -m the sweep's, hydra.sweep.dir); None: a new one under outputs/
-    output_dir: str | None = None
-    dry_run: bool = False  # render every request, count tokens, price them; make no call
-    progress: bool = True  # a live progress bar on a terminal; without one, a progress record in the log
-    progress_interval_s: float = 10.0  # without a terminal: seconds between two progress records (0: none)
+    output_dir: str | None = field(default=None, metadata=OPERATIONAL)
+    # render every request, count tokens, price them; make no call
+    dry_run: bool = field(default=False, metadata=OPERATIONAL)
+    # a live progress bar on a terminal; without one, a progress record in the log
+    progress: bool = field(default=True, metadata=OPERATIONAL)
+    # without a terminal: seconds between two progress records (0: none)
+    progress_interval_s: float = field(default=10.0, metadata=OPERATIONAL)
     objective: str = "agreement/accuracy_all"  # the metric a multirun's sweeper maximises (the job's return value)
 

@@ -24,6 +24,11 @@ else:  # pragma: no cover - Python 3.10
 
 _Record = TypeVar("_Record")
 
+# Field metadata of a setting that does not change what is asked or how answers are read (pacing, retries,
+# where things are written, tracking, gates): a resumed run may change it. A field without it is part of the
+# run's identity, which a resume must match (runner/core/identity.py).
+OPERATIONAL: dict[str, bool] = {"operational": True}
+
 _SEALED = "_config_record_sealed"  # set on an instance once its __init__ has run
 
 

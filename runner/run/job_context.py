@@ -14,7 +14,6 @@ import importlib.resources
 import json
 import logging
 import os
-import re
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,7 +23,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError
 
-from runner.core import locations, redaction
+from runner.core import identity, locations, redaction
 from runner.core.config import JudgeConfig, RunConfig
 from runner.core.errors import ConfigurationError
 from runner.core.types import Secret
@@ -38,20 +37,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("judgesweep")
 
-# Settings that do not change what is asked or how answers are read; a resumed run may change them.
-OPERATIONAL_PREFIXES = ("resume", "output_dir", "dry_run", "progress", "concurrency", "max_error_rate",
-                        "shutdown_grace_s", "tracking.", "cache.", "choice.tracking", "judge.rpm", "judge.tpm",
-                        "judge.max_retries",
-                        "judge.retry_", "judge.max_retry_after_s", "judge.timeout_s", "judge.replicas",
-                        "judge.price_as", "judge.batch", "batch.", "generator.rpm", "generator.tpm",
-                        "generator.max_retries",
-                        "generator.retry_", "generator.max_retry_after_s", "generator.timeout_s",
-                        "generator.concurrency", "git_sha", "on_bad_row", "gate.", "metrics.", "output.")
+# The params a job adds beside its config's keys that a resumed run may change (runner.core.identity says it for the
+# config's own keys, from the schema's field metadata).
+OPERATIONAL_PARAMS = frozenset({"git_sha"})
 
 
 def _operational(key: str) -> bool:
-    """Whether a flattened config key may change on resume; an ensemble member's keys count as a judge's."""
-    return re.sub(r"^judge\.members\.[^.]+\.", "judge.", key).startswith(OPERATIONAL_PREFIXES)
+    """Whether a flattened param may change on resume: a config key under a field marked operational, the choice of
+    an operational group (``choice.tracking``), or one of :data:`OPERATIONAL_PARAMS`."""
+    return key in OPERATIONAL_PARAMS or identity.is_operational(RunConfig, key.removeprefix("choice."))
 
 
 class MissingApiKey(ConfigurationError):
