@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import math
@@ -13,7 +14,8 @@ from pathlib import Path
 from typing import Any, cast
 
 import hydra
-from hydra._internal.utils import get_args_parser  # Hydra's own argv parser: reads --config-dir as Hydra will
+# Hydra's own argv parser, so --config-dir is read as Hydra reads it; Hydra 1.3 has no public one
+from hydra._internal.utils import get_args_parser
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
@@ -209,23 +211,32 @@ class SweepSummary(Callback):
                 _untracked_jobs.append(str(sweep_dir))
 
 
+# `judgesweep <subcommand> ...`: the module whose ``main(argv)`` runs it, imported only when chosen (so that
+# `judgesweep --help` imports none of them). `judgesweep run ...`, and anything else (overrides, -m, --help, --cfg),
+# composes the run config with Hydra; conf/hydra/default.yaml's help lists every one (tests/unit/test_cli_group.py).
+SUBCOMMANDS: dict[str, str] = {
+    "aggregate": "runner.app.aggregate_cli",  # re-aggregate evaluation files: no judge call
+    "compare": "runner.app.compare_cli",  # compare runs or a sweep's jobs item by item
+    "init": "runner.app.init_project",  # write a small project of your own
+    "sync": "runner.app.sync_cli",  # publish run directories to MLflow: what the store lacks, nothing twice
+}
+RUN = "run"
+
+
 def main() -> None:
-    """Console-script entry point: ``judgesweep init [DIR]`` writes a project, ``judgesweep aggregate FILE ...``
-    re-aggregates evaluation files (runner.app.aggregate_cli), ``judgesweep sync DIR`` publishes run directories to
-    MLflow (runner.app.sync_cli); anything else composes the config
-    (the user's conf/ overlaid on the packaged one), runs the job(s) and exits non-zero on failure."""
-    if sys.argv[1:2] == ["init"]:  # before Hydra, which would read "init" as an override
-        from runner.app import init_project
+    """Console-script entry point: ``judgesweep <subcommand> ARGS`` runs a :data:`SUBCOMMANDS` entry;
+    ``judgesweep [run] [overrides]`` composes the config (the user's conf/ overlaid on the packaged one), runs the
+    job(s) and exits non-zero on failure."""
+    command = sys.argv[1] if len(sys.argv) > 1 else ""
+    if command in SUBCOMMANDS:  # before Hydra, which would read the name as an override
+        sys.exit(importlib.import_module(SUBCOMMANDS[command]).main(sys.argv[2:]))
+    if command == RUN:
+        del sys.argv[1]
+    _run()
 
-        sys.exit(init_project.main(sys.argv[2:]))
-    if sys.argv[1:2] == ["aggregate"]:  # re-aggregate existing evaluation files: no judge call
-        from runner.app import aggregate_cli
 
-        sys.exit(aggregate_cli.main(sys.argv[2:]))
-    if sys.argv[1:2] == ["sync"]:  # publish run directories to MLflow: what the store lacks, nothing twice
-        from runner.app import sync_cli
-
-        sys.exit(sync_cli.main(sys.argv[2:]))
+def _run() -> None:
+    """``judgesweep [run] [overrides]``: Hydra composes the config and runs the job(s)."""
     prepare_process()
     # a launcher's workers (joblib, Ray) inherit it: each of their jobs stops once this process is gone
     os.environ[launcher_watch.LAUNCHER_PID] = launcher_watch.launcher_id()
