@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import hydra
+
 # Hydra's own argv parser, so --config-dir is read as Hydra reads it; Hydra 1.3 has no public one
 from hydra._internal.utils import get_args_parser
 from hydra.core.hydra_config import HydraConfig
