@@ -20,6 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hydra import compose, version
+
+# Hydra 1.3 has no public way to put a second directory at the place the CLI's --config-dir puts it:
+# initialize_config_dir takes one directory, a `hydra.searchpath` override would replace the user's own, and a
+# SearchPathPlugin is discovered for every Hydra app in the environment and cannot know the user's directory.
 from hydra._internal.hydra import Hydra  # as initialize_config_dir builds it, with one more search path entry
 from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import SearchPathQuery
