@@ -80,7 +80,7 @@ class JudgeConfig:
     # litellm model whose list price values this judge's calls when litellm prices them not itself (a replay of a
     # recorded model, a self-hosted copy of a listed one): the cost-quality frontier's cost/usd_list, never a spend
     price_as: str | None = None
-    # the planned calls through the provider's batch API, at its batch price (README "Batch APIs"): off | on | auto
+    # the planned calls through the provider's batch API, at its batch price (docs/how-to/batch.md): off | on | auto
     batch: BatchMode = BatchMode.off
     batch_threshold: int = 1000  # batch=auto: batched when more calls than this are left to pay for
     # model recorded/<name>: the JSONL file of recorded judge outputs (runner/llm/recorded.py), found like a dataset
@@ -330,7 +330,7 @@ class RunConfig:
     on_bad_row: OnBadRow = OnBadRow.error
     cache: CacheConfig = field(default_factory=CacheConfig)
     batch: BatchConfig = field(default_factory=BatchConfig)
-    resume: str | None = None  # a run (or sweep) directory to continue; see README "Resume"
+    resume: str | None = None  # a run (or sweep) directory to continue; see docs/how-to/resume.md
     # the run's directory (hydra.run.dir; with -m the sweep's, hydra.sweep.dir); None: a new one under outputs/
     output_dir: str | None = None
     dry_run: bool = False  # render every request, count tokens, price them; make no call
