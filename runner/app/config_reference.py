@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import enum
+import functools
 import inspect
 import io
 import json
@@ -35,6 +36,7 @@ anything runs. Set a key in a YAML file of its group (`conf/judge/my_judge.yaml`
 """
 
 
+@functools.cache
 def comments_by_line(cls: type) -> tuple[dict[int, str], dict[int, str], int]:
     """The class's comments: trailing ones by source line, whole-line ones by source line, and its first line."""
     lines, first = inspect.getsourcelines(cls)
@@ -48,6 +50,7 @@ def comments_by_line(cls: type) -> tuple[dict[int, str], dict[int, str], int]:
     return trailing, whole, first
 
 
+@functools.cache
 def field_lines(cls: type) -> dict[str, int]:
     """Each field defined in the class's own body by the (1-based, relative) line it starts on."""
     lines, _ = inspect.getsourcelines(cls)
