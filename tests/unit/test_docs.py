@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from pathlib import Path
 
 import pytest
@@ -17,36 +16,11 @@ from runner.app import config_reference, init_project
 from runner.app.aggregate_cli import compose_config, split
 from runner.core.addresses import check_addresses
 from runner.core.values import check_values
+from tests.docs_blocks import FENCE, REPO, blocks, commands
 
-REPO = Path(__file__).resolve().parents[2]
-PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", flags=re.M | re.S)
 # What a line of a bash block may not be composed for, and why (the test says which lines it left out).
 SKIP = {"<": "a placeholder to fill in", "...": "an elided argument", "--": "a flag of the CLI, not an override"}
 NOT_RUNS = ("init", "sync", "--help")  # judgesweep subcommands that take no run config of their own
-
-
-def blocks(kind: str) -> list[tuple[Path, str]]:
-    """Every fenced block of the given language in README.md and docs/, with its page."""
-    return [(page, m.group(2)) for page in PAGES for m in FENCE.finditer(page.read_text(encoding="utf-8"))
-            if m.group(1) == kind]
-
-
-def commands() -> list[tuple[Path, list[str]]]:
-    """Every judgesweep command of the bash blocks as its argument list (continuations joined, comments, env
-    assignments and `.venv/bin/` dropped, `a && b` split)."""
-    found = []
-    for page, text in blocks("bash"):
-        for line in text.replace("\\\n", " ").splitlines():
-            words = shlex.split(line, comments=True)
-            while words:
-                cut = words.index("&&") if "&&" in words else len(words)
-                part, words = words[:cut], words[cut + 1:]
-                while part and re.fullmatch(r"[A-Z_]+=.*", part[0]):
-                    part = part[1:]
-                if part and part[0].removeprefix(".venv/bin/") == "judgesweep":
-                    found.append((page, part[1:]))
-    return found
 
 
 def test_readme_is_at_most_150_lines_and_links_every_docs_page() -> None:
