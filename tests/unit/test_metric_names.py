@@ -1,5 +1,5 @@
-"""Unit tests for runner.core.metric_names: every rename is in the docs (docs/outputs.md), and a value logged under an old name
-is still found (gate.baseline_run against a run from before the rename)."""
+"""Unit tests for runner.core.metric_names: every rename is in the docs (docs/outputs.md), and a value logged under
+an old name is still found (gate.baseline_run against a run from before the rename)."""
 
 from __future__ import annotations
 
