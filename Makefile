@@ -67,7 +67,7 @@ lint: $(STAMP)
 
 # Benchmarks against a fake server (its own process); a table, merged into benchmarks/results.json. `bench` runs every
 # scenario with scale at 10,000 and 100,000 judgments (~25 min on 2 cores); `bench-scale` adds 1,000,000 (~1.5 h).
-# `python -m benchmarks.readme_table` then rewrites the README's table from results.json.
+# `python -m benchmarks.readme_table` then rewrites docs/performance.md's table from results.json.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench $(ARGS)
 

@@ -1,4 +1,4 @@
-"""Regenerate the README's performance table from benchmarks/results.json.
+"""Regenerate the docs' performance table (docs/performance.md) from benchmarks/results.json.
 
 Replaces everything between the two marker lines ``<!-- bench:start -->`` and ``<!-- bench:end -->`` (kept
 themselves) with a Markdown table of the measured scenarios: each figure beside the date, commit and load
@@ -6,7 +6,7 @@ average of the run it comes from, its target and PASS/FAIL. Nothing is estimated
 (or scale size) absent from results.json is a "not measured" row, and a quick smoke run is refused unless
 ``--allow-quick``.
 
-Standalone: ``python -m benchmarks.readme_table [--readme README.md] [--results benchmarks/results.json]
+Standalone: ``python -m benchmarks.readme_table [--readme docs/performance.md] [--results benchmarks/results.json]
 [--check | --stdout]``.
 """
 
@@ -54,13 +54,13 @@ def replace_between_markers(text: str, body: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point; returns the exit code (1: --check found the README out of date)."""
+    """Command-line entry point; returns the exit code (1: --check found the page out of date)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--readme", type=Path, default=REPO / "README.md")
+    parser.add_argument("--readme", type=Path, default=REPO / "docs" / "performance.md")  # the page with the markers
     parser.add_argument("--results", type=Path, default=REPO / "benchmarks" / "results.json")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="exit 1 if the README's table is not up to date")
-    mode.add_argument("--stdout", action="store_true", help="print the table instead of writing the README")
+    mode.add_argument("--check", action="store_true", help="exit 1 if the page's table is not up to date")
+    mode.add_argument("--stdout", action="store_true", help="print the table instead of writing the page")
     parser.add_argument("--allow-quick", action="store_true", help="accept scenarios from a --quick smoke run")
     args = parser.parse_args(argv)
     results = json.loads(args.results.read_text(encoding="utf-8")) if args.results.is_file() else {}

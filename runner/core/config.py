@@ -84,7 +84,7 @@ class JudgeConfig:
     # litellm model whose list price values this judge's calls when litellm prices them not itself (a replay of a
     # recorded model, a self-hosted copy of a listed one): the cost-quality frontier's cost/usd_list, never a spend
     price_as: str | None = field(default=None, metadata=OPERATIONAL)
-    # the planned calls through the provider's batch API, at its batch price (README "Batch APIs"): off | on | auto
+    # the planned calls through the provider's batch API, at its batch price (docs/how-to/batch.md): off | on | auto
     batch: BatchMode = field(default=BatchMode.off, metadata=OPERATIONAL)
     # batch=auto: batched when more calls than this are left to pay for
     batch_threshold: int = field(default=1000, metadata=OPERATIONAL)
@@ -343,7 +343,7 @@ class RunConfig:
     on_bad_row: OnBadRow = field(default=OnBadRow.error, metadata=OPERATIONAL)
     cache: CacheConfig = field(default_factory=CacheConfig, metadata=OPERATIONAL)
     batch: BatchConfig = field(default_factory=BatchConfig, metadata=OPERATIONAL)
-    # a run (or sweep) directory to continue; see README "Resume"
+    # a run (or sweep) directory to continue; see docs/how-to/resume.md
     resume: str | None = field(default=None, metadata=OPERATIONAL)
     # the run's directory (hydra.run.dir; with -m the sweep's, hydra.sweep.dir); None: a new one under outputs/
     output_dir: str | None = field(default=None, metadata=OPERATIONAL)

@@ -3,7 +3,7 @@ old name (``gate.baseline_run`` compares against runs logged before the rename).
 
 The rules the renames enforce: a confidence bound is ``<family>/<name>_ci_low`` / ``_ci_high`` beside its value;
 token counts of every stage are ``tokens/*`` and money is ``cost/*``; every parse-failure count is in ``judge/``.
-README.md lists each rename (tests/unit/test_metric_names.py keeps the two in step).
+docs/outputs.md lists each rename (tests/unit/test_metric_names.py keeps the two in step).
 """
 
 from __future__ import annotations

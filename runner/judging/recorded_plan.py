@@ -36,7 +36,7 @@ def resolved(judge: JudgeConfig, roots: Sequence[Path]) -> JudgeConfig:
         return judge
     if not judge.path:
         raise ConfigurationError(f"judge {judge.name}: a recorded judge ({judge.model}) needs judge.path=<recordings "
-                                 "jsonl> (README: Score recorded judge outputs)")
+                                 "jsonl> (docs/bring-your-own-data.md: Score recorded judge outputs)")
     return replace(judge, path=str(resolve_path(judge.path, roots).resolve()))
 
 

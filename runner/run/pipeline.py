@@ -111,7 +111,8 @@ def _baseline(ctx: RunContext) -> gates.Baseline | None:
         return None
     if metric_names.renamed_to(gate.metric) is not None:
         raise ConfigurationError(f"gate.metric={gate.metric!r} was renamed to {metric_names.renamed_to(gate.metric)!r} "
-                                 "(README.md, renamed metrics); a baseline logged under the old name still counts")
+                                 "(docs/outputs.md, renamed metrics); a baseline logged under the old name "
+                                 "still counts")
     if not cfg.tracking.enabled:
         raise ConfigurationError("gate.baseline_run needs tracking (the baseline is an MLflow run); "
                                  "tracking is off")
