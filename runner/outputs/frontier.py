@@ -106,7 +106,7 @@ def frontier(rows: Sequence[dict[str, Any]], cost_key: str = LIST_COST, quality_
 def config_labels(rows: Sequence[dict[str, Any]]) -> list[str]:
     """A label per row from the overrides that differ between rows (``judge=a, prompt=b``), else ``job N``."""
     reserved = {*sweep.HEADLINE.values(), *JOB_METRICS.values(), "job", "status", LABEL, COST_PER_1K, PARETO}
-    keys = [k for k in dict.fromkeys(k for row in rows for k in row) if k not in reserved]
+    keys = [k for k in dict.fromkeys(k for row in rows for k in row) if k not in reserved and not sweep.is_statistic(k)]
     varying = [k for k in keys if len({str(row.get(k)) for row in rows}) > 1]
     return [", ".join(f"{k}={row.get(k)}" for k in varying) or f"job {row.get('job')}" for row in rows]
 

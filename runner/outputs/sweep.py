@@ -77,7 +77,8 @@ def _statistic_columns(metrics: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in sorted(metrics.items()) if key.split("/", 1)[0] in families}
 
 
-def _is_statistic(name: str) -> bool:
+def is_statistic(name: str) -> bool:
+    """Whether a sweep-table column is a registered statistic's (runner.modes.statistics), not an override."""
     return "/" in name and name.split("/", 1)[0] in statistics.families()
 
 
@@ -122,7 +123,7 @@ def shown_cell(row: dict[str, Any], name: str) -> str:
     """A cell, with its CI bounds appended where the table has them: ``0.955 [0.92, 0.975]``."""
     if name in PERCENT_COLUMNS:
         return _percent(row, name)
-    low, high = CI_COLUMNS.get(name, (f"{name}_ci_low", f"{name}_ci_high") if _is_statistic(name) else ("", ""))
+    low, high = CI_COLUMNS.get(name, (f"{name}_ci_low", f"{name}_ci_high") if is_statistic(name) else ("", ""))
     if not low or row.get(low) is None or row.get(name) is None:
         return cell(row.get(name))
     return f"{cell(row[name])} [{cell(row[low])}, {cell(row[high])}]"
@@ -175,7 +176,7 @@ def render(rows: Sequence[dict[str, Any]], console: Console | None = None) -> No
         console = Console(width=WIDTH, file=console.file)
     if not rows:
         return
-    stats = {k for row in rows for k in row if _is_statistic(k)}
+    stats = {k for row in rows for k in row if is_statistic(k)}
     bounds = {b for pair in CI_COLUMNS.values() for b in pair} | set(COUNT_OF.values())
     bounds |= {k for k in stats if k.endswith(("_ci_low", "_ci_high"))}
     metrics = set(HEADLINE.values()) | {"job", "status"} | stats
