@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from runner.core import locations
 from runner.core.config_store import multirun_tracking
 from runner.core.errors import (
+    BUDGET_REACHED,
     RUN_DIR_BUSY,
     TRACKING_FAILED,
     WRITE_FAILED,
@@ -33,7 +34,7 @@ from runner.core.errors import (
 )
 from runner.core.registry import UnknownNameError
 from runner.inputs.prompts import TemplateError
-from runner.judging.calls import RunAborted
+from runner.judging.calls import BudgetReached, RunAborted
 from runner.judging.scoring import RubricError
 from runner.judging.shutdown import Interrupted
 
@@ -95,6 +96,10 @@ def _owned_job(dcfg: DictConfig, hc: DictConfig, job: str) -> float | None:
     except Interrupted as exc:  # Ctrl-C or SIGTERM: one line, no traceback, and the sweep stops too
         _say(f"judgesweep: {exc}")
         sys.exit(exc.exit_code)
+    except BudgetReached as exc:  # budget.max_usd: one line with the resume command; the sweep stops too
+        _say(f"judgesweep: {exc}")
+        _fail(job, str(exc))
+        sys.exit(BUDGET_REACHED)
     except BatchPending as exc:  # batch.wait=false: submitted, collected by a later resume; not a failure
         _say(f"judgesweep: {exc}")
         return None

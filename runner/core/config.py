@@ -304,6 +304,13 @@ class BatchConfig:
 
 
 @dataclass
+class BudgetConfig:
+    """A run's spending limit (runner.judging.budget); a resumed run may change it."""
+
+    max_usd: float | None = None  # calls are sent only while paid + in-flight worst case stays within it; null: none
+
+
+@dataclass
 class RunConfig:
     """The whole composed config: the groups plus the run knobs."""
 
@@ -330,6 +337,7 @@ class RunConfig:
     on_bad_row: OnBadRow = OnBadRow.error
     cache: CacheConfig = field(default_factory=CacheConfig)
     batch: BatchConfig = field(default_factory=BatchConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
     resume: str | None = None  # a run (or sweep) directory to continue; see README "Resume"
     # the run's directory (hydra.run.dir; with -m the sweep's, hydra.sweep.dir); None: a new one under outputs/
     output_dir: str | None = None

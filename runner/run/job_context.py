@@ -43,7 +43,7 @@ OPERATIONAL_PREFIXES = ("resume", "output_dir", "dry_run", "progress", "concurre
                         "shutdown_grace_s", "tracking.", "cache.", "choice.tracking", "judge.rpm", "judge.tpm",
                         "judge.max_retries",
                         "judge.retry_", "judge.max_retry_after_s", "judge.timeout_s", "judge.replicas",
-                        "judge.price_as", "judge.batch", "batch.", "generator.rpm", "generator.tpm",
+                        "judge.price_as", "judge.batch", "batch.", "budget.", "generator.rpm", "generator.tpm",
                         "generator.max_retries",
                         "generator.retry_", "generator.max_retry_after_s", "generator.timeout_s",
                         "generator.concurrency", "git_sha", "on_bad_row", "gate.", "metrics.", "output.")

@@ -137,13 +137,14 @@ def completed_part(exc: RunAborted, generations: dict[str, Generation] | None, m
 
 
 def finish_partial(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, started_ns: int,
-                   reason: str) -> bool:
+                   reason: str, by: str = "max_error_rate") -> bool:
     """An aborted run's summary.json, results.jsonl, report and view for the items it judged, marked partial with
     why it stopped (:func:`finish` with ``partial``); a failure here is logged, never raised over the abort, which is
-    what the user must see (the journal keeps every answer). Returns whether the files were written."""
+    what the user must see (the journal keeps every answer). ``by`` names the limit that stopped it. Returns whether
+    the files were written."""
     judged_ids = {j.request.item_id for j in judged.judgments}
     done = dataclasses.replace(prepared, dataset=prepared.dataset.only(judged_ids))
-    why = f"stopped by max_error_rate after {len(judged_ids)} of {len(prepared.refs)} items: {reason}"
+    why = f"stopped by {by} after {len(judged_ids)} of {len(prepared.refs)} items: {reason}"
     try:
         finish(ctx, done, judged, started, started_ns, partial=why)
     except Exception:  # noqa: BLE001 - see the docstring
