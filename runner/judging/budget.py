@@ -79,8 +79,8 @@ class Budget:
         worst = self.worst_case(messages)
         return self.book(worst)
 
-    def book(self, worst: float) -> float:
-        """Reserve ``worst`` dollars (a call, or a whole batch before it is submitted); returns it.
+    def book(self, worst: float, what: str = "the next call") -> float:
+        """Reserve ``worst`` dollars (a call, or a whole batch before it is submitted: ``what`` says which); returns it.
 
         Raises:
             BudgetReached: As :meth:`admit`.
@@ -88,7 +88,7 @@ class Budget:
         if self.reached is not None:
             raise self.reached
         if self.spent + self.reserved + worst > self.limit:
-            self.reached = BudgetReached(self.spent + self.reserved, self.limit, worst)
+            self.reached = BudgetReached(self.spent + self.reserved, self.limit, worst, what=what)
             raise self.reached
         self.reserved += worst
         return worst

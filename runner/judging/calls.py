@@ -77,12 +77,14 @@ class BudgetReached(RunAborted):
         worst: The worst case of the call that was refused.
     """
 
-    def __init__(self, spent: float, limit: float, worst: float, resume: str | None = None) -> None:
-        line = (f"budget.max_usd reached: spent ${spent:.6f} of ${limit:.6f}; the next call could cost up to "
+    def __init__(self, spent: float, limit: float, worst: float, resume: str | None = None,
+                 what: str = "the next call") -> None:
+        line = (f"budget.max_usd reached: spent ${spent:.6f} of ${limit:.6f}; {what} could cost up to "
                 f"${worst:.6f}, so nothing more was sent")
         if resume is not None:
             line += f". Every answer is kept: continue with resume={resume} budget.max_usd=<more>"
         super().__init__(line)
+        self.what = what
         self.spent = spent
         self.limit = limit
         self.worst = worst
@@ -146,6 +148,9 @@ class Admission(Protocol):
     """Whether a call may be sent (runner.judging.budget.Budget): reserve its worst case, then settle its cost."""
 
     def admit(self, messages: tuple[Message, ...]) -> float:  # noqa: D102  (raises BudgetReached)
+        ...
+
+    def book(self, worst: float, what: str = "the next call") -> float:  # noqa: D102  (a whole batch)
         ...
 
     def settle(self, reserved: float, cost: float | None) -> None:  # noqa: D102

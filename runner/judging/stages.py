@@ -99,7 +99,8 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Callable[[], Iterable[
     with _cache(cache_cfg, root) as cache, SentLog(run_dir / SENT_NAME) as sent:
         sources = AnswerSources(prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params, sent)
         if batch_cfg is not None and batching.wanted(judge_cfg):
-            batch = BatchStage(judge_cfg, batch_cfg, run_dir, BatchTransport(judge_cfg, api_keys), live.decoding_params)
+            batch = BatchStage(judge_cfg, batch_cfg, run_dir, BatchTransport(judge_cfg, api_keys), live.decoding_params,
+                               admission)
             if batch.plan(plan, items(), sources):
                 client = batch.collect(live)  # type: ignore[assignment]  # a CallClient, as JudgeClient is
             else:

@@ -32,6 +32,7 @@ from runner.outputs import console, html_report
 from runner.run import gates, view
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
 from runner.storage import journal, store
+from runner.storage.batch_log import BatchLog
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,10 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, 
         judge_stats.update(judged.calls.metrics())
     # after skipped_rows, before partial: the typed records read the keys in this order
     summary["summary"].update(failed_calls=judge_stats["calls/failed"], retries=judge_stats["calls/retries"])
+    batches = BatchLog(ctx.run_dir)
+    if batches.path.is_file():  # judge.batch: the rows its batches left unanswered, sent again live
+        judge_stats["calls/batch_resent"] = batches.resent()
+        summary["summary"].update(batch_resent=judge_stats["calls/batch_resent"])
     metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
     metrics.update(run_list_cost(cfg.judge, judgments, judged.by_member))
     metrics["items/skipped_rows"] = float(len(prepared.dataset.skipped))

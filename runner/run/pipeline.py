@@ -248,7 +248,7 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
                     publication.publish_run(ctx, helper)
             if over:
                 assert limit is not None and isinstance(exc, BudgetReached)
-                raise BudgetReached(limit.spent, limit.limit, exc.worst, str(ctx.run_dir)) from None
+                raise BudgetReached(limit.spent, limit.limit, exc.worst, str(ctx.run_dir), exc.what) from None
             raise RunAborted(f"{exc}. The journal keeps every answer so far: fix the cause and continue with "
                              f"resume={ctx.run_dir}") from None
         except Interrupted as exc:
