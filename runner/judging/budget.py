@@ -38,9 +38,9 @@ def check(cfg: RunConfig) -> None:
         raise ConfigurationError(f"budget.max_usd={max_usd}: a budget covers a single judge's calls; an ensemble or a "
                                  "generation stage cannot have one yet")
     if price(pricing_model(judge), 1, 1) is None:
-        raise ConfigurationError(f"budget.max_usd={max_usd} needs priced calls, and litellm's cost map has no price for "
-                                 f"judge.model={judge.model}: set judge.price_as=<a listed model> to charge its calls "
-                                 "at that model's price, or drop the budget")
+        raise ConfigurationError(f"budget.max_usd={max_usd} needs priced calls, and litellm's cost map has no price "
+                                 f"for judge.model={judge.model}: set judge.price_as=<a listed model> to charge its "
+                                 "calls at that model's price, or drop the budget")
 
 
 def worst_case(judge: JudgeConfig) -> Callable[[tuple[Message, ...]], float]:
