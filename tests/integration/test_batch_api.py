@@ -16,6 +16,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from runner.core.errors import BUDGET_REACHED
+from runner.llm.batches import batch_price
 from runner.storage.batch_log import BATCHES_NAME
 from tests.fakes.openai_server import Reply
 from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
@@ -192,3 +193,11 @@ def test_a_batch_over_the_budget_is_refused_before_its_upload(run_cli, fake_serv
     assert fake_server.batches.files == {} and fake_server.batches.created == 0 and fake_server.requests == []
     assert not list(run.run_dir.glob("batch_input_*"))  # a resume with more plans it again
     assert BATCHES_NAME not in {p.name for p in run.run_dir.iterdir()}
+
+    more = run_cli(*overrides(fake_server, dataset, "judge.batch=on", "judge.price_as=gpt-4o-mini",
+                              "budget.max_usd=1"), f"resume={run.run_dir}", run_dir=run.run_dir)
+    assert more.proc.returncode == 0, more.output
+    assert fake_server.batches.created == 1 and fake_server.requests == []
+    metrics = json.loads((more.run_dir / "metrics.json").read_text())  # batch answers at price_as's batch price
+    expected = batch_price("gpt-4o-mini", int(metrics["tokens/prompt"]), int(metrics["tokens/completion"]))
+    assert expected and metrics["cost/usd_total"] == pytest.approx(expected) and metrics["cost/unknown_calls"] == 0
