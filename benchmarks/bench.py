@@ -37,6 +37,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from benchmarks.batch import scenario_batch
 from benchmarks.data import write_dataset
 from benchmarks.harness import REPO, git_commit, loadavg
 from benchmarks.report import FORMAT, print_table, table_rows
@@ -57,15 +58,15 @@ QUICK_RESULTS = Path(tempfile.gettempdir()) / "judgesweep-bench-quick.json"  # a
 DATA_DIR = Path(tempfile.gettempdir()) / "judgesweep-bench-data"
 FULL = {"throughput_n": 1000, "throughput_reps": 3, "scale_sizes": [10_000, 100_000], "rpm_n": 300,
         "sporadic_n": 500, "startup_reps": 3, "cache_n": 10_000, "tracking_n": 1000, "tracking_reps": 3,
-        "tracking_big_items": 5_000}
+        "tracking_big_items": 5_000, "batch_n": 10_000}
 QUICK = {"throughput_n": 200, "throughput_reps": 1, "scale_sizes": [2_000], "rpm_n": 60, "sporadic_n": 100,
          "startup_reps": 1,
-         "cache_n": 1_000, "tracking_n": 200, "tracking_reps": 1, "tracking_big_items": 1_000}
+         "cache_n": 1_000, "tracking_n": 200, "tracking_reps": 1, "tracking_big_items": 1_000, "batch_n": 500}
 
 SCENARIOS: dict[str, Callable[[dict, Path, Path], dict[str, Any]]] = {
     "throughput": scenario_throughput, "scale": scenario_scale, "rpm": scenario_rpm,
     "sporadic_429": scenario_sporadic_429, "startup": scenario_startup,
-    "cache": scenario_cache, "tracking": scenario_tracking}
+    "cache": scenario_cache, "tracking": scenario_tracking, "batch": scenario_batch}
 
 
 def machine_info() -> dict[str, Any]:
@@ -85,7 +86,7 @@ def dataset_rows(cfg: dict, names: list[str]) -> int:
     need = {"throughput": cfg["throughput_n"], "rpm": cfg["rpm_n"], "sporadic_429": cfg["sporadic_n"],
             "cache": cfg["cache_n"], "startup": 32,
             "scale": max((scale_plan(n)[0] for n in cfg["scale_sizes"]), default=0),
-            "tracking": max(cfg["tracking_n"], cfg["tracking_big_items"])}
+            "tracking": max(cfg["tracking_n"], cfg["tracking_big_items"]), "batch": cfg["batch_n"]}
     return max(need[name] for name in names)
 
 
