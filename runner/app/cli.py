@@ -45,7 +45,7 @@ from runner.judging.shutdown import Interrupted
 from runner.outputs import sweep
 from runner.run import config_guard, launcher_watch, naming
 from runner.run.experiment import prepare_process, run_job
-from runner.storage import owner, store
+from runner.storage import budget_ledger, owner, store
 from runner.storage.cache import CacheError
 
 log = logging.getLogger("judgesweep")
@@ -146,6 +146,8 @@ class RunDirectory(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
         _writable(config, str(config.hydra.sweep.dir), "hydra.sweep.dir")
+        if OmegaConf.select(config, "budget.max_usd", default=None) is not None:  # the jobs share one limit
+            budget_ledger.start(Path(config.hydra.sweep.dir))
 
 
 def _writable(config: DictConfig, directory: str, hydra_key: str) -> None:

@@ -7,7 +7,8 @@ the reservation is released and the answer's own cost booked. A call whose worst
 limit is not sent, nor is any after it (the stop is final): the calls in flight finish and are journaled, the run
 writes what completed (marked partial) and exits with :data:`runner.core.errors.BUDGET_REACHED`. Answers known
 without paying (the journal of an earlier process, the cache) cost nothing here, so the limit bounds what one
-process pays; a resumed run may raise it.
+process pays; a resumed run may raise it. The jobs of a sweep share one limit through the sweep's ledger
+(:mod:`runner.storage.budget_ledger`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from runner.core.types import Message
 from runner.judging.calls import BudgetReached
 from runner.judging.estimate import pricing_model
 from runner.llm.client import count_tokens, price
+from runner.storage.budget_ledger import Ledger
 
 
 def check(cfg: RunConfig) -> None:
@@ -59,14 +61,25 @@ class Budget:
     Args:
         limit: ``budget.max_usd``.
         worst_case: A call's worst-case dollars from its rendered messages (:func:`worst_case`).
+        ledger: A sweep job's: the sweep's ledger, booked into by every job (runner.storage.budget_ledger); None for
+            a single run (its own spending only).
     """
 
-    def __init__(self, limit: float, worst_case: Callable[[tuple[Message, ...]], float]) -> None:
+    def __init__(self, limit: float, worst_case: Callable[[tuple[Message, ...]], float],
+                 ledger: Ledger | None = None) -> None:
         self.limit = limit
         self.worst_case = worst_case
-        self.spent = 0.0
+        self.ledger = ledger
+        self._spent = 0.0
         self.reserved = 0.0
         self.reached: BudgetReached | None = None
+        if ledger is not None:
+            ledger.drop_reservations()
+
+    @property
+    def spent(self) -> float:
+        """Dollars paid: by this run, or by the sweep's jobs when it has a ledger."""
+        return self.ledger.spent() if self.ledger is not None else self._spent
 
     def admit(self, messages: tuple[Message, ...]) -> float:
         """Reserve the worst case of a call about to be sent; returns it, for :meth:`settle`.
@@ -76,8 +89,7 @@ class Budget:
         """
         if self.reached is not None:
             raise self.reached
-        worst = self.worst_case(messages)
-        return self.book(worst)
+        return self.book(self.worst_case(messages))
 
     def book(self, worst: float, what: str = "the next call") -> float:
         """Reserve ``worst`` dollars (a call, or a whole batch before it is submitted: ``what`` says which); returns it.
@@ -87,13 +99,20 @@ class Budget:
         """
         if self.reached is not None:
             raise self.reached
-        if self.spent + self.reserved + worst > self.limit:
-            self.reached = BudgetReached(self.spent + self.reserved, self.limit, worst, what=what)
+        if self.ledger is not None:
+            committed = self.ledger.book(worst, self.limit)
+        else:
+            committed = self._spent + self.reserved if self._spent + self.reserved + worst > self.limit else None
+        if committed is not None:
+            self.reached = BudgetReached(committed, self.limit, worst, what=what)
             raise self.reached
         self.reserved += worst
         return worst
 
     def settle(self, reserved: float, cost: float | None) -> None:
         """Release a call's reservation and book what its answer cost (None: unpriced, booked at the reservation)."""
+        paid = reserved if cost is None else cost
         self.reserved -= reserved
-        self.spent += reserved if cost is None else cost
+        self._spent += paid
+        if self.ledger is not None:
+            self.ledger.settle(reserved, paid)

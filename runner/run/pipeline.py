@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from runner.core import locations, metric_names
@@ -36,7 +37,7 @@ from runner.modes import ensemble_check
 from runner.outputs import console, tracking
 from runner.run import gates, outcome, publication, view
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
-from runner.storage import store
+from runner.storage import budget_ledger, store
 
 __all__ = ["execute", "prepare", "run"]
 
@@ -230,7 +231,10 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     answered, helper = threading.Event(), None
     limit = None
     if cfg.budget.max_usd is not None:
-        limit = budget.Budget(cfg.budget.max_usd, budget.worst_case(resolved_judge(cfg.judge, ctx.input_roots)))
+        sweep_dir = ctx.tags.get("judgesweep.sweep")  # a sweep's jobs share its limit
+        ledger = budget_ledger.Ledger(Path(sweep_dir), str(ctx.run_dir)) if sweep_dir else None
+        limit = budget.Budget(cfg.budget.max_usd, budget.worst_case(resolved_judge(cfg.judge, ctx.input_roots)),
+                              ledger)
     if cfg.tracking.enabled and not ctx.publish_here:  # traces written as the answers come: view.json first
         view.write(ctx, prepared, False, "", started_ns)
         helper = publication.Helper(ctx, answered)

@@ -102,3 +102,20 @@ def test_a_budget_must_be_positive(run_cli, fake_server):
     run = run_cli(*overrides(fake_server, "budget.max_usd=0"))
     assert run.proc.returncode != 0 and "budget.max_usd=0.0: must be > 0" in run.output
     assert fake_server.requests == []
+
+
+def test_a_sweeps_jobs_share_one_budget_through_its_ledger(run_process, fake_server):
+    """Two jobs of one multirun, one after the other: the second starts with what the first paid in the sweep's
+    ledger and stops once the sweep's spending plus its next call's worst case would pass the one limit; on their
+    own budgets (not shared) it would have paid all but one of its calls."""
+    fake_server.reply = lambda body: ANSWER
+    limit = 7.5 * PER_CALL  # a worst case is ~3.3 answers: job 0 pays its 4 calls, job 1 then has room for one
+    run = run_process(*[o for o in overrides(fake_server, f"budget.max_usd={limit}") if not o.startswith("max_items")],
+                      "max_items=4,6", multirun=True)
+    assert run.proc.returncode == BUDGET_REACHED, run.output
+    assert len(fake_server.requests) == 4 + 1
+    ledger = json.loads((run.run_dir / "budget_ledger.json").read_text())
+    assert ledger["spent"] == pytest.approx(5 * PER_CALL) and ledger["spent"] <= limit
+    assert ledger["reserved"] == {}  # every reservation settled
+    spent, said_limit, _, _ = stop_line(run.proc.stderr).groups()
+    assert float(spent) == pytest.approx(5 * PER_CALL, abs=1e-6) and float(said_limit) == pytest.approx(limit, abs=1e-6)
