@@ -233,15 +233,15 @@ def test_at_the_budget_no_call_is_sent_and_the_calls_in_flight_finish_and_are_ke
     journaled: list[str] = []
 
     async def unit(n: int) -> str:
-        if n == 2:  # the third call is refused while the first two are in flight; then they may answer
+        if n == 2:  # the third call is refused while the first two are in flight; they answer once the stop is seen
             try:
                 return await calls.call(request(n), MESSAGES, lambda r: f"i{n}")
             finally:
-                release.set()
+                asyncio.get_running_loop().call_later(0.05, release.set)
         return await calls.call(request(n), MESSAGES, lambda r: journaled.append(f"i{n}") or f"i{n}")
 
     kept: list[str] = []
     with pytest.raises(BudgetReached) as raised:
-        asyncio.run(run_windowed(range(6), unit, 8, lambda index, value: kept.append(value)))
-    assert sent == [0, 1] and sorted(journaled) == sorted(kept) == ["i0", "i1"]
+        asyncio.run(run_windowed(range(6), unit, 3, lambda index, value: kept.append(value)))
+    assert sent == [0, 1] and sorted(journaled) == sorted(kept) == ["i0", "i1"]  # the refused unit is seen first
     assert raised.value.worst == 1.0 and budget.spent == 1.0 and budget.reserved == 0.0
