@@ -258,10 +258,19 @@ def batch_rows(b: dict[str, Any]) -> list[Row]:
                 "1 batch, 0 live calls, <= 0.55x", verdict(b["pass"]))]
 
 
+def sweep_items_rows(s: dict[str, Any]) -> list[Row]:
+    """The sweep report's item view: size, build time, chromium's open time (launch included) beside an empty page."""
+    opened = "no chromium" if s.get("open_s") is None else f"{fmt(s['open_s'], 2)} / {fmt(s['empty_open_s'], 2)}"
+    return [Row(f"sweep items {s['items']:,} x {s['jobs']}", "report.html MB / build s",
+                f"{fmt(s['bytes'] / 1e6, 2)} / {fmt(s['build_s'], 2)}", run=s),
+            Row("", "chromium open s: report / empty page (median of 3)", opened)]
+
+
 ROWS: dict[str, tuple[str, Callable[[dict[str, Any]], list[Row]]]] = {
     "throughput": ("throughput", throughput_rows), "scale": ("scale", scale_rows), "rpm": ("rpm", rpm_rows),
     "sporadic_429": ("sporadic 429s", sporadic_rows),
     "startup": ("start-up", startup_rows), "cache": ("cache", cache_rows), "tracking": ("tracking", tracking_rows),
+    "sweep_items": ("sweep items", sweep_items_rows),
     "batch": ("batch vs live", batch_rows)}
 
 

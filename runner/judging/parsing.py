@@ -1,7 +1,7 @@
 """Read a verdict out of a judge's raw text.
 
-Each parser is a pure function registered in :data:`PARSERS` under the name a rubric YAML uses
-(``parser: mtbench_brackets``). A parser takes the judge text, the positional labels the rubric
+Each parser is a pure function registered in :data:`PARSERS` (runner.judging.parser_registry) under the name a
+rubric YAML uses (``parser: mtbench_brackets``). A parser takes the judge text, the positional labels the rubric
 offers (a subset of ``("A", "B", "tie")``) and its own keyword parameters, and returns a
 :class:`~runner.core.types.Verdict`. It never raises on judge text and never guesses: when the text does
 not state an offered label, the verdict has ``label=None`` and a short snake_case ``reason``.
@@ -14,21 +14,26 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any, TypeGuard
+from typing import Any
 
-from runner.core.registry import Registry
 from runner.core.types import TIE, Verdict
+from runner.judging import token_parsing  # noqa: F401 - registers the verdict_tokens parser into PARSERS
 from runner.judging.json_objects import json_objects
-
-EMPTY = "empty"
-NO_MATCH = "no_match"
-LABEL_NOT_OFFERED = "label_not_offered"
-INVALID_JSON = "invalid_json"
-MISSING_KEY = "missing_key"
-
-PARSERS: Registry[Callable[..., Verdict]] = Registry("parser")
+from runner.judging.parser_registry import (
+    EMPTY,
+    INVALID_JSON,
+    MISSING_KEY,
+    NO_MATCH,
+    PARSERS,
+    clip,
+    has_text,
+    offered,
+)
+from runner.judging.parser_registry import (
+    LABEL_NOT_OFFERED as LABEL_NOT_OFFERED,  # a reason the callers of this module name
+)
 
 LLMBAR_DEFAULT_PATTERNS: tuple[str, ...] = (
     r"Output \(([ab])\) is better",
@@ -37,7 +42,6 @@ LLMBAR_DEFAULT_PATTERNS: tuple[str, ...] = (
 _LLMBAR_SIDES = {"a": "A", "b": "B"}
 _MTBENCH_VERDICT = re.compile(r"\[\[([ABC])\]\]")
 _MTBENCH_SIDES = {"A": "A", "B": "B", "C": TIE}
-_REASON_VALUE_CHARS = 40
 
 
 def _build_json_aliases() -> dict[str, str]:
@@ -73,22 +77,6 @@ def parse_verdict(
     return PARSERS.get(parser_name)(text, labels, **dict(params))
 
 
-def _has_text(text: str | None) -> TypeGuard[str]:
-    """Whether the judge's answer has any text (it is None when the response had no content)."""
-    return text is not None and bool(text.strip())
-
-
-def _clip(value: str, limit: int = _REASON_VALUE_CHARS) -> str:
-    return value if len(value) <= limit else value[: limit - 3] + "..."
-
-
-def _offered(label: str, labels: Sequence[str]) -> Verdict:
-    """Return ``label`` as a verdict if the rubric offers it, else an unscored verdict saying what it was."""
-    if label in labels:
-        return Verdict(label=label)
-    return Verdict(label=None, reason=f"{LABEL_NOT_OFFERED}: {label}")
-
-
 @lru_cache(maxsize=64)
 def _compile_one_group(pattern: str) -> re.Pattern[str]:
     compiled = re.compile(pattern)
@@ -122,7 +110,7 @@ def parse_llmbar_output(
     if isinstance(patterns, str):
         raise TypeError("llmbar_output: patterns must be a list of regexes, not one string")
     compiled = [_compile_one_group(p) for p in (LLMBAR_DEFAULT_PATTERNS if patterns is None else patterns)]
-    if not _has_text(text):
+    if not has_text(text):
         return Verdict(label=None, reason=EMPTY)
     text = text.strip()
     for pattern in compiled:
@@ -132,8 +120,8 @@ def parse_llmbar_output(
         said = matches[-1].group(1) or ""
         label = _LLMBAR_SIDES.get(said.strip().lower())
         if label is None:
-            return Verdict(label=None, reason=f"{NO_MATCH}: {_clip(said)}")
-        return _offered(label, labels)
+            return Verdict(label=None, reason=f"{NO_MATCH}: {clip(said)}")
+        return offered(label, labels)
     return Verdict(label=None, reason=NO_MATCH)
 
 
@@ -148,12 +136,12 @@ def parse_mtbench_brackets(text: str | None, labels: Sequence[str]) -> Verdict:
     Returns:
         The verdict, or ``label=None`` with reason ``empty``, ``no_match`` or ``label_not_offered``.
     """
-    if not _has_text(text):
+    if not has_text(text):
         return Verdict(label=None, reason=EMPTY)
     matches = _MTBENCH_VERDICT.findall(text)
     if not matches:
         return Verdict(label=None, reason=NO_MATCH)
-    return _offered(_MTBENCH_SIDES[matches[-1]], labels)
+    return offered(_MTBENCH_SIDES[matches[-1]], labels)
 
 
 def _normalise(value: str) -> str:
@@ -181,7 +169,7 @@ def parse_json_winner(text: str | None, labels: Sequence[str], *, key: str = "wi
         ``missing_key`` (no object has ``key``), ``no_match`` (the value names no label; the reason
         includes it) or ``label_not_offered``.
     """
-    if not _has_text(text):
+    if not has_text(text):
         return Verdict(label=None, reason=EMPTY)
     objects = json_objects(text)
     if not objects:
@@ -193,8 +181,8 @@ def parse_json_winner(text: str | None, labels: Sequence[str], *, key: str = "wi
     label = _JSON_ALIASES.get(_normalise(value)) if isinstance(value, str) else None
     if label is None:
         shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        return Verdict(label=None, reason=f"{NO_MATCH}: {_clip(shown)}")
-    return _offered(label, labels)
+        return Verdict(label=None, reason=f"{NO_MATCH}: {clip(shown)}")
+    return offered(label, labels)
 
 
 def response_schema(parser_name: str, labels: Sequence[str], params: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -211,6 +199,3 @@ def response_schema(parser_name: str, labels: Sequence[str], params: Mapping[str
         "additionalProperties": False,
     }
 
-
-# The token-table parser lives in its own module; importing it here registers it wherever PARSERS is used.
-from runner.judging import token_parsing  # noqa: E402,F401  (after PARSERS exists: it registers into it)

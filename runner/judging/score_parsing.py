@@ -23,7 +23,7 @@ from typing import Any
 from runner.core.registry import Registry
 from runner.core.types import Criterion, Verdict
 from runner.judging.json_objects import MALFORMED, scan_objects
-from runner.judging.parsing import EMPTY, INVALID_JSON, MISSING_KEY, _clip, _has_text
+from runner.judging.parser_registry import EMPTY, INVALID_JSON, MISSING_KEY, clip, has_text
 
 NOT_A_NUMBER = "not_a_number"
 OUT_OF_RANGE = "out_of_range"
@@ -103,7 +103,7 @@ def parse_json_scores(
         ValueError: If ``criteria`` is empty or repeats a name.
     """
     _check_arguments(criteria, extra_keys)
-    if not _has_text(text):
+    if not has_text(text):
         return Verdict(label=None, reason=EMPTY)
     try:
         obj, scored, flat = _choose_answer(text, criteria, scores_key)
@@ -258,7 +258,7 @@ def _check_score(criterion: Criterion, raw: Any) -> float:
 
 def _show_value(raw: Any) -> str:
     """The judge's value as it wrote it (a string without quotes), clipped for a reason string."""
-    return _clip(raw.strip() if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, default=repr))
+    return clip(raw.strip() if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, default=repr))
 
 
 def _looks_like_score(value: Any) -> bool:

@@ -1,6 +1,6 @@
 """Verdict formats read by configuration only: a token table, an optional regex, and a rule.
 
-The ``verdict_tokens`` parser (registered in :data:`runner.judging.parsing.PARSERS`) reads any verdict
+The ``verdict_tokens`` parser (registered in :data:`runner.judging.parser_registry.PARSERS`) reads any verdict
 format whose answer states one of a fixed set of tokens: Arena-Hard's ``[[A>>B]]`` .. ``[[B>>A]]``,
 PRD's bare ``1`` / ``2`` / ``3`` line, FastChat's ``[[A]]`` / ``[[B]]`` / ``[[C]]``. A rubric YAML names
 the tokens, the label each one means and, optionally, its strength::
@@ -38,7 +38,7 @@ from types import MappingProxyType
 from typing import Any
 
 from runner.core.types import TIE, Verdict
-from runner.judging.parsing import EMPTY, NO_MATCH, PARSERS, _clip, _has_text, _offered
+from runner.judging.parser_registry import EMPTY, NO_MATCH, PARSERS, clip, has_text, offered
 
 AMBIGUOUS = "ambiguous"
 RULES = ("last", "first", "priority", "unanimous")
@@ -131,18 +131,18 @@ def parse_verdict_tokens(
     if not isinstance(tokens, Mapping):
         raise ValueError(f"tokens must be a mapping of token -> label, got {tokens!r}")
     fmt = _compile(pattern, json.dumps([[str(k), v] for k, v in tokens.items()], default=repr))
-    if not _has_text(text):
+    if not has_text(text):
         return Verdict(label=None, reason=EMPTY)
     said = [(m.group(1) or "").strip() for m in fmt.pattern.finditer(text)]
     if not said:
         return Verdict(label=None, reason=NO_MATCH)
     decided = _decide(said, fmt.tokens, rule)
     if decided is None:
-        return Verdict(label=None, reason=f"{AMBIGUOUS}: {_clip(', '.join(dict.fromkeys(said)))}")
+        return Verdict(label=None, reason=f"{AMBIGUOUS}: {clip(', '.join(dict.fromkeys(said)))}")
     token = fmt.tokens.get(decided)
     if token is None:
-        return Verdict(label=None, reason=f"{NO_MATCH}: {_clip(decided)}")
-    verdict = _offered(token.label, labels)
+        return Verdict(label=None, reason=f"{NO_MATCH}: {clip(decided)}")
+    verdict = offered(token.label, labels)
     if token.strength is None or not verdict.ok:
         return verdict
     return Verdict(label=verdict.label, extras=MappingProxyType({"strength": token.strength}))

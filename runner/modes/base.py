@@ -1,7 +1,8 @@
 """What every run mode is: the :class:`RunMode` interface, the :class:`Report` it builds and the views it shows.
 
-A run's mode (pairwise or pointwise) is chosen once, from ``prompt.mode``, by :func:`mode_for`; the rest of the
-package asks the mode object, never the shape of a dict, what kind of run it holds. A mode owns its start-up
+A run's mode (pairwise or pointwise) is chosen once, from ``prompt.mode``, by runner.modes.catalog.mode_for (each
+mode registers itself into :data:`MODES`; this interface knows none of them); the rest of the package asks the
+mode object, never the shape of a dict, what kind of run it holds. A mode owns its start-up
 validation, the JSON schema of its judge's answer, its typed report, that report's metrics, its console lines and
 its HTML views. An ensemble is a judge made of members; the mode combines their judgments (``inputs.by_member``).
 
@@ -16,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from runner.core.config import RunConfig
 from runner.core.types import Item, Judgment
@@ -24,42 +25,12 @@ from runner.inputs.datasets import ItemRef
 from runner.inputs.prompts import Template
 from runner.modes.drilldown import ItemOutcome
 from runner.modes.record import Record
-
-if TYPE_CHECKING:  # runner.modes.sections imports this module (through runner.modes.statistics)
-    from runner.modes.sections import GoldAccuracy
+from runner.modes.sections import GoldAccuracy
+from runner.modes.view import View as View  # re-exported: the outputs layer draws a View
+from runner.modes.view import cell as cell
 
 Json = dict[str, Any]
 Document = Mapping[str, Any] | Record  # a summary.json document, or the typed report a run already holds
-
-
-@dataclass(frozen=True)
-class View:
-    """One section of the HTML report, as data.
-
-    Attributes:
-        title: The section's heading.
-        plot: The kind of plot runner.outputs.html_report draws (``verdicts``, ``confusion``, ``histogram``,
-            ``bars``), or None for a table or notes only.
-        data: The plot's keyword arguments (plain JSON values).
-        columns, rows: A table (cells already formatted as text, or numbers the report formats).
-        notes: Sentences under the section.
-    """
-
-    title: str
-    plot: str | None = None
-    data: Mapping[str, Any] = field(default_factory=dict)
-    columns: tuple[str, ...] = ()
-    rows: tuple[tuple[Any, ...], ...] = ()
-    notes: tuple[str, ...] = ()
-
-
-def cell(value: Any) -> str:
-    """A table cell: 4 significant digits for floats (whole numbers from 1000 up), ``-`` for missing values."""
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
-    return str(value)
 
 
 @dataclass(frozen=True)
@@ -176,26 +147,6 @@ def register(mode: RunMode) -> RunMode:
         raise ValueError(f"run mode {mode.name!r} is registered twice")
     MODES[mode.name] = mode
     return mode
-
-
-def mode_named(name: str) -> RunMode:
-    """The mode registered as ``name`` (a run's ``prompt.mode``).
-
-    Raises:
-        LookupError: No such mode, with the known ones.
-    """
-    import runner.modes.pairwise.mode  # noqa: F401 - each mode registers itself when imported
-    import runner.modes.pointwise.mode  # noqa: F401
-
-    try:
-        return MODES[name]
-    except KeyError:
-        raise LookupError(f"run mode {name!r} is not one of {sorted(MODES)}") from None
-
-
-def mode_for(cfg: RunConfig) -> RunMode:
-    """The run's mode, chosen once from ``prompt.mode``."""
-    return mode_named(cfg.prompt.mode.value)
 
 
 def expand(rows: Iterable[Mapping[str, Any]], column: str, fill: Any = None) -> list[Json]:

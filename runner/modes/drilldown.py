@@ -14,7 +14,7 @@ from __future__ import annotations
 from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -24,8 +24,10 @@ from runner.inputs.datasets import ItemRef
 LIMIT = 2_000  # items drawn in full; ~5 KB each for LLMBar-sized texts (10 MB at the limit)
 TEXT_LIMIT = 20_000  # characters of one text kept in the report (the full text is in the dataset / results.jsonl)
 # The filters, in the order the report offers them: flag -> its label.
-FLAGS = {"wrong": "wrong vs gold", "flip": "position flip / inconsistent", "unscored": "unscored",
+FLAGS = {"wrong": "wrong vs gold", "flip": "position flip", "unscored": "unscored",
          "failed": "failed (pass threshold or check)"}
+# a run without orders (pointwise): ``flip`` is a score that spreads across repeats
+UNORDERED = {**FLAGS, "wrong": "wrong vs human score", "flip": "inconsistent across repeats"}
 
 
 @dataclass(frozen=True)
@@ -35,16 +37,23 @@ class ItemOutcome:
     final: str
     flags: frozenset[str] = frozenset()
     reasons: tuple[str, ...] = ()
+    verdict: str = ""  # what configurations agree or disagree on (the label, pass/fail, the score): final's core
+
+    @property
+    def key(self) -> str:
+        """The verdict two configurations are compared on: :attr:`verdict`, else :attr:`final`."""
+        return self.verdict or self.final
 
 
 @dataclass(frozen=True)
 class Answer:
     """One judge call of an item: which call, its status, what was parsed, the raw answer."""
 
-    call: str  # "order ab, repeat 1" (an ensemble's member first)
+    call: str  # "order ab, repeat 0" (an ensemble's member first)
     status: str
     parsed: str
     raw: str
+    prompt: str = ""  # the messages the judge was sent ("system: ...", "user: ..."); "" where not stored
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,12 @@ class Drilldown:
     entries: tuple[ItemEntry, ...]
     total: int
     counts: Mapping[str, int]
+    ordered: bool = True  # the run judges candidates in orders (pairwise): a flip is a position flip
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        """Each flag's label as the filters say it, in the run's terms."""
+        return FLAGS if self.ordered else UNORDERED
 
     @property
     def groups(self) -> list[str]:
@@ -81,7 +96,7 @@ def _call(j: Judgment, judge: str | None) -> str:
         parts.append(j.request.stage)
     if j.request.order is not None:
         parts.append(f"order {j.request.order.value}")
-    parts.append(f"repeat {j.request.repeat + 1}")
+    parts.append(f"repeat {j.request.repeat}")  # 0-based, as results.jsonl and MLflow
     return ", ".join(parts)
 
 
@@ -147,6 +162,11 @@ def _inputs(item: Item) -> tuple[tuple[str, str], ...]:
             *((c.system, _clip(c.text)) for c in item.candidates))
 
 
+def prompt_text(messages: Sequence[Mapping[str, str]]) -> str:
+    """Rendered messages as the report shows them: ``role: content`` blocks, each clipped to TEXT_LIMIT."""
+    return "\n\n".join(f"{m.get('role')}: {_clip(str(m.get('content')))}" for m in messages)
+
+
 def _gold(ref: ItemRef) -> str:
     if ref.gold is not None:
         return ref.gold
@@ -155,7 +175,8 @@ def _gold(ref: ItemRef) -> str:
 
 def build(refs: Sequence[ItemRef], outcomes: Mapping[str, ItemOutcome], judgments: Iterable[Judgment],
           texts: Callable[[], Iterable[Judgment]], items: Callable[[], Iterable[Item]],
-          judges: Sequence[str] | None = None, limit: int = LIMIT) -> Drilldown:
+          judges: Sequence[str] | None = None, limit: int = LIMIT, ordered: bool = True,
+          messages: Callable[[Sequence[str]], Mapping[str, list[dict[str, str]]]] | None = None) -> Drilldown:
     """The drill-down of a run.
 
     Args:
@@ -166,6 +187,9 @@ def build(refs: Sequence[ItemRef], outcomes: Mapping[str, ItemOutcome], judgment
         items: A fresh stream of the judged items (read once, for the items drawn).
         judges: An ensemble's member of each judgment, aligned with both streams; None for a single judge.
         limit: Items drawn at most.
+        ordered: Whether the run judges in orders (pairwise), which names its ``flip`` flag.
+        messages: Looks up the rendered messages of the given hashes (the run's message store), so each call shows
+            the prompt the judge saw; None: no prompts.
     """
     flips, unscored = _flip_and_unscored(judgments, judges)
     flags: dict[str, frozenset[str]] = {}
@@ -175,11 +199,17 @@ def build(refs: Sequence[ItemRef], outcomes: Mapping[str, ItemOutcome], judgment
             {"unscored"} if ref.id in unscored else set())
     shown = _selected(refs, flags, limit)
     answers: dict[str, list[Answer]] = defaultdict(list)
+    hashes: dict[str, list[str]] = defaultdict(list)  # item -> the messages hash of each of its answers
     names = iter(judges) if judges is not None else None
     for j in texts():
         judge = next(names) if names is not None else None
         if j.item_id in shown:
             answers[j.item_id].append(Answer(_call(j, judge), j.status.value, parsed(j), _clip(j.response.text or "")))
+            hashes[j.item_id].append(j.request.messages_hash)
+    if messages is not None:
+        found = messages([h for hs in hashes.values() for h in hs])
+        answers = defaultdict(list, {i: [replace(a, prompt=prompt_text(found.get(h) or ())) for a, h in
+                                         zip(answers[i], hashes[i], strict=True)] for i in answers})
     inputs = {item.id: _inputs(item) for item in items() if item.id in shown}
     entries = tuple(
         ItemEntry(ref.id, inputs.get(ref.id, ()), tuple(answers.get(ref.id, ())),
@@ -189,4 +219,4 @@ def build(refs: Sequence[ItemRef], outcomes: Mapping[str, ItemOutcome], judgment
                   outcomes.get(ref.id, ItemOutcome("-")).reasons)
         for ref in refs if ref.id in shown)
     counts = {f: sum(f in fl for fl in flags.values()) for f in FLAGS}
-    return Drilldown(entries, len(refs), counts)
+    return Drilldown(entries, len(refs), counts, ordered)

@@ -6,12 +6,14 @@ run of a mode it is registered for then carries it, with nothing else to edit:
 
 - summary.json: ``statistics.<name>.<group>.<measure>`` = ``{"value", "n", "ci_low", "ci_high"}``;
 - MLflow and metrics.json: ``<name>/<group>/<measure>`` with ``_ci_low`` / ``_ci_high`` beside it, and
-  ``<name>/<group>/n``;
+  ``<name>/<group>/n``; a headline statistic (``headline=True``: one group, ``all``, the whole run) drops the
+  group: ``<name>/<measure>`` and ``<name>/n``;
 - the console: one line per group; the HTML report: one table per statistic;
 - the sweep table: every metric of a registered statistic's family is a column (runner.outputs.sweep).
 
 The last three read the summary document, so a run read back from disk (runner.outputs.results) shows the
-same. A statistic that returns an empty table (e.g. per category on a dataset without categories) adds nothing.
+same. A statistic is shown as a share (``42.0%``) or, with ``percent=False``, as a coefficient (``0.42``, e.g. a
+kappa). A statistic that returns an empty table (e.g. per category on a dataset without categories) adds nothing.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from typing import Any
 from runner.core.config import RunConfig
 from runner.core.types import Judgment
 from runner.inputs.datasets import ItemRef
-from runner.modes.base import View
 from runner.modes.record import Record
+from runner.modes.view import View
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -58,26 +60,41 @@ Compute = Callable[[StatInputs], Table]
 
 @dataclass(frozen=True)
 class Statistic:
-    """A registered statistic: its family name (the metric prefix), its title, the modes it runs for."""
+    """A registered statistic: its family name (the metric prefix), its title, the modes it runs for, whether its
+    one group ``all`` is left out of its metric keys (``headline``) and whether its values are shares."""
 
     name: str
     title: str
     modes: frozenset[str]
     compute: Compute
+    headline: bool = False
+    percent: bool = True
 
 
 STATISTICS: dict[str, Statistic] = {}
 
 
-def statistic(name: str, title: str, modes: Sequence[str]) -> Callable[[Compute], Compute]:
-    """Register ``fn(inputs: StatInputs) -> Table`` as the statistic ``name`` of the given modes."""
+HEADLINE_GROUP = "all"  # a headline statistic's one group: the whole run
+
+
+def statistic(name: str, title: str, modes: Sequence[str], *, headline: bool = False,
+              percent: bool = True) -> Callable[[Compute], Compute]:
+    """Register ``fn(inputs: StatInputs) -> Table`` as the statistic ``name`` of the given modes.
+
+    Args:
+        name: The metric family and summary.json's key (snake_case).
+        title: The console's and the HTML table's name for it.
+        modes: The run modes it is computed for.
+        headline: Its table has one group, :data:`HEADLINE_GROUP`, left out of the metric keys.
+        percent: Its values are shares, shown as percentages; False: coefficients, shown as numbers.
+    """
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
         raise ValueError(f"statistic name {name!r}: snake_case, it becomes a metric family")
 
     def decorate(fn: Compute) -> Compute:
         if name in STATISTICS:
             raise ValueError(f"statistic {name!r} is registered twice")
-        STATISTICS[name] = Statistic(name, title, frozenset(modes), fn)
+        STATISTICS[name] = Statistic(name, title, frozenset(modes), fn, headline, percent)
         return fn
 
     return decorate
@@ -113,7 +130,7 @@ def metrics(section: Mapping[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, table in read(section).items():
         for group, row in table.items():
-            prefix = f"{key_part(name)}/{key_part(group)}"
+            prefix = key_part(name) if _is_headline(name, group) else f"{key_part(name)}/{key_part(group)}"
             for measure, est in row.items():
                 key = f"{prefix}/{key_part(measure)}"
                 for suffix, value in (("", est.value), ("_ci_low", est.ci_low), ("_ci_high", est.ci_high)):
@@ -124,12 +141,21 @@ def metrics(section: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def _pct(est: Estimate) -> str:
+def _is_headline(name: str, group: str) -> bool:
+    stat = STATISTICS.get(name)
+    return stat is not None and stat.headline and group == HEADLINE_GROUP
+
+
+def _shown(name: str, est: Estimate) -> str:
+    """A value and its interval: as percentages for a share (a statistic not registered here: a share), else as a
+    coefficient with 3 decimals."""
     if est.value is None:
         return "n/a"
-    text = f"{est.value * 100:.1f}%"
+    stat = STATISTICS.get(name)
+    scale, unit, digits = (100, "%", 1) if stat is None or stat.percent else (1, "", 3)
+    text = f"{est.value * scale:.{digits}f}{unit}"
     if est.ci_low is not None and est.ci_high is not None:
-        text += f" [{est.ci_low * 100:.1f}, {est.ci_high * 100:.1f}]"
+        text += f" [{est.ci_low * scale:.{digits}f}, {est.ci_high * scale:.{digits}f}]"
     return text
 
 
@@ -144,8 +170,9 @@ def console_lines(section: Mapping[str, Any]) -> list[str]:
     for name, table in read(section).items():
         for group, row in table.items():
             n = max((est.n for est in row.values()), default=0)
-            measures = ", ".join(f"{measure.replace('_', ' ')} {_pct(est)}" for measure, est in row.items())
-            lines.append(f"{_title(name)} {group} (n={n}): {measures}")
+            measures = ", ".join(f"{measure.replace('_', ' ')} {_shown(name, est)}" for measure, est in row.items())
+            shown_group = "" if _is_headline(name, group) else f" {group}"
+            lines.append(f"{_title(name)}{shown_group} (n={n}): {measures}")
     return lines
 
 
@@ -155,7 +182,7 @@ def views(section: Mapping[str, Any]) -> list[View]:
     for name, table in read(section).items():
         measures = list(dict.fromkeys(m for row in table.values() for m in row))
         rows = tuple((group, str(max((e.n for e in row.values()), default=0)),
-                      *(_pct(row[m]) if m in row else "" for m in measures)) for group, row in table.items())
+                      *(_shown(name, row[m]) if m in row else "" for m in measures)) for group, row in table.items())
         out.append(View(_title(name), columns=("group", "n", *measures), rows=rows,
                         notes=("value [confidence interval]; the interval is empty where there was no spread",)))
     return out

@@ -18,11 +18,11 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
-from runner.modes import base
+from runner.modes import catalog
 from runner.modes.base import View, cell
 from runner.modes.drilldown import Drilldown
 from runner.modes.record import Record
-from runner.outputs import frontier, item_report, sweep, sweep_best
+from runner.outputs import frontier, item_report, sweep, sweep_best, sweep_items
 from runner.outputs.report_plots import bars_png, confusion_png, histogram_png, verdict_png, wilson
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}t
 min-width:12em}
 th{background:#f3f3f3}
 img{max-width:100%;border:1px solid #eee}.note{color:#555;font-size:13px}
-{{ item_css }}
+{{ item_css }}{% if wide %}body{max-width:none}{% endif %}
 </style></head><body>
 <h1>{{ title }}</h1>
 {% for s in sections %}<section><h2>{{ s.heading }}</h2>
@@ -56,6 +56,9 @@ img{max-width:100%;border:1px solid #eee}.note{color:#555;font-size:13px}
 </section>
 {% endfor %}</body></html>
 """
+
+
+CSS = item_report.CSS + sweep_items.CSS  # the blocks drawn by their own modules (a run's items, a sweep's items)
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,11 @@ class Section:
         return base64.b64encode(self.png).decode("ascii")
 
 
-def render(title: str, sections: Sequence[Section]) -> str:
-    """The HTML page: the sections in order, every text autoescaped."""
+def render(title: str, sections: Sequence[Section], wide: bool = False) -> str:
+    """The HTML page: the sections in order, every text autoescaped; ``wide``: as wide as the window (a sweep's
+    tables have a column per override and metric, or per job)."""
     return Environment(autoescape=True).from_string(TEMPLATE).render(title=title, sections=sections,
-                                                                     item_css=Markup(item_report.CSS))
+                                                                     item_css=Markup(CSS), wide=wide)
 
 
 def write_page(path: Path, title: str, sections: Sequence[Section]) -> None:
@@ -100,7 +104,7 @@ def write_page(path: Path, title: str, sections: Sequence[Section]) -> None:
     Written to a temporary file renamed at the end, so a failure leaves no half page.
     """
     pieces = Environment(autoescape=True).from_string(TEMPLATE).generate(title=title, sections=sections,
-                                                                         item_css=Markup(item_report.CSS))
+                                                                         item_css=Markup(CSS))
     unfinished = path.with_name(path.name + ".unfinished")
     try:
         with unfinished.open("w", encoding="utf-8") as out:
@@ -136,21 +140,62 @@ def _headline_cell(metrics: Mapping[str, float], key: str, name: str, by_name: M
     return with_ci(metrics, key)
 
 
+# the headline's labels where the sweep table's short column name is not enough on its own
+LABELS = {"unscored": "unscored calls (share of calls)", "items/total": "items",
+          "cost/unknown_calls": "calls litellm could not price",
+          "cost/list_unpriced_calls": "calls without a list price"}
+SAME_AS = {"accuracy/mean": "agreement/accuracy_all"}  # one row when both are the same number
+
+
 def _headline(metrics: Mapping[str, float]) -> Section:
     bounds = _shown_bounds(metrics)
     counts = {key for key, name in sweep.HEADLINE.items() if name in sweep.COUNT_OF.values()}
+    same = {k for k, other in SAME_AS.items() if metrics.get(k) is not None and metrics.get(k) == metrics.get(other)}
     by_name = {name: key for key, name in sweep.HEADLINE.items()}
-    rows = [(name, _headline_cell(metrics, key, name, by_name)) for key, name in sweep.HEADLINE.items()
-            if metrics.get(key) is not None and key not in bounds | counts]
+    labels = {**LABELS, **{sweep.HEADLINE[other]: f"{sweep.HEADLINE[other]} (= {sweep.HEADLINE[k]})" for k in same
+                           for other in (SAME_AS[k],)}}
+    hidden = bounds | counts | same
+    rows = [(labels.get(name, name), _headline_cell(metrics, key, name, by_name))
+            for key, name in sweep.HEADLINE.items() if metrics.get(key) is not None and key not in hidden]
+    if metrics.get("judge/parse_failure_rate") is None and metrics.get("judge/unscored") is not None:
+        rows.append((LABELS["unscored"], cell(metrics["judge/unscored"])))
     for key in ("items/total", "cost/unknown_calls", "cost/list_unpriced_calls"):
         if metrics.get(key) is not None:
-            rows.append((key, cell(metrics[key])))
+            rows.append((LABELS[key], cell(metrics[key])))
     return Section("Headline", columns=("metric", "value"), rows=tuple(rows),
                    notes=("value [95% confidence interval]",) if bounds else ())
 
 
-__all__ = ["Link", "Section", "bars_png", "confusion_png", "histogram_png", "render", "run_report", "run_sections",
-           "sweep_report", "verdict_png", "wilson", "write_page", "write_run_report", "write_sweep_report"]
+@dataclass(frozen=True)
+class RunHeader:
+    """What a run's report says it is, above everything else: the choices, the date, and where it links to."""
+
+    facts: tuple[tuple[str, str | Link], ...]  # (what, value): judge, prompt, rubric, dataset, date, MLflow, sweep
+    in_title: tuple[str, ...] = ()  # the facts the title adds to the run's name (judge, prompt, rubric, ...)
+
+    def title(self, name: str) -> str:
+        """The run's name with what it is: ``gpt4 · vanilla (judge replay_gpt4, prompt ..., 2026-11-28 02:14 UTC)``."""
+        shown = [f"{what} {value}" if what != "date" else str(value) for what, value in self.facts
+                 if what in self.in_title]
+        return f"{name} ({', '.join(shown)})" if shown else name
+
+    def section(self, gates: Sequence[Mapping[str, Any]]) -> Section:
+        """The first section: the facts, then each gate's PASS/FAIL."""
+        rows = (*self.facts, *((f"gate {g.get('name')}", ("PASS " if g.get("passed") else "FAIL ") +
+                                str(g.get("message"))) for g in gates))
+        return Section("This run", columns=("what", "value"), rows=rows)
+
+
+def titled(title: str, gates: Sequence[Mapping[str, Any]]) -> str:
+    """The page title with the gates' verdict: ``... - gates PASS`` or ``... - gates FAIL``."""
+    if not gates:
+        return title
+    return f"{title} - gates {'PASS' if all(g.get('passed') for g in gates) else 'FAIL'}"
+
+
+__all__ = ["LABELS", "Link", "RunHeader", "Section", "bars_png", "confusion_png", "histogram_png", "render",
+           "run_report", "run_sections", "sweep_report", "titled", "verdict_png", "wilson", "write_page",
+           "write_run_report", "write_sweep_report"]
 
 PLOTS: dict[str, Callable[..., bytes]] = {"verdicts": verdict_png, "confusion": confusion_png,
                                           "histogram": histogram_png, "bars": bars_png}
@@ -170,9 +215,10 @@ def run_report(summary: Mapping[str, Any], metrics: Mapping[str, float], title: 
 
 
 def run_sections(summary: Mapping[str, Any], metrics: Mapping[str, float], mode: str,
-                 typed: Record | None = None, drilldown: Drilldown | None = None) -> list[Section]:
-    """The sections of one run's HTML report: headline, its mode's views (runner.modes.base.RunMode.views), gates,
-    all metrics and the items' drill-down.
+                 typed: Record | None = None, drilldown: Drilldown | None = None,
+                 header: RunHeader | None = None) -> list[Section]:
+    """The sections of one run's HTML report: what the run is with its gates (first, so a failed gate is seen
+    first), headline, its mode's views (runner.modes.base.RunMode.views), all metrics and the items' drill-down.
 
     Args:
         summary: The run's summary.json content; with ``typed``, only its ``gates`` are read (a run passes just
@@ -182,13 +228,15 @@ def run_sections(summary: Mapping[str, Any], metrics: Mapping[str, float], mode:
         typed: The same summary as the typed report the run already holds, drawn instead of reading ``summary``
             again (a second copy of every item's result at the run's peak memory).
         drilldown: The items with their inputs, answers and flags (runner.modes.drilldown.build), or None.
+        header: What the run is and where it links to (:class:`RunHeader`); without one, the gates have a section.
     """
-    sections = [_headline(metrics), *map(view_section, base.mode_named(mode).views(summary if typed is None
-                                                                                  else typed))]
     gates = summary.get("gates") or []
-    if gates:
+    sections = [header.section(gates)] if header is not None else []
+    if gates and header is None:
         sections.append(Section("Gates", columns=("gate", "result", "message"), rows=tuple(
             (str(g.get("name")), "PASS" if g.get("passed") else "FAIL", str(g.get("message"))) for g in gates)))
+    sections += [_headline(metrics), *map(view_section, catalog.mode_named(mode).views(summary if typed is None
+                                                                                      else typed))]
     bounds = _shown_bounds(metrics)
     sections.append(Section("All metrics", columns=("metric", "value [95% CI]"), collapsed=True,
                             rows=tuple((k, with_ci(metrics, k)) for k in sorted(metrics) if k not in bounds)))
@@ -260,9 +308,11 @@ def _best_section(answer: Mapping[str, Any]) -> Section:
 
 def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapping[str, Any]] | None,
                  title: str, quality_key: str = "agreement", frontier_png: bytes | None = None,
-                 links: Mapping[int, str] | None = None, answer: Mapping[str, Any] | None = None) -> str:
+                 links: Mapping[int, str] | None = None, answer: Mapping[str, Any] | None = None,
+                 items: sweep_items.ItemView | None = None) -> str:
     """The HTML report of a sweep: its answer (the best configuration and those tied with it) when there is one,
-    the sweep table, then the frontier (table and plot) when there is one.
+    the sweep table, the frontier (table and plot) when there is one, then the item view (one row per item, one
+    column per job) when ``items`` is given.
 
     Args:
         rows: The sweep table (:func:`runner.outputs.sweep.collect`).
@@ -273,6 +323,7 @@ def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapp
         frontier_png: The frontier plot when already drawn (else it is drawn here).
         links: Job number -> the address of its report.html relative to this report; its ``job`` cells link there.
         answer: The output of :func:`runner.outputs.sweep_best.answer`, or None.
+        items: The sweep's items as each job judged them (:func:`runner.outputs.sweep_items.collect`).
     """
     shared = _shared_overrides(rows)
     columns, cells = _table(rows, [c for c in dict.fromkeys(k for row in rows for k in row) if c not in shared],
@@ -286,12 +337,33 @@ def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapp
         sections.append(_frontier_section(frontier_rows, quality_key, frontier_png, links))
     else:
         sections.append(Section("Cost-quality frontier", notes=(f"No job has {quality_key!r}: no frontier.",)))
-    return render(title, sections)
+    if items is not None:
+        sections.append(_items_section(items, links or {}))
+    return render(title, sections, wide=True)
+
+
+def _items_section(items: sweep_items.ItemView, links: Mapping[int, str]) -> Section:
+    """The sweep's item x configuration view (its own module draws it)."""
+    return Section(f"Items x configurations ({len(items.items)} items, {len(items.columns)} jobs)",
+                   html=partial(sweep_items.pieces, items, links),
+                   notes=("Each cell: the job's final verdict or score, with correct/wrong against gold or "
+                          "pass/fail against the threshold; it opens the item in that job's report.html. Column "
+                          "heads: the job's headline metric [95% CI].",))
+
+
+def _sweep_items(sweep_dir: Path, rows: Sequence[Mapping[str, Any]]) -> sweep_items.ItemView | None:
+    """The sweep's item view, or None (with a warning) when a job's files cannot be read: the rest of the report
+    is still written."""
+    try:
+        return sweep_items.collect(sweep_dir, rows)
+    except Exception as exc:  # noqa: BLE001 - a view of files already written
+        log.warning("the sweep report's item view not drawn: %s: %s", type(exc).__name__, exc)
+        return None
 
 
 def write_run_report(run_dir: Path, summary: Mapping[str, Any], metrics: Mapping[str, float],
                      title: str, mode: str, typed: Record | None = None,
-                     drilldown: Callable[[], Drilldown] | None = None) -> Path | None:
+                     drilldown: Callable[[], Drilldown] | None = None, header: RunHeader | None = None) -> Path | None:
     """Write ``run_dir/report.html``; returns its path, or None (with a warning) when it could not be made.
 
     The run's results are already on disk when this is called: a failing plot must not fail the run. ``drilldown``
@@ -299,8 +371,8 @@ def write_run_report(run_dir: Path, summary: Mapping[str, Any], metrics: Mapping
     """
     path = run_dir / REPORT_NAME
     try:
-        write_page(path, title, run_sections(summary, metrics, mode, typed,
-                                             drilldown() if drilldown is not None else None))
+        write_page(path, titled(header.title(title) if header else title, summary.get("gates") or []), run_sections(
+            summary, metrics, mode, typed, drilldown() if drilldown is not None else None, header))
     except Exception as exc:  # noqa: BLE001 - the report is a view of files already written
         log.warning("report.html not written: %s: %s", type(exc).__name__, exc)
         return None
@@ -327,8 +399,7 @@ def write_sweep_report(sweep_dir: Path, rows: Sequence[dict[str, Any]], quality_
         links = {row["job"]: f"{row['job']}/{REPORT_NAME}" for row in rows
                  if (sweep_dir / str(row.get("job")) / REPORT_NAME).is_file()}
         path.write_text(sweep_report(rows, front if png else None, f"sweep {sweep_dir}", quality_key, png, links,
-                                     answer),
-                        encoding="utf-8")
+                                     answer, _sweep_items(sweep_dir, rows)), encoding="utf-8")
     except Exception as exc:  # noqa: BLE001 - the sweep table is written; the report is a view of it
         log.warning("sweep report not written: %s: %s", type(exc).__name__, exc)
         return []

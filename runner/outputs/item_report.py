@@ -1,7 +1,8 @@
 """The run report's drill-down (runner.modes.drilldown drawn as HTML): one collapsed row per item with its final
 verdict or score, gold and flags; opened, the item's inputs and every call's parsed verdict and raw answer.
 
-Filters (a flag, a tag or category) and a text search run in a small script embedded in the page: no network, no
+Each item is an anchor, ``report.html#item-<id>`` (opened when the page is opened there). Filters (a flag, a tag or
+category) and a text search run in a small script embedded in the page: no network, no
 library, and without the script every item is simply shown. Texts are data: the template autoescapes them, and a
 long one is folded in a ``<details>`` under its first line.
 """
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 from jinja2 import Environment
 from markupsafe import Markup
 
-from runner.modes.drilldown import FLAGS, Drilldown
+from runner.modes.drilldown import Drilldown
 
 FOLD = 400  # characters from which a text is folded (its start shown as the summary)
 PREVIEW = 140
@@ -29,10 +30,11 @@ judgment.</p>{% endif %}
 <label>search <input type="search" data-search placeholder="id, input or answer text"></label>
 <span class="shown" data-shown>{{ d.entries|length }} items shown</span></div>
 <div class="item-list">
-{% for e in d.entries %}<details class="item" data-id="{{ e.id }}" data-flags="{{ e.flags|join(' ') }}"
+{% for e in d.entries %}<details class="item" id="item-{{ e.id }}"
+ data-id="{{ e.id }}" data-flags="{{ e.flags|join(' ') }}"
  data-groups="{{ e.groups|join('\t') }}"><summary><span class="id">{{ e.id }}</span>
 <span>final: <b>{{ e.final }}</b></span><span>gold: {{ e.gold }}</span>
-{% for f in e.flags %}<span class="flag flag-{{ f }}">{{ f }}</span>{% endfor %}
+{% for f in e.flags %}<span class="flag flag-{{ f }}">{{ flags[f] }}</span>{% endfor %}
 {% for g in e.groups %}<span class="tag">{{ g }}</span>{% endfor %}</summary>
 {% for r in e.reasons %}<p class="note">{{ r }}</p>{% endfor %}
 <h3>Input</h3>{% for name, text in e.inputs %}<div class="field"><div class="name">{{ name }}</div>
@@ -40,7 +42,8 @@ judgment.</p>{% endif %}
 {% endfor %}<h3>Judge calls</h3><table class="answers"><thead><tr><th>call</th><th>status</th><th>parsed</th>
 <th>raw answer</th></tr></thead><tbody>
 {% for a in e.answers %}<tr><td>{{ a.call }}</td><td>{{ a.status }}</td><td>{{ a.parsed }}</td>
-<td>{{ fold(a.raw) }}</td></tr>
+<td>{{ fold(a.raw) }}{% if a.prompt %}<details class="prompt"><summary>prompt sent</summary><pre>{{ a.prompt
+}}</pre></details>{% endif %}</td></tr>
 {% endfor %}</tbody></table></details>
 {% endfor %}</div></div>
 <script>
@@ -68,6 +71,13 @@ judgment.</p>{% endif %}
   }
   box.querySelector(".filters").addEventListener("input", apply);
   box.querySelector(".filters").addEventListener("change", apply);
+  function reveal() {  // report.html#item-<id> (the sweep report's cells link there): that item, opened
+    var target = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (target && target.classList.contains("item")) { target.hidden = false; target.open = true;
+      target.scrollIntoView(); }
+  }
+  window.addEventListener("hashchange", reveal);
+  reveal();
 })();
 </script>
 """
@@ -110,5 +120,5 @@ def pieces(drilldown: Drilldown) -> Iterator[Markup]:
     """:func:`render`'s HTML in the pieces the template yields them: a page written piece by piece never holds the
     whole section (megabytes: ~4.4 KB an item), nor the copies an autoescaping page makes of one Markup."""
     for piece in Environment(autoescape=True).from_string(TEMPLATE).generate(
-            d=drilldown, flags=FLAGS, groups=drilldown.groups, fold=fold):
+            d=drilldown, flags=drilldown.labels, groups=drilldown.groups, fold=fold):
         yield Markup(piece)

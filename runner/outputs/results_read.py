@@ -19,8 +19,7 @@ from typing import Any
 import pandas as pd
 
 from runner.core.config import TrackingConfig
-from runner.modes import base as modes
-from runner.modes import panel
+from runner.modes import catalog, panel
 from runner.modes.base import RunMode
 from runner.outputs import tracking
 from runner.storage import journal, store
@@ -198,7 +197,7 @@ def with_messages(judgments: pd.DataFrame, run_dir: Path | None) -> pd.DataFrame
 def run_mode(params: Mapping[str, str]) -> RunMode | None:
     """The run's mode from its recorded ``prompt.mode`` (MLflow params or run.json), or None when not recorded."""
     name = params.get("prompt.mode")
-    return modes.mode_named(name) if name else None
+    return catalog.mode_named(name) if name else None
 
 
 def summary_metrics(summary: Mapping[str, Any], mode: RunMode) -> dict[str, float]:

@@ -118,7 +118,7 @@ def _percent(row: dict[str, Any], name: str) -> str:
     return percent_cell(row.get(name), row.get(COUNT_OF.get(name, "")))
 
 
-def _shown(row: dict[str, Any], name: str) -> str:
+def shown_cell(row: dict[str, Any], name: str) -> str:
     """A cell, with its CI bounds appended where the table has them: ``0.955 [0.92, 0.975]``."""
     if name in PERCENT_COLUMNS:
         return _percent(row, name)
@@ -142,7 +142,7 @@ def _shared_prefix(values: list[str]) -> str:
 def _cells(rows: Sequence[dict[str, Any]], name: str, is_key: bool) -> list[str]:
     """A column's cells: a CI on its own line under the value, a shared prefix of a chosen option dropped (the
     CSV and JSON keep every value whole)."""
-    shown = [_shown(row, name) for row in rows]
+    shown = [shown_cell(row, name) for row in rows]
     if is_key and "." not in name and not any("/" in cell for cell in shown):  # a group's options, not paths
         prefix = _shared_prefix(shown)
         return [cell.removeprefix(prefix) for cell in shown]

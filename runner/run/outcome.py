@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,12 @@ from runner.modes.base import Document, MemberReport, ModeInputs, RunMode
 from runner.modes.record import Record
 from runner.modes.sections import PairwiseReport
 from runner.modes.users_summary import USERS_SUMMARY_NAME, users_keys
-from runner.outputs import console, html_report
+from runner.outputs import console, html_report, publisher, publishing
 from runner.run import gates, view
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
 from runner.storage import journal, store
 from runner.storage.batch_log import BatchLog
+from runner.storage.messages import MESSAGES_NAME, MessageStore
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +106,8 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, 
     store.write_json(ctx.run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
     steps.now("writing report.html")
     report_path = html_report.write_run_report(ctx.run_dir, gates_json, metrics, ctx.run_name, prepared.mode.name,
-                                               typed, lambda: _drilldown(ctx, prepared, judged, typed, judges))
+                                               typed, lambda: _drilldown(ctx, prepared, judged, typed, judges),
+                                               report_header(ctx))
     failed, reason = _judge_failure(cfg, judgments)
     if not failed:
         failed, reason = _unscored_failure(cfg, typed)
@@ -174,14 +177,53 @@ def _drilldown(ctx: RunContext, prepared: Prepared, judged: Judged, typed: Recor
     dataset read again, or the generated outputs), kept only for the items the report draws."""
     return drilldown.build(prepared.refs, prepared.mode.item_outcomes(typed, prepared.refs), judged.judgments,
                            lambda: _with_texts(ctx, judged), lambda: candidates(ctx, prepared, judged.generations),
-                           judges)
+                           judges, ordered=prepared.mode.ordered, messages=lambda hashes: _messages(ctx, hashes))
+
+
+def _messages(ctx: RunContext, hashes: Sequence[str]) -> dict[str, list[dict[str, str]]]:
+    """The rendered messages of ``hashes`` from the run's message store (none where it is missing)."""
+    path = ctx.run_dir / MESSAGES_NAME
+    if not path.is_file():
+        return {}
+    with MessageStore(path, read_only=True) as found:
+        return found.get_many(hashes)
+
+
+def report_header(ctx: RunContext) -> html_report.RunHeader:
+    """What report.html says the run is: its judge, prompt, rubric and dataset, its date, where its MLflow run is, and
+    the sweep's report for a sweep's job.
+
+    The report is written before the run is published (it is one of the files MLflow gets), so the MLflow run's id
+    may not exist yet: the report names the run by its ``judgesweep.run_uid`` tag (the manifest's, fixed before
+    any call: publishing finds or makes the run by it) and links to ``mlflow.json``, which publishing writes into the
+    run directory with the run's id in each store once it has published.
+    """
+    cfg = ctx.cfg
+    facts: list[tuple[str, str | html_report.Link]] = [
+        ("judge", cfg.judge.name), ("model", cfg.judge.model or "-"),
+        ("prompt", f"{cfg.prompt.name} ({cfg.prompt.mode.value})"), ("rubric", cfg.rubric.name),
+        ("dataset", cfg.dataset.name), ("date", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))]
+    manifest = store.read_manifest(ctx.run_dir)
+    if cfg.tracking.enabled and manifest is not None and manifest.run_uid:
+        where = f"{publisher.describe(cfg.tracking)}, tagged judgesweep.run_uid = {manifest.run_uid}"
+        facts += [("MLflow run", where + (f", id {manifest.mlflow_run_id}" if manifest.mlflow_run_id else "")),
+                  ("MLflow run id", html_report.Link(f"{publishing.PUBLISHED_NAME} (written once published)",
+                                                     publishing.PUBLISHED_NAME))]
+    if (ctx.run_dir.parent / "multirun.yaml").is_file():  # a sweep's job: its report is the sweep's, one level up
+        facts.append(("sweep", html_report.Link("the sweep's report.html", f"../{html_report.REPORT_NAME}")))
+    return html_report.RunHeader(tuple(facts), ("judge", "prompt", "rubric", "dataset", "date"))
 
 
 def item_labels(refs: Sequence[ItemRef], posterior_of: Mapping[str, Any] | None = None) -> dict[str, dict]:
-    """Item id -> its gold label and human score, for the items that have either, and its ``posterior`` (label -> p,
-    the ensemble's) for the items that have one: what results.jsonl adds to each judgment of the item."""
+    """Item id -> its gold label and human score, for the items that have either, its ``tags`` and ``category`` where
+    it has them, and its ``posterior`` (label -> p, the ensemble's) for the items that have one: what results.jsonl
+    adds to each judgment of the item."""
     labels: dict[str, dict] = {r.id: {"gold": r.gold, "human_score": r.human_score} for r in refs
                                if r.gold is not None or r.human_score is not None}
+    for r in refs:  # the sweep report's tag/category filter reads them from results.jsonl
+        if r.tags or r.category:
+            labels.setdefault(r.id, {}).update(({"tags": list(r.tags)} if r.tags else {}) |
+                                               ({"category": r.category} if r.category else {}))
     for item, posterior in (posterior_of or {}).items():
         labels.setdefault(item, {})["posterior"] = posterior
     return labels

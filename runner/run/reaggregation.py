@@ -25,7 +25,7 @@ from runner.inputs.evaluation_files import SCORE, EvaluationFileError, Vote
 from runner.inputs.evaluation_sets import EvaluationSet, members_of
 from runner.judging.scoring import Scoring
 from runner.modes import base as modes
-from runner.modes import ensemble_check
+from runner.modes import catalog, ensemble_check
 from runner.modes import summary as summaries
 from runner.modes.base import ModeInputs
 from runner.outputs import console, html_report, publishing, tracking
@@ -149,7 +149,7 @@ def _mode(cfg: RunConfig, evaluation: EvaluationSet) -> modes.RunMode:
                 "of a pointwise rubric" if wanted is PromptMode.pointwise else "a pairwise prompt and rubric")
         raise EvaluationFileError(f"{evaluation.files[0].path} holds {evaluation.kind} votes, a {wanted.value} "
                                   f"evaluation, but prompt {cfg.prompt.name} is {cfg.prompt.mode.value}: choose {hint}")
-    return modes.mode_for(cfg)
+    return catalog.mode_for(cfg)
 
 
 def refs_of(evaluation: EvaluationSet) -> list[ItemRef]:

@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from statsmodels.stats.multitest import multipletests
 
 from runner.stats import paired
 
@@ -69,6 +68,8 @@ def best_set(outcomes: Mapping[str, Sequence[float]], alpha: float = 0.05,
     cost = costs or {}
     ranked = sorted(order, key=lambda n: (-means[n], cost.get(n, 0.0), order.index(n)))
     best, others = ranked[0], ranked[1:]
+    from statsmodels.stats.multitest import multipletests  # ~0.35 s: not at import (html_report imports this module)
+
     tests = [sign_flip_test(values[name] - values[best]) for name in others]
     adjusted = multipletests([p for p, _ in tests], alpha=alpha, method="holm")[1] if others else []
     out = [Comparison(best, means[best], 0.0, None, None, None, True)]

@@ -102,6 +102,25 @@ def weighted_kappa(weights: np.ndarray, a: np.ndarray, b: np.ndarray, n_labels: 
     return np.where(expected >= 1.0 - 1e-12, np.nan, kappa)
 
 
+def weighted_ac1(weights: np.ndarray, a: np.ndarray, b: np.ndarray, n_labels: int) -> np.ndarray:
+    """Gwet's AC1 of two label-code columns with row weights, one value per row of ``weights``; all-ones weights
+    give the estimate (Gwet 2008, "Computing inter-rater reliability and its variance in the presence of high
+    agreement", Br. J. Math. Stat. Psychol. 61(1), eq. for two raters; checked against the irrCAC package).
+
+    ``(pa - pe) / (1 - pe)``: ``pa`` the share of rows where the two agree, ``pe = sum_k pi_k (1 - pi_k) / (q - 1)``
+    with ``pi_k`` the mean of the two raters' shares of category k and ``q = n_labels`` the categories of the
+    scale (those offered, not only those used). Unlike kappa it does not collapse when one category dominates
+    (kappa's paradox). NaN with fewer than two categories."""
+    if n_labels < 2:
+        return np.full(weights.shape[0], np.nan)
+    total = weights.sum(axis=1)
+    eye = np.eye(n_labels)
+    pi = ((weights @ eye[a]) + (weights @ eye[b])) / (2 * total[:, None])
+    observed = (weights @ (a == b).astype(float)) / total
+    expected = np.sum(pi * (1.0 - pi), axis=1) / (n_labels - 1)
+    return (observed - expected) / (1.0 - expected)  # expected <= 1/q <= 1/2
+
+
 def design_effect(successes: Sequence[float], clusters: Sequence[Hashable]) -> float | None:
     """Kish's design effect of the proportion of ``successes`` (0/1 per row) over clustered rows.
 

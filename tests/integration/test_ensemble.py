@@ -80,7 +80,7 @@ def test_an_ensemble_s_report_shows_each_member_s_answers_per_item(run_cli):
     report = (result.run_dir / "report.html").read_text()
     assert "<h2>Items (5)</h2>" in report
     for member in ("replay_gpt4", "replay_chatgpt"):  # 5 items x 2 orders each
-        assert report.count(f"<td>member {member}, order ab, repeat 1</td>") == 5
+        assert report.count(f"<td>member {member}, order ab, repeat 0</td>") == 5
 
 
 def test_live_members_judge_at_the_same_time_and_a_resumed_run_pays_for_nothing(run_cli, fake_server):

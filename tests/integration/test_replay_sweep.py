@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import json
+import re
+from pathlib import Path
 
 import yaml
 from mlflow.tracking import MlflowClient
@@ -12,6 +14,7 @@ from mlflow.tracking import MlflowClient
 from tests.integration.conftest import replay_sweep
 from tests.integration.test_default_run import ours, published
 
+NATURAL = Path(__file__).resolve().parents[2] / "runner" / "data" / "llmbar" / "natural.jsonl"
 JOBS = {
     ("replay_gpt4", "llmbar_vanilla"): "gpt-4_vanilla",
     ("replay_gpt4", "llmbar_vanilla_norules"): "gpt-4_vanilla_norules",
@@ -77,3 +80,45 @@ def test_swap_strategy_makes_synthesis_calls_only_on_conflicts(run_cli):
     stages = [row["stage"] for row in result.journal()]
     # GPT-4's first round disagreed with itself on 7 Natural items: 7 x 2 synthesis calls.
     assert stages.count("judge") == 200 and stages.count("synthesis") == 14
+
+
+def sweep_items_blob(report: str) -> dict:
+    """The sweep report's item view as its page holds it (the JSON its script draws from)."""
+    found = re.search(r'<div id="sweep-items">.*?<script type="application/json">(.*?)</script>', report, re.S)
+    assert found, "no item view in the sweep report"
+    return json.loads(found.group(1))
+
+
+def test_sweep_report_shows_every_item_with_each_jobs_verdict_and_each_run_links_its_mlflow_run(tmp_path_factory):
+    """Issue 33, done when: the replay sweep's report (6 jobs) shows every item of the dataset with each job's verdict
+    and chip, each cell opening the item in the job's report.html; each job's report.html links to its MLflow run
+    (mlflow.json, by the judgesweep.run_uid the report names) and back to the sweep's report."""
+    result = replay_sweep(tmp_path_factory)
+    assert result.proc.returncode == 0, result.output
+    data = sweep_items_blob((result.run_dir / "report.html").read_text(encoding="utf-8"))
+    dataset = [json.loads(line)["id"] for line in NATURAL.read_text().splitlines()]
+    assert data["items"] == dataset
+    client = MlflowClient(tracking_uri=result.mlflow_uri)
+    assert sorted(j["job"] for j in data["jobs"]) == list(range(6))
+    for job in data["jobs"]:
+        job_dir = result.run_dir / str(job["job"])
+        finals = json.loads((job_dir / "summary.json").read_text())["aggregated_results"]
+        gold = {json.loads(line)["item_id"]: json.loads(line)["gold"]
+                for line in (job_dir / "results.jsonl").read_text().splitlines()}
+        for n, item in enumerate(data["items"]):
+            final = finals[item]["final_verdict"]
+            assert data["s"][job["t"][n]] == f"{final} ({finals[item]['confidence']})", (job["job"], item)
+            assert data["s"][job["v"][n]] == final and job["st"][n] == ("c" if final == gold[item] else "w")
+        assert job["href"] == f"{job['job']}/report.html" and job["head"].startswith("agreement ")
+
+        report = (job_dir / "report.html").read_text(encoding="utf-8")
+        assert f'id="item-{dataset[0]}"' in report  # the anchor a cell links to
+        assert '<a href="../report.html">' in report and '<a href="mlflow.json">' in report
+        uid = re.search(r"tagged judgesweep.run_uid = ([0-9a-f]{32})", report).group(1)
+        (run_id,) = json.loads((job_dir / "mlflow.json").read_text()).values()
+        assert client.get_run(run_id).data.tags["judgesweep.run_uid"] == uid
+        # what it is, with its gates' verdict first: judge, prompt, rubric, dataset, date
+        for fact in ("<td>judge</td>", "<td>prompt</td>", "<td>rubric</td>", "<td>dataset</td>", "<td>date</td>"):
+            assert fact in report
+        assert report.index("This run") < report.index("Headline")
+        assert "<summary>prompt sent</summary><pre>system: " in report  # each call's prompt, from messages.sqlite

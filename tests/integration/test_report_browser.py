@@ -105,8 +105,11 @@ def test_reports_fit_1280_px_and_filter_and_search_work_in_chromium(tmp_path_fac
     flips, wrong = expected(job)
     assert flips and wrong  # GPT-4 flips on 5 Natural items and misses 7: the filters have something to hide
 
-    # one file: nothing in it is fetched (plots are data: URIs; the only links are the sweep's to its jobs)
-    assert not re.search(r'(src|href)="(?!data:)', (job / "report.html").read_text())
+    # one file: nothing in it is fetched (plots are data: URIs); its links (mlflow.json, the sweep's report) exist
+    page = (job / "report.html").read_text()
+    assert not re.search(r'src="(?!data:)', page)
+    targets = set(re.findall(r'href="([^"#]+)"', page))
+    assert targets == {"mlflow.json", "../report.html"} and all((job / t).is_file() for t in targets)
     run = probe(job / "report.html", query, tmp_path)
     assert run["all"] == run["cleared"] == 100
     assert set(run["flip"]) == flips and set(run["wrong"]) == wrong
@@ -118,6 +121,7 @@ def test_reports_fit_1280_px_and_filter_and_search_work_in_chromium(tmp_path_fac
     links = re.findall(r'<a href="(\d+/report\.html)">', dom)
     assert set(links) == {f"{n}/report.html" for n in range(6)}  # in the jobs table and the frontier
     assert all((result.run_dir / link).is_file() for link in links)
+    check_item_view(sweep, tmp_path)
     sweep_probe = tmp_path / "sweep-probe.html"
     sweep_probe.write_text(sweep.read_text().replace("</body>", "<script>window.addEventListener('load', function"
                                                      "(){document.body.setAttribute('data-width', document"
@@ -125,6 +129,15 @@ def test_reports_fit_1280_px_and_filter_and_search_work_in_chromium(tmp_path_fac
     width = re.search(r'data-width="(\d+)"', chromium("--dump-dom", f"--window-size={WIDTH},900",
                                                       sweep_probe.as_uri(), tmp=tmp_path))
     assert width and int(width.group(1)) <= WIDTH
+    # at 1,600 px the sweep table (the first table) shows its last column: nothing left to scroll to
+    jobs_table = tmp_path / "sweep-1600.html"
+    jobs_table.write_text(sweep.read_text().replace("</body>", "<script>window.addEventListener('load', function"
+                                                    "(){var s = document.querySelector('.scroll'); document.body"
+                                                    ".setAttribute('data-cut', s.scrollWidth - s.clientWidth)});"
+                                                    "</script></body>"))
+    cut = re.search(r'data-cut="(-?\d+)"', chromium("--dump-dom", "--window-size=1600,900", jobs_table.as_uri(),
+                                                    tmp=tmp_path))
+    assert cut and int(cut.group(1)) <= 0, cut
 
     screenshot(job / "report.html", "run_report", tmp_path)
     # a headless screenshot is of the page's top: the other sections are hidden to show the drill-down there
@@ -178,3 +191,111 @@ def test_the_tag_or_category_filter_combines_with_a_flag_in_chromium(tmp_path):
     assert found, dom[-2000:]
     out = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
     assert out == {"math": ["a", "b"], "math_unscored": ["b"], "counter": "1 of 3 items shown"}
+
+
+ITEMS_PROBE = """<script>
+window.addEventListener("load", function () {
+  var box = document.getElementById("sweep-items"), out = {};
+  function shown() { return Array.prototype.map.call(box.querySelectorAll("tbody tr"),
+    function (r) { return r.getAttribute("data-id"); }); }
+  function pick(value) { var r = box.querySelector('input[name=sweep-filter][value="' + value + '"]');
+    r.checked = true; r.dispatchEvent(new Event("change", {bubbles: true})); return shown(); }
+  out.width = document.documentElement.scrollWidth;
+  out.all = shown(); out.counter = box.querySelector("[data-shown]").textContent;
+  out.wrong = pick("wrong"); out.disagree = pick("disagree"); out.unscored = pick("unscored"); pick("all");
+  var search = box.querySelector("input[data-search]"); search.value = QUERY;
+  search.dispatchEvent(new Event("input", {bubbles: true})); out.search = shown();
+  out.links = Array.prototype.map.call(box.querySelectorAll("tbody a"), function (a) {
+    return a.getAttribute("href"); });
+  out.heads = Array.prototype.map.call(box.querySelectorAll("thead th .head"), function (h) { return h.textContent; });
+  document.body.setAttribute("data-probe", JSON.stringify(out));
+});
+</script>"""
+
+
+def check_item_view(sweep: Path, tmp: Path) -> None:
+    """Issue 33.1 and 33.4: the sweep report's item view in chromium: its filters show the rows its data says, the
+    search finds an item, every cell's link opens an item anchor that exists, and it fits WIDTH px."""
+    from tests.integration.test_replay_sweep import sweep_items_blob
+
+    data = sweep_items_blob(sweep.read_text(encoding="utf-8"))
+    states = [[job["st"][n] for job in data["jobs"]] for n in range(len(data["items"]))]
+    verdicts = [{data["s"][job["v"][n]] for job in data["jobs"] if job["st"][n] in "cwpfn"}
+                for n in range(len(data["items"]))]
+    wrong = [i for i, st in zip(data["items"], states, strict=True) if {"w", "f"} & set(st)]
+    disagree = [i for i, v in zip(data["items"], verdicts, strict=True) if len(v) > 1]
+    assert wrong and disagree and len(disagree) < len(data["items"])  # the filters have something to show and hide
+    query = data["items"][42]
+    page = tmp / "items-probe.html"
+    page.write_text(sweep.read_text(encoding="utf-8").replace("</body>", ITEMS_PROBE.replace(
+        "QUERY", json.dumps(query)) + "</body>"), encoding="utf-8")
+    dom = chromium("--dump-dom", f"--window-size={WIDTH},900", page.as_uri(), tmp=tmp)
+    found = re.search(r'data-probe="([^"]*)"', dom)
+    assert found, dom[-2000:]
+    out = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert out["all"] == data["items"][:data["page"]] and out["counter"] == f"100 of {len(data['items'])} items"
+    assert out["wrong"] == wrong[:data["page"]] and out["disagree"] == disagree[:data["page"]]
+    assert out["unscored"] == [] and out["search"] == [query]
+    assert len(out["links"]) == len(data["jobs"]) and all(h.startswith("agreement ") for h in out["heads"])
+    for link in out["links"]:  # <job>/report.html#item-<id>: the file, and the anchor in it
+        target, anchor = link.split("#")
+        assert f'id="{anchor}"' in (sweep.parent / target).read_text(encoding="utf-8"), link
+    assert out["width"] <= WIDTH, out["width"]
+    screenshot(sweep, "sweep_items", tmp, 1000, "document.querySelectorAll('section').forEach(function (s) {"
+               " s.hidden = !s.querySelector('#sweep-items'); });"
+               "var r = document.querySelector('input[value=disagree]'); r.checked = true;"
+               "r.dispatchEvent(new Event('change', {bubbles: true}));")
+
+
+ITEM_GROUP_PROBE = """<script>
+window.addEventListener("load", function () {
+  var box = document.getElementById("sweep-items"), out = {};
+  function shown() { return Array.prototype.map.call(box.querySelectorAll("tbody tr"),
+    function (r) { return r.getAttribute("data-id"); }); }
+  var select = box.querySelector("select[data-group]");
+  select.value = select.querySelector("option:nth-child(4)").value;  // "math" (after all, code, long)
+  select.dispatchEvent(new Event("change", {bubbles: true})); out.math = shown();
+  var r = box.querySelector('input[value="unscored"]'); r.checked = true;
+  r.dispatchEvent(new Event("change", {bubbles: true})); out.math_unscored = shown();
+  out.chips = Array.prototype.map.call(box.querySelectorAll("tbody .chip"), function (c) { return c.textContent; });
+  box.querySelector("[data-next]").click(); out.page = box.querySelector("[data-page]").textContent;
+  document.body.setAttribute("data-probe", JSON.stringify(out));
+});
+</script>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (Debian: apt-get install -y chromium)")
+def test_the_sweep_item_views_tag_filter_and_a_cells_anchor_open_the_item_in_chromium(tmp_path):
+    """Issue 33.1/33.4: the item view's tag/category filter combines with a state filter; a job's report opened at
+    ``#item-<id>`` (where a cell links) shows that item opened."""
+    from runner.modes import drilldown
+    from runner.outputs import html_report, sweep_items
+
+    view = sweep_items.ItemView(("a", "b", "c"), {"a": ("math",), "b": ("math", "long"), "c": ("code",)}, (
+        sweep_items.Column(0, "judge=x", "agreement 1", {"a": ("ours", "ours", "c"), "b": ("no valid vote", "", "u"),
+                                                        "c": ("tie", "tie", "w")}),
+        sweep_items.Column(1, "judge=y", "", {}, failed=True)))
+    page = tmp_path / "sweep.html"
+    page.write_text(html_report.sweep_report([{"job": 0, "status": "ok"}, {"job": 1, "status": "failed"}], None,
+                                             "s", items=view).replace("</body>", ITEM_GROUP_PROBE + "</body>"))
+    found = re.search(r'data-probe="([^"]*)"', chromium("--dump-dom", f"--window-size={WIDTH},900", page.as_uri(),
+                                                        tmp=tmp_path))
+    assert found
+    out = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert out == {"math": ["a", "b"], "math_unscored": ["a", "b"], "chips": ["correct", "job failed", "unscored",
+                                                                             "job failed"], "page": "page 1 of 1"}
+
+    # a run report of two items, opened at the second's anchor
+    from runner.core.types import Candidate, Item, JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+    from runner.inputs.datasets import ItemRef
+
+    refs = [ItemRef("x1", None, ""), ItemRef("x2", None, "")]
+    judgments = [Judgment(JudgeRequest(r.id, 0, Order.AB, "judge", "h"), JudgeResponse("A"), Verdict("A"), "x",
+                          Status.SCORED) for r in refs]
+    items = [Item(r.id, {"q": "?"}, (Candidate("x", "1"), Candidate("y", "2"))) for r in refs]
+    d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items)
+    report = tmp_path / "report.html"
+    report.write_text(html_report.run_report({}, {}, "r", "pairwise", None, d))
+    dom = chromium("--dump-dom", f"--window-size={WIDTH},900", report.as_uri() + "#item-x2", tmp=tmp_path)
+    opened = re.findall(r'<details class="item" id="(item-x\d)"[^>]*?( open="")?>', dom)
+    assert opened == [("item-x1", ""), ("item-x2", ' open=""')], opened

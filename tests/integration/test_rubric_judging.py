@@ -390,8 +390,10 @@ def test_agent_preset_below_its_gate_exits_1_naming_it(runs):
     assert "run failed: gate.min_pass_rate" in result.output
     [gate] = result.summary()["gates"]
     assert gate["name"] == "gate.min_pass_rate" and gate["passed"] is False and gate["value"] == 0.75
-    report = (result.run_dir / "report.html").read_text()  # the report's Gates table, drawn after the summary's dict
-    assert "<h2>Gates</h2>" in report and "pass rate 75.0% &lt; 80.0%" in report  # is dropped (issue 12)
+    report = (result.run_dir / "report.html").read_text()  # the report's gates, drawn after the summary's dict
+    assert "pass rate 75.0% &lt; 80.0%" in report  # is dropped (issue 12), first and in the title (issue 33)
+    assert report.index("<h2>This run</h2>") < report.index("<td>gate gate.min_pass_rate</td>") < report.index(
+        "<h2>Headline</h2>") and " - gates FAIL</title>" in report
 
 
 def test_agent_preset_report_drills_down_to_each_item_with_its_failed_ones_flagged(runs):

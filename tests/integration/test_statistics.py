@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from runner.core.config import TrackingConfig
@@ -71,6 +72,33 @@ def test_per_category_and_per_tag_statistics_reach_every_output(run_cli, fake_se
     [row, _] = sweep.collect(tmp_path / "sweep")
     assert row["by_category/math/win_rate"] == 1.0 and row["by_category/code/win_rate"] == 0.0
     assert row["by_category/math/agreement_ci_low"] == math["agreement"]["ci_low"]
+
+
+def test_gwet_ac1_beside_kappa_reaches_every_output_from_one_registration(run_cli, fake_server, tmp_path):
+    """Issue 32, Deliver 3: Gwet's AC1 is one function (runner/stats/clusters.py) and one registration
+    (runner/modes/pairwise/groups.py) and shows in summary.json, MLflow, the console, report.html and the sweep
+    table. The judge names the gold label on 1 of 4 items (q0); judge shares chat 1/2, simple 1/2, gold 3/4, 1/4;
+    three categories offered (A, B, tie): pe = 2 * (5/8) * (3/8) / 2 = 15/64, AC1 = (1/4 - 15/64) / (49/64) = 1/49,
+    where kappa = (1/4 - 1/2) / (1/2) = -1/2."""
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = by_topic
+    run = run_cli(*overrides(fake_server, dataset, tmp_path, 0), run_dir=tmp_path / "sweep" / "0")
+    assert run.proc.returncode == 0, run.output
+
+    ac1 = json.loads((run.run_dir / "summary.json").read_text())["statistics"]["chance_corrected"]["all"]["gwet_ac1"]
+    assert ac1["value"] == pytest.approx(1 / 49) and ac1["n"] == 4
+    client = MlflowClient(tracking_uri=run.mlflow_uri)
+    [logged] = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id])
+    metrics = logged.data.metrics
+    assert metrics["chance_corrected/gwet_ac1"] == pytest.approx(1 / 49) and metrics["chance_corrected/n"] == 4.0
+    assert ac1["ci_low"] is not None and metrics["chance_corrected/gwet_ac1_ci_low"] == ac1["ci_low"]
+    assert metrics["agreement/cohen_kappa"] == pytest.approx(-0.5)
+    assert "chance-corrected agreement with gold (n=4): gwet ac1 0.020" in run.output
+    html = (run.run_dir / "report.html").read_text()
+    assert "<h2>chance-corrected agreement with gold</h2>" in html and "<td>0.020" in html
+    [row] = sweep.collect(tmp_path / "sweep")
+    assert row["chance_corrected/gwet_ac1"] == pytest.approx(1 / 49)
 
 
 def test_a_baseline_logged_under_an_old_metric_name_is_found_in_a_real_store(tmp_path):

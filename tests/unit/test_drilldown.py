@@ -6,7 +6,7 @@ from __future__ import annotations
 from runner.core.types import Candidate, Item, JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
 from runner.inputs.datasets import ItemRef
 from runner.modes import drilldown
-from runner.modes.base import mode_named
+from runner.modes.catalog import mode_named
 from runner.modes.drilldown import ItemOutcome
 from runner.outputs import html_report, item_report
 
@@ -41,7 +41,7 @@ def test_flags_come_from_the_mode_and_from_the_calls_and_texts_are_kept_per_item
     assert by_id["i2"].flags == ("flip",) and by_id["i3"].flags == ("wrong",) and by_id["i4"].flags == ("unscored",)
     assert by_id["i1"].flags == () and by_id["i1"].groups == ("math",) and by_id["i4"].gold == "-"
     assert [a.raw for a in by_id["i2"].answers] == ["Output (a)", HOSTILE]
-    assert [a.call for a in by_id["i2"].answers] == ["order ab, repeat 1", "order ba, repeat 1"]
+    assert [a.call for a in by_id["i2"].answers] == ["order ab, repeat 0", "order ba, repeat 0"]
     assert by_id["i4"].answers[0].parsed == "unscored: no label found"
     assert by_id["i1"].inputs[1:] == (("ours", HOSTILE), ("baseline", "plain"))
     assert d.counts == {"wrong": 1, "flip": 1, "unscored": 1, "failed": 0} and d.total == 4
@@ -52,7 +52,7 @@ def test_an_ensemble_s_calls_name_their_member_and_flips_are_counted_within_a_me
     judges = ["m1", "m2"] * 4  # each item's two orders answered by different members: no member flips
     d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items, judges)
     by_id = {e.id: e for e in d.entries}
-    assert [a.call for a in by_id["i2"].answers] == ["member m1, order ab, repeat 1", "member m2, order ba, repeat 1"]
+    assert [a.call for a in by_id["i2"].answers] == ["member m1, order ab, repeat 0", "member m2, order ba, repeat 0"]
     assert d.counts["flip"] == 0
 
 
@@ -82,7 +82,7 @@ def test_pairwise_outcomes_name_the_final_verdict_and_wrong_against_gold():
         "c": {"verdicts": ["tie"], "verdict_counts": {"tie": 1}, "final_verdict": "tie", "confidence": "unanimous"}}}
     refs = [ItemRef("a", "ours", ""), ItemRef("b", "ours", ""), ItemRef("c", "baseline", "")]
     out = mode_named("pairwise").item_outcomes(doc, refs)
-    assert out["a"] == ItemOutcome("ours (unanimous)")
+    assert out["a"] == ItemOutcome("ours (unanimous)", verdict="ours")  # the verdict a sweep compares jobs on
     assert out["b"].flags == {"unscored"} and out["c"].flags == {"wrong"}
 
 
@@ -101,7 +101,7 @@ def test_pointwise_outcomes_flag_failed_wrong_inconsistent_and_unscored_items():
                detail("spread", std=1.2), detail("none", status="unscored", overall=None, passed=None,
                                                  unscored_reasons=["no JSON object"])]}
     out = mode_named("pointwise").item_outcomes(doc, [])
-    assert out["ok"] == ItemOutcome("4 pass")
+    assert out["ok"] == ItemOutcome("4 pass", verdict="pass")
     assert out["low"].flags == {"failed"} and out["ai"].flags == {"failed"}
     assert out["ai"].reasons == ("check ai_phrases: I understand",)
     assert out["far"].flags == {"wrong"} and out["spread"].flags == {"flip"}
@@ -151,3 +151,48 @@ def test_flips_are_the_items_whose_winner_changes_with_the_order_within_a_judge_
     assert flips == expected and 0 < len(flips) < 300
     assert unscored == {j.item_id for j in judgments if j.status is not Status.SCORED}
     assert drilldown._flip_and_unscored([], None) == (set(), set())
+
+
+def test_each_call_shows_the_prompt_it_was_sent_and_each_item_is_an_anchor():
+    """Issue 33.2: the rendered messages (looked up by the judgment's messages hash) in each call's drill-down,
+    escaped; every item has the ``item-<id>`` anchor the sweep report's cells link to."""
+    refs, judgments, items = pairwise_run()
+    asked: list[str] = []
+
+    def messages(hashes):
+        asked.extend(hashes)
+        return {"h": [{"role": "system", "content": "Judge fairly."}, {"role": "user", "content": HOSTILE}]}
+
+    d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items, messages=messages)
+    assert set(asked) == {"h"}
+    assert all(a.prompt == f"system: Judge fairly.\n\nuser: {HOSTILE}" for e in d.entries for a in e.answers)
+    page = item_report.render(d)
+    assert "<summary>prompt sent</summary><pre>system: Judge fairly.\n\nuser: &lt;script&gt;" in page
+    assert all(f'id="item-{r.id}"' in page for r in refs)
+
+
+def test_a_pointwise_runs_flip_filter_says_inconsistent_not_position_flip():
+    refs, judgments, items = pairwise_run()
+    pointwise = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items, ordered=False)
+    pairwise = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items)
+    assert "inconsistent across repeats" in item_report.render(pointwise)
+    assert "position flip" not in item_report.render(pointwise)
+    assert "position flip" in item_report.render(pairwise)
+
+
+def test_report_header_comes_first_with_the_gates_and_the_title_says_pass_or_fail(tmp_path):
+    """Issue 33.2: what the run is and its gates' PASS/FAIL at the top (and in the title); its links drawn."""
+    header = html_report.RunHeader((("judge", "replay_gpt4"), ("dataset", "llmbar_natural"),
+                                    ("date", "2026-11-28 02:14 UTC"),
+                                    ("sweep", html_report.Link("the sweep's report.html", "../report.html"))),
+                                   ("judge", "dataset", "date"))
+    gates = [{"name": "min_agreement", "passed": False, "message": "agreement 0.7 < 0.8"}]
+    path = html_report.write_run_report(tmp_path, {"gates": gates}, {"agreement/accuracy_all": 0.7}, "gpt4",
+                                        "pairwise", header=header)
+    page = path.read_text()
+    title = "gpt4 (judge replay_gpt4, dataset llmbar_natural, 2026-11-28 02:14 UTC) - gates FAIL"
+    assert f"<title>{title}</title>" in page and f"<h1>{title}</h1>" in page
+    assert page.index("This run") < page.index("<td>gate min_agreement</td>") < page.index("Headline")
+    assert "<td>FAIL agreement 0.7 &lt; 0.8</td>" in page and '<a href="../report.html">' in page
+    assert html_report.titled("gpt4", [{"passed": True}]) == "gpt4 - gates PASS"
+    assert html_report.titled("gpt4", []) == "gpt4"

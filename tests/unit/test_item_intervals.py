@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from runner.stats.clusters import cluster_bootstrap_ci, design_effect, weighted_kappa, weighted_mean
+from runner.stats.clusters import cluster_bootstrap_ci, design_effect, weighted_ac1, weighted_kappa, weighted_mean
 from runner.stats.coefficients import cohen_kappa, label_codes
 from runner.stats.proportions import proportion_ci
 from runner.stats.uncertainty import bootstrap_ci
@@ -140,3 +140,26 @@ def test_the_interval_is_statsmodels_proportion_confint_to_the_bit():
         assert interval(count, nobs, alpha, "wilson") == (max(wilson_low, 0.0), min(wilson_high, 1.0))
         assert interval(count, nobs, alpha, "clopper_pearson") == tuple(
             float(b) for b in proportion_confint(count, nobs, alpha=alpha, method="beta"))
+
+
+def test_gwet_ac1_survives_kappas_paradox_as_irrcac_computes_it():
+    """Feinstein and Cicchetti's paradox: 118 of 125 agree on the dominant label, yet kappa is below 0; AC1
+    (Gwet 2008) is not. 0.94078 (q = 2) and 0.94243 (q = 3, a category neither rater used) are irrCAC 0.4.4's
+    ``CAC(...).gwet()`` on the same ratings, computed once by hand and by that package."""
+    first = ["x"] * 123 + ["y"] * 2
+    second = ["x"] * 118 + ["y"] * 5 + ["x"] * 2
+    (a, b), n_labels = label_codes(first, second)
+    ones = np.ones((1, 125))
+    assert cohen_kappa(first, second) == pytest.approx(-0.0234, abs=1e-4)
+    assert weighted_ac1(ones, np.array(a), np.array(b), n_labels)[0] == pytest.approx(0.94078, abs=1e-5)
+    assert weighted_ac1(ones, np.array(a), np.array(b), 3)[0] == pytest.approx(0.94243, abs=1e-5)
+
+
+def test_gwet_ac1_weights_repeat_rows_and_one_category_is_undefined():
+    a, b = np.array([0, 0, 1, 2, 1]), np.array([0, 1, 1, 2, 2])
+    doubled = weighted_ac1(np.ones((1, 10)), np.tile(a, 2), np.tile(b, 2), 3)[0]
+    assert weighted_ac1(np.full((1, 5), 2.0), a, b, 3)[0] == pytest.approx(doubled)
+    # 3 of 5 agree; pi = (0.3, 0.4, 0.3); pe = (0.21 + 0.24 + 0.21) / 2 = 0.33
+    assert doubled == pytest.approx((0.6 - 0.33) / (1 - 0.33))
+    assert math.isnan(weighted_ac1(np.ones((1, 3)), np.zeros(3, int), np.zeros(3, int), 1)[0])
+

@@ -12,7 +12,8 @@ from runner.core.config_store import register_configs
 from runner.core.types import TIE, ItemResult, Order, Status
 from runner.inputs.datasets import ItemRef
 from runner.modes import statistics
-from runner.modes.base import expand, mode_for, mode_named
+from runner.modes.base import expand
+from runner.modes.catalog import mode_for, mode_named
 from runner.modes.statistics import Estimate, StatInputs
 from tests.unit.test_bias import judgment
 from tests.unit.test_config import hydra_conf, to_run_config  # noqa: F401 - hydra_conf is a fixture
@@ -80,6 +81,27 @@ def test_a_registered_statistic_reaches_every_output(registered: str) -> None:
     assert view.title == "test share" and view.columns == ("group", "n", "share")
     assert view.rows[0] == ("all", "8", "25.0% [10.0, 50.0]") and view.rows[1][2] == "n/a"
     assert "test_share" in statistics.families()
+
+
+@pytest.fixture
+def headline():
+    """A headline coefficient (one group, the whole run; not a share) registered for the test only."""
+    statistics.statistic("test_coefficient", "test coefficient", modes=["pairwise"], headline=True, percent=False)(
+        lambda inputs: {"all": {"kappa": Estimate(0.42, 8, -0.1, 0.5)}})
+    yield "test_coefficient"
+    del statistics.STATISTICS["test_coefficient"]
+
+
+@pytest.mark.usefixtures("hydra_conf")
+def test_a_headline_statistic_has_no_group_in_its_keys_and_a_coefficient_is_no_percentage(headline: str) -> None:
+    section = statistics.compute("pairwise", StatInputs(pairwise_cfg(), (), (), ()))
+    assert section[headline] == {"all": {"kappa": {"value": 0.42, "n": 8, "ci_low": -0.1, "ci_high": 0.5}}}
+    assert {k: v for k, v in statistics.metrics(section).items() if k.startswith(headline)} == {
+        "test_coefficient/kappa": 0.42, "test_coefficient/kappa_ci_low": -0.1, "test_coefficient/kappa_ci_high": 0.5,
+        "test_coefficient/n": 8.0}
+    assert "test coefficient (n=8): kappa 0.420 [-0.100, 0.500]" in statistics.console_lines(section)
+    [view] = [v for v in statistics.views(section) if v.title == "test coefficient"]
+    assert view.rows == (("all", "8", "0.420 [-0.100, 0.500]"),)
 
 
 def test_a_statistic_name_is_snake_case_and_registered_once(registered: str) -> None:

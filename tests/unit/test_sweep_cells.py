@@ -39,4 +39,15 @@ def test_a_run_reports_headline_prints_the_same_cells() -> None:
 
     section = _headline({"judge/calls": 30.0, "judge/unscored": 1.0, "judge/parse_failure_rate": 1 / 30,
                          "pass/rate": 0.5})
-    assert dict(section.rows) == {"unscored": "1 (3.3%)", "calls": "30", "pass rate": "50.0%"}
+    assert dict(section.rows) == {"unscored calls (share of calls)": "1 (3.3%)", "calls": "30", "pass rate": "50.0%"}
+
+
+def test_the_headline_prints_one_number_once_with_readable_labels() -> None:
+    """Issue 33.2: accuracy equal to agreement is one row; a count without its rate is still a count; no raw keys."""
+    from runner.outputs.html_report import _headline
+
+    rows = dict(_headline({"accuracy/mean": 0.8, "agreement/accuracy_all": 0.8, "judge/unscored": 2.0,
+                           "items/total": 10.0, "cost/unknown_calls": 3.0}).rows)
+    assert rows == {"agreement (= accuracy)": "0.8", "unscored calls (share of calls)": "2", "items": "10",
+                    "calls litellm could not price": "3"}
+    assert "accuracy" in dict(_headline({"accuracy/mean": 0.7, "agreement/accuracy_all": 0.8}).rows)

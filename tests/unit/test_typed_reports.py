@@ -18,7 +18,7 @@ from runner.core.config_store import register_configs
 from runner.core.types import TIE, Judgment
 from runner.inputs.datasets import ItemRef
 from runner.modes import panel, scorecard
-from runner.modes.base import mode_named
+from runner.modes.catalog import mode_named
 from runner.modes.pairwise import report as pairwise_report
 from runner.modes.pointwise import report as pointwise_report
 from runner.modes.pointwise.setup import PointwiseSetup
@@ -113,7 +113,7 @@ def test_a_single_judge_with_gold_groups_self_preference_and_human_ceiling_round
     doc, typed, _ = pairwise_report.build(cfg, refs(gold=True, groups=True, annotations=True), both_orders())
     assert list(doc) == ["summary", "aggregated_results", "gold", "trust", "bias", "statistics"]
     assert {"gold_agreement", "human_ceiling"} <= set(doc["trust"]) and "self_preference" in doc["bias"]
-    assert set(doc["statistics"]) == {"by_category", "by_tag"}
+    assert set(doc["statistics"]) == {"by_category", "by_tag", "chance_corrected"}  # the last: gold
     round_trips(doc)
     assert typed == PairwiseReport.from_json(doc) and typed.gold == GoldAccuracy.from_json(doc["gold"])
     assert typed.trust.gold_agreement is not None

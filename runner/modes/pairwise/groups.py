@@ -1,5 +1,6 @@
 """Pairwise statistics per category and per tag: ours' win rate (ties as half) with a bootstrap CI over the group's
-items, and agreement with gold with a Wilson (or Clopper-Pearson) interval. Registered in the metric registry
+items, and agreement with gold with a Wilson (or Clopper-Pearson) interval; and, for the whole run, Gwet's AC1
+against gold beside kappa (``chance_corrected/gwet_ac1``). Registered in the metric registry
 (runner.modes.statistics), so they show in summary.json, MLflow, the console, the HTML report and the sweep
 table without another file.
 
@@ -14,14 +15,16 @@ both orders it is JudgeBench's score per category.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 
-from runner.core.types import ItemResult
+from runner.core.choices import UnscoredAs
+from runner.core.types import TIE, ItemResult
 from runner.inputs.datasets import ItemRef
 from runner.modes import trust
-from runner.modes.statistics import Estimate, StatInputs, Table, statistic
-from runner.stats import proportions, uncertainty
+from runner.modes.statistics import HEADLINE_GROUP, Estimate, StatInputs, Table, statistic
+from runner.stats import clusters, coefficients, proportions, uncertainty
 
 
 def _estimate(values: list[float], inputs: StatInputs) -> Estimate:
@@ -87,3 +90,24 @@ def by_category(inputs: StatInputs) -> Table:
 def by_tag(inputs: StatInputs) -> Table:
     """Win rate and agreement with gold per dataset tag (an item with several tags counts in each)."""
     return _table(inputs, lambda ref: ref.tags)
+
+
+@statistic("chance_corrected", "chance-corrected agreement with gold", modes=["pairwise"], headline=True,
+           percent=False)
+def chance_corrected(inputs: StatInputs) -> Table:
+    """Gwet's AC1 of the judge's final judgments against gold (runner.stats.clusters.weighted_ac1), over the rows
+    ``agreement/cohen_kappa`` uses (scored ones; an unscored one a tie with ``metrics.unscored_as=tie``), its
+    categories the rubric's labels, with the cluster-bootstrap interval kappa has (whole items resampled)."""
+    rows, items = trust.gold_rows(inputs.refs, inputs.judgments)
+    if inputs.cfg.metrics.unscored_as is UnscoredAs.tie:
+        rows = [(TIE if pred is None else pred, gold) for pred, gold in rows]
+    scored = [(pred, gold, item) for (pred, gold), item in zip(rows, items, strict=True) if pred is not None]
+    if not scored:
+        return {}
+    columns, used = coefficients.label_codes([p for p, _, _ in scored], [g for _, g, _ in scored])
+    metrics = inputs.cfg.metrics
+    ci = clusters.cluster_bootstrap_ci(
+        columns, [item for _, _, item in scored],
+        functools.partial(clusters.weighted_ac1, n_labels=max(used, len(inputs.cfg.rubric.labels))),
+        metrics.ci_level, metrics.ci_resamples, inputs.cfg.seed)
+    return {HEADLINE_GROUP: {"gwet_ac1": Estimate(ci["estimate"], ci["clusters"], ci["low"], ci["high"])}}

@@ -9,10 +9,10 @@ from typing import Any
 
 from runner.inputs.datasets import ItemRef
 from runner.modes import statistics, trust
-from runner.modes.base import View, cell
 from runner.modes.drilldown import ItemOutcome
 from runner.modes.sections import GoldAccuracy, PairwiseEnsemble, PairwiseReport, VerdictSummary
 from runner.modes.summary import PARSE_FAILURES
+from runner.modes.view import View, cell
 
 
 def _pct(value: float | None) -> str:
@@ -125,7 +125,7 @@ def item_outcomes(rep: PairwiseReport, refs: Sequence[ItemRef]) -> dict[str, Ite
         order = rep.summary.final_verdict_distribution  # ours, baseline, tie
         notes = () if agg.posterior is None else (posterior_line(agg.posterior, order),)
         out[ref.id] = ItemOutcome(f"{agg.final_verdict} ({agg.confidence})", frozenset({"wrong"} if wrong else ()),
-                                  notes)
+                                  notes, agg.final_verdict)
     return out
 
 

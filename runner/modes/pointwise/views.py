@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runner.modes import statistics
-from runner.modes.base import View, cell
 from runner.modes.drilldown import ItemOutcome
 from runner.modes.sections import DetailedResult, FailedExample, PointwiseEnsemble, PointwiseReport, ScoreSection
+from runner.modes.view import View, cell
 
 
 def _fmt(value: float | None, pct: bool = False) -> str:
@@ -138,7 +138,8 @@ def _outcome(d: DetailedResult, tolerance: float | None, spread: float | None) -
         flags.add("flip")
         reasons.append(f"score std {d.std:.3g} across repeats (threshold {spread:g})")
     verdict = "" if d.passed is None else (" pass" if d.passed else " fail")
-    return ItemOutcome(f"{d.overall:.3g}{verdict}", frozenset(flags), tuple(reasons))
+    return ItemOutcome(f"{d.overall:.3g}{verdict}", frozenset(flags), tuple(reasons),
+                       verdict.strip() or f"{d.overall:.3g}")
 
 
 def item_outcomes(rep: PointwiseReport) -> dict[str, ItemOutcome]:

@@ -46,7 +46,8 @@ from runner.outputs.tracking.runs import (
     start_run,
 )
 from runner.outputs.tracking.summaries import log_comparison, log_sweep
-from runner.outputs.tracking.traces import TraceRecord, TraceWriter, human_feedback, log_traces
+from runner.outputs.tracking.trace_record import TraceRecord
+from runner.outputs.tracking.traces import TraceWriter, human_feedback, log_traces
 
 __all__ = [
     "ARTIFACTS", "BASELINE_LATEST", "BATCH", "COMPARISON_KIND", "CONFIG_TAG", "KIND_TAG", "MAX_PARAM_CHARS",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from runner.outputs.tracking.traces import TraceRecord
+    from runner.outputs.tracking.trace_record import TraceRecord
 
 
 def code_feedback(record: TraceRecord) -> dict[str, bool]:

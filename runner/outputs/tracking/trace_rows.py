@@ -22,6 +22,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+SPANS_LOGGED = "mlflow.trace.spansLocation"  # the trace tag log_spans sets
 TRACKING_STORE = "TRACKING_STORE"  # the value of mlflow.trace.spansLocation once a trace's spans are stored
 
 
@@ -58,8 +59,6 @@ class ClientSink:
     def existing(self, run_id: str) -> set[str]:
         """The ids of the run's traces whose spans are in the store too (a trace without spans is written again:
         ``start_trace`` and ``log_spans`` are separate calls here)."""
-        from runner.outputs.tracking.traces import SPANS_LOGGED
-
         found, token = set(), None
         while True:
             page = self._tracing.search_traces(locations=[self._experiment], run_id=run_id, max_results=500,

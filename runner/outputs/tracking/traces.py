@@ -24,54 +24,19 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from runner.core.config import TrackingConfig
 from runner.outputs.tracking import connection
 from runner.outputs.tracking.feedback import FeedbackMeans, code_feedback, code_rationale
+from runner.outputs.tracking.trace_record import TraceRecord
 
 log = logging.getLogger(__name__)
 
 RUN_TYPE_TAG, EVALUATE_RUN_TYPE = "mlflow.runType", "genai_evaluate"  # mlflow.utils.mlflow_tags
 SPAN_BATCH = 1000  # traces written in one transaction (a SQL store) or one log_spans call (another store)
-SPANS_LOGGED = "mlflow.trace.spansLocation"  # the trace tag log_spans sets
 PREVIEW_CHARS = 1000
 KEY_PREFIX = "judgesweep."
-
-
-@dataclass(frozen=True)
-class TraceRecord:
-    """One judgment as a trace shows it (built by the run from its results rows and message store)."""
-
-    item_id: str
-    repeat: int
-    order: str | None
-    stage: str
-    messages: Sequence[Mapping[str, str]] | None  # None when the message store has no entry
-    messages_sha256: str | None
-    raw_response: str | None
-    status: str
-    label: str | None  # the parsed verdict label (pairwise)
-    winner: str | None
-    scores: Mapping[str, float] | None  # pointwise criteria
-    score: float | None  # pointwise overall
-    parse_error: str | None
-    latency_s: float = 0.0
-    attempts: int = 1
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    error: str | None = None
-    expectations: Mapping[str, Any] = field(default_factory=dict)  # gold, human_score
-    judge_model: str = ""  # the litellm model string: the Feedback's source
-    member: str | None = None  # an ensemble's member that answered
-    inputs: Mapping[str, Any] | None = None  # the item's own fields (the request); None: its id alone
-    pass_threshold: float | None = None  # pointwise: the overall score that passes (a ``pass`` Feedback)
-
-    @property
-    def key(self) -> str:
-        """The judgment's identity within a run (as the journal keys it, and the member of an ensemble)."""
-        return f"{self.member or ''}|{self.item_id}|{self.repeat}|{self.order or ''}|{self.stage}"
 
 
 def trace_id(run_id: str, record: TraceRecord) -> str:

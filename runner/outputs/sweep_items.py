@@ -1,0 +1,252 @@
+"""The sweep report's item view: one row per item, one column per job (configuration), each cell the job's verdict or
+score with a chip (correct / wrong against gold, pass / fail against the threshold, unscored, the job failed), each
+column headed by the job's headline metric and its interval, each cell a link to the item in that job's report.html.
+
+Read from each job's run directory: results.jsonl (the items, their gold, tags and category) and summary.json (each
+item's outcome as the job's own report draws it, :meth:`runner.modes.base.RunMode.item_outcomes`). The page holds
+the view as one compact JSON blob (a string table, one state character per cell) and a small inline script draws
+the visible page of rows and runs the filters and the search, so 10,000 items x 20 configurations stay a few MB
+that a browser opens at once (``benchmarks/sweep_items_size.py`` measures it); without the script the section says
+so. Nothing is fetched: the file stays self-contained.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+
+from runner.inputs.datasets import ItemRef
+from runner.modes.drilldown import ItemOutcome
+from runner.outputs import results_read, sweep
+from runner.storage import store
+
+# Cell states, one character each in the blob: correct vs gold, wrong vs gold, pass, fail (threshold or check),
+# unscored, no chip (no gold nor threshold), the item absent from the job's results, the job failed.
+CORRECT, WRONG, PASS, FAIL, UNSCORED, PLAIN, ABSENT, JOB_FAILED = "cwpfun-x"
+HEADLINES = ("agreement", "accuracy", "pass rate", "mean score", "win rate")  # a column's headline: the first it has
+PAGE = 100  # rows drawn at once
+
+
+@dataclass(frozen=True)
+class Column:
+    """One job of the view: its number, what distinguishes it, its headline, and each item's cell."""
+
+    job: int
+    label: str
+    headline: str
+    cells: Mapping[str, tuple[str, str, str]]  # item id -> (shown text, verdict compared across jobs, state)
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """Every item any job judged (dataset order, the first job's first), their tags and categories, the columns."""
+
+    items: tuple[str, ...]
+    groups: Mapping[str, tuple[str, ...]]
+    columns: tuple[Column, ...]
+
+
+def _refs(path: Path) -> list[ItemRef]:
+    """The items of one results.jsonl in order, with the gold, human score, tags and category its rows carry."""
+    refs: dict[str, ItemRef] = {}
+    if not path.is_file():
+        return []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            if row["item_id"] not in refs:
+                refs[row["item_id"]] = ItemRef(row["item_id"], row.get("gold"), "", tuple(row.get("tags") or ()),
+                                                row.get("category"), row.get("human_score"))
+    return list(refs.values())
+
+
+def _state(outcome: ItemOutcome, ref: ItemRef) -> str:
+    if "unscored" in outcome.flags:
+        return UNSCORED
+    if "wrong" in outcome.flags:
+        return WRONG
+    if "failed" in outcome.flags:
+        return FAIL
+    if outcome.verdict == "pass":
+        return PASS
+    return CORRECT if ref.gold is not None else PLAIN
+
+
+def _outcomes(job_dir: Path, refs: Sequence[ItemRef]) -> dict[str, ItemOutcome] | None:
+    """The job's outcome per item (its mode's), or None when it has no summary or no recorded mode."""
+    summary_path, view_path = job_dir / store.SUMMARY_NAME, job_dir / "view.json"
+    if not summary_path.is_file():
+        return None
+    params: Mapping[str, Any] = {}
+    if view_path.is_file():
+        params = json.loads(view_path.read_text(encoding="utf-8")).get("params", {})
+    elif (manifest := store.read_manifest(job_dir)) is not None:
+        params = manifest.config
+    mode = results_read.run_mode({k: str(v) for k, v in params.items()})
+    if mode is None:
+        return None
+    return mode.item_outcomes(json.loads(summary_path.read_text(encoding="utf-8")), refs)
+
+
+def _labels(rows: Sequence[Mapping[str, Any]]) -> dict[int, str]:
+    """Each job's overrides (the keys before ``status`` in its sweep-table row) that not every job shares."""
+    keys = {row["job"]: list(row)[1:list(row).index("status")] if "status" in row else [] for row in rows}
+    varying = {k for ks in keys.values() for k in ks if len({str(r.get(k)) for r in rows}) > 1}
+    return {row["job"]: " ".join(f"{k}={row[k]}" for k in keys[row["job"]] if k in varying) or f"job {row['job']}"
+            for row in rows}
+
+
+def _headline(row: Mapping[str, Any]) -> str:
+    name = next((n for n in HEADLINES if row.get(n) is not None), None)
+    return "" if name is None else f"{name} {sweep.shown_cell(dict(row), name)}"
+
+
+def collect(sweep_dir: Path, rows: Sequence[Mapping[str, Any]]) -> ItemView:
+    """The item view of the sweep in ``sweep_dir`` whose table is ``rows`` (:func:`runner.outputs.sweep.collect`)."""
+    labels = _labels(rows)
+    items: dict[str, tuple[str, ...]] = {}
+    columns = []
+    for row in rows:
+        job_dir = sweep_dir / str(row["job"])
+        refs = _refs(job_dir / store.RESULTS_NAME)
+        for ref in refs:
+            items.setdefault(ref.id, (*ref.tags, *((ref.category,) if ref.category else ())))
+        outcomes = _outcomes(job_dir, refs)  # a job failed by a gate still has its verdicts: only no summary fails
+        cells = {ref.id: (o.final, o.key, _state(o, ref)) for ref in refs
+                 if outcomes is not None and (o := outcomes.get(ref.id)) is not None}
+        columns.append(Column(int(row["job"]), labels[row["job"]], _headline(row), cells, outcomes is None))
+    return ItemView(tuple(items), items, tuple(columns))
+
+
+def blob(view: ItemView, links: Mapping[int, str]) -> str:
+    """The view as compact JSON: a string table ``s``; per job its label, headline, report address and, per item,
+    a text and a verdict index into ``s`` and one state character."""
+    strings: dict[str, int] = {}
+
+    def code(text: str) -> int:
+        return strings.setdefault(text, len(strings))
+
+    jobs = []
+    for col in view.columns:
+        text, verdict, state = [], [], []
+        for item in view.items:
+            shown, key, st = col.cells.get(item, ("job failed" if col.failed else "-", "",
+                                                  JOB_FAILED if col.failed else ABSENT))
+            text.append(code(shown))
+            verdict.append(code(key))
+            state.append(st)
+        jobs.append({"job": col.job, "label": col.label, "head": col.headline, "href": links.get(col.job, ""),
+                     "t": text, "v": verdict, "st": "".join(state)})
+    groups = sorted({g for gs in view.groups.values() for g in gs})
+    gcode = {g: n for n, g in enumerate(groups)}
+    data = {"items": list(view.items), "groups": groups,
+            "ig": [[gcode[g] for g in view.groups[i]] for i in view.items], "jobs": jobs, "s": list(strings),
+            "page": PAGE}
+    # inside <script type="application/json">: a "</script" or "<!--" in an id must not end or change the element
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+
+
+FILTERS = {"all": "all", "wrong": "wrong somewhere", "disagree": "configs disagree",
+           "unscored": "unscored or failed"}
+
+SCRIPT = """(function () {
+  var box = document.getElementById("sweep-items");
+  var d = JSON.parse(box.querySelector("script[type='application/json']").textContent);
+  var body = box.querySelector("tbody"), shown = box.querySelector("[data-shown]"), pager = box.querySelector(".pager");
+  var chip = {c: "correct", w: "wrong", p: "pass", f: "fail", u: "unscored", x: "job failed", "-": "absent", n: ""};
+  var text = null, page = 0, rows = [];
+  function test(i, filter) {
+    var states = d.jobs.map(function (j) { return j.st[i]; });
+    if (filter === "wrong") { return states.some(function (s) { return s === "w" || s === "f"; }); }
+    if (filter === "unscored") { return states.some(function (s) { return s === "u" || s === "x"; }); }
+    if (filter === "disagree") {
+      var seen = {};
+      d.jobs.forEach(function (j) { if ("cwpfn".indexOf(j.st[i]) >= 0) { seen[j.v[i]] = 1; } });
+      return Object.keys(seen).length > 1;
+    }
+    return true;
+  }
+  function apply() {
+    var filter = box.querySelector("input[name=sweep-filter]:checked").value;
+    var group = box.querySelector("select[data-group]"), g = group ? group.value : "";
+    var q = box.querySelector("input[data-search]").value.trim().toLowerCase();
+    if (q && text === null) {
+      text = d.items.map(function (id, i) { return (id + " " + d.jobs.map(function (j) { return d.s[j.t[i]]; })
+        .join(" ")).toLowerCase(); });
+    }
+    rows = [];
+    d.items.forEach(function (id, i) {
+      if (test(i, filter) && (!g || d.ig[i].indexOf(+g) >= 0) && (!q || text[i].indexOf(q) >= 0)) { rows.push(i); }
+    });
+    page = 0; draw();
+  }
+  function draw() {
+    var pages = Math.max(1, Math.ceil(rows.length / d.page));
+    page = Math.min(page, pages - 1);
+    body.textContent = "";
+    rows.slice(page * d.page, (page + 1) * d.page).forEach(function (i) {
+      var tr = document.createElement("tr"); tr.setAttribute("data-id", d.items[i]);
+      var th = document.createElement("td"); th.className = "id"; th.textContent = d.items[i]; tr.appendChild(th);
+      d.jobs.forEach(function (j) {
+        var td = document.createElement("td"), s = j.st[i], node = td;
+        td.className = "st-" + (s === "-" ? "a" : s);
+        if (j.href && s !== "x" && s !== "-") {
+          node = document.createElement("a"); node.href = j.href + "#item-" + encodeURIComponent(d.items[i]);
+          td.appendChild(node);
+        }
+        node.appendChild(document.createTextNode(d.s[j.t[i]]));
+        if (chip[s]) { var c = document.createElement("span"); c.className = "chip"; c.textContent = chip[s];
+          td.appendChild(c); }
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+    shown.textContent = rows.length + " of " + d.items.length + " items";
+    pager.querySelector("[data-page]").textContent = "page " + (page + 1) + " of " + pages;
+  }
+  box.querySelector(".filters").addEventListener("input", apply);
+  box.querySelector(".filters").addEventListener("change", apply);
+  pager.querySelector("[data-prev]").addEventListener("click", function () { page = Math.max(0, page - 1); draw(); });
+  pager.querySelector("[data-next]").addEventListener("click", function () { page += 1; draw(); });
+  box.querySelector(".noscript").hidden = true;
+  apply();
+})();"""
+
+CSS = """#sweep-items table{width:100%;table-layout:fixed}#sweep-items td{overflow-wrap:anywhere}
+#sweep-items .id{font-family:monospace;width:9em}#sweep-items .chip{display:inline-block;margin-left:.4em;
+font-size:11px;padding:0 5px;border-radius:8px;background:#eee}#sweep-items .st-c .chip,#sweep-items .st-p .chip{
+background:#c8e6c9}#sweep-items .st-w .chip,#sweep-items .st-f .chip{background:#ffcdd2}#sweep-items .st-u .chip{
+background:#e0e0e0}#sweep-items .st-x .chip{background:#f8bbd0}#sweep-items th .head{font-weight:400;font-size:12px}
+#sweep-items .pager{margin:.4em 0}"""
+
+
+def pieces(view: ItemView, links: Mapping[int, str]) -> Iterator[Markup]:
+    """The section's HTML: filters, search, the table's header (one column per job), the blob and the script."""
+    yield Markup('<div id="sweep-items"><p class="noscript note">The item view needs JavaScript.</p>'
+                 '<div class="filters" role="search">')
+    for key, label in FILTERS.items():
+        checked = " checked" if key == "all" else ""
+        yield Markup('<label><input type="radio" name="sweep-filter" value="{}"{}> {}</label>').format(
+            key, Markup(checked), label)
+    groups = sorted({g for gs in view.groups.values() for g in gs})
+    if groups:
+        yield Markup('<label>tag/category <select data-group><option value="">all</option>')
+        for n, g in enumerate(groups):
+            yield Markup('<option value="{}">{}</option>').format(n, g)
+        yield Markup("</select></label>")
+    yield Markup('<label>search <input type="search" data-search placeholder="item id or verdict"></label>'
+                 '<span class="shown" data-shown></span></div><div class="scroll"><table><thead><tr><th class="id">'
+                 'item</th>')
+    for col in view.columns:
+        yield Markup('<th>{}<div class="head">{}</div></th>').format(col.label, col.headline or "-")
+    yield Markup('</tr></thead><tbody></tbody></table></div><div class="pager"><button type="button" data-prev>'
+                 'previous</button> <span data-page></span> <button type="button" data-next>next</button></div>'
+                 '<script type="application/json">')
+    yield Markup(blob(view, links))
+    yield Markup("</script><script>") + Markup(SCRIPT) + Markup("</script></div>")
