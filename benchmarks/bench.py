@@ -16,6 +16,8 @@
    store), interleaved, 3 repetitions (benchmarks/tracking.py).
 7. sweep_items: the sweep report's item view at 10,000 items x 20 configurations: file size, build time, and
    headless chromium's time to open it beside an empty page's (benchmarks/sweep_items_size.py).
+8. batch: 10,000 judgments live and through the fake server's Files and Batches API (judge.batch=on): requests,
+   wall and dollars at gpt-4o-mini's cost-map prices (benchmarks/batch.py).
 
 Every scenario starts the fake server as a separate process and every run is a real subprocess; see
 benchmarks/README.md for how each number is measured. Results are merged into benchmarks/results.json
@@ -39,6 +41,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from benchmarks.batch import scenario_batch
 from benchmarks.data import write_dataset
 from benchmarks.harness import REPO, git_commit, loadavg
 from benchmarks.report import FORMAT, print_table, table_rows
@@ -60,16 +63,17 @@ QUICK_RESULTS = Path(tempfile.gettempdir()) / "judgesweep-bench-quick.json"  # a
 DATA_DIR = Path(tempfile.gettempdir()) / "judgesweep-bench-data"
 FULL = {"throughput_n": 1000, "throughput_reps": 3, "scale_sizes": [10_000, 100_000], "rpm_n": 300,
         "sporadic_n": 2000, "startup_reps": 3, "cache_n": 10_000, "tracking_n": 1000, "tracking_reps": 3,
-        "tracking_big_items": 5_000, "sweep_items": (10_000, 20)}
+        "tracking_big_items": 5_000, "sweep_items": (10_000, 20), "batch_n": 10_000}
 QUICK = {"throughput_n": 200, "throughput_reps": 1, "scale_sizes": [2_000], "rpm_n": 60, "sporadic_n": 100,
          "startup_reps": 1,
          "cache_n": 1_000, "tracking_n": 200, "tracking_reps": 1, "tracking_big_items": 1_000,
-         "sweep_items": (1_000, 5)}
+         "sweep_items": (1_000, 5), "batch_n": 500}
 
 SCENARIOS: dict[str, Callable[[dict, Path, Path], dict[str, Any]]] = {
     "throughput": scenario_throughput, "scale": scenario_scale, "rpm": scenario_rpm,
     "sporadic_429": scenario_sporadic_429, "startup": scenario_startup,
-    "cache": scenario_cache, "tracking": scenario_tracking, "sweep_items": scenario_sweep_items}
+    "cache": scenario_cache, "tracking": scenario_tracking, "sweep_items": scenario_sweep_items,
+    "batch": scenario_batch}
 
 
 def machine_info() -> dict[str, Any]:
@@ -89,7 +93,7 @@ def dataset_rows(cfg: dict, names: list[str]) -> int:
     need = {"throughput": cfg["throughput_n"], "rpm": cfg["rpm_n"], "sporadic_429": cfg["sporadic_n"],
             "cache": cfg["cache_n"], "startup": 32,
             "scale": max((scale_plan(n)[0] for n in cfg["scale_sizes"]), default=0),
-            "tracking": max(cfg["tracking_n"], cfg["tracking_big_items"])}
+            "tracking": max(cfg["tracking_n"], cfg["tracking_big_items"]), "batch": cfg["batch_n"]}
     return max(need[name] for name in names)
 
 

@@ -242,6 +242,22 @@ def sporadic_rows(r: dict[str, Any]) -> list[Row]:
                 verdict(v["lost"]))]
 
 
+def batch_rows(b: dict[str, Any]) -> list[Row]:
+    """Batch vs live: requests, wall and dollars of the same judgments (issue 34 point 6)."""
+    live, batch = b["runs"]["live"], b["runs"]["batch"]
+
+    def usd(value: float | None) -> str:
+        return "-" if value is None else f"${value:,.4f}"
+
+    return [Row(f"batch {b['judgments']:,} (priced as {b['price_as']})",
+                "live: chat requests / wall (s) / dollars",
+                f"{fmt(live['chat_requests'])} / {fmt(live['wall_s'], 1)} / {usd(live['usd'])}", "", "", run=b),
+            Row("", "judge.batch=on: Files+Batches requests (batches) / live calls / wall (s) / dollars",
+                f"{fmt(batch['batch_api_requests'])} ({batch['batches_created']}) / {fmt(batch['chat_requests'])} / "
+                f"{fmt(batch['wall_s'], 1)} / {usd(batch['usd'])} = {fmt(b['usd_share'], 2)}x",
+                "1 batch, 0 live calls, <= 0.55x", verdict(b["pass"]))]
+
+
 def sweep_items_rows(s: dict[str, Any]) -> list[Row]:
     """The sweep report's item view: size, build time, chromium's open time (launch included) beside an empty page."""
     opened = "no chromium" if s.get("open_s") is None else f"{fmt(s['open_s'], 2)} / {fmt(s['empty_open_s'], 2)}"
@@ -254,7 +270,8 @@ ROWS: dict[str, tuple[str, Callable[[dict[str, Any]], list[Row]]]] = {
     "throughput": ("throughput", throughput_rows), "scale": ("scale", scale_rows), "rpm": ("rpm", rpm_rows),
     "sporadic_429": ("sporadic 429s", sporadic_rows),
     "startup": ("start-up", startup_rows), "cache": ("cache", cache_rows), "tracking": ("tracking", tracking_rows),
-    "sweep_items": ("sweep items", sweep_items_rows)}
+    "sweep_items": ("sweep items", sweep_items_rows),
+    "batch": ("batch vs live", batch_rows)}
 
 
 def table_rows(scenarios: dict[str, Any]) -> list[Row]:

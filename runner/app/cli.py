@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from runner.core import locations
 from runner.core.config_store import multirun_tracking
 from runner.core.errors import (
+    BUDGET_REACHED,
     RUN_DIR_BUSY,
     TRACKING_FAILED,
     WRITE_FAILED,
@@ -36,7 +37,7 @@ from runner.core.errors import (
 )
 from runner.core.registry import UnknownNameError
 from runner.inputs.prompts import TemplateError
-from runner.judging.calls import RunAborted
+from runner.judging.calls import BudgetReached, RunAborted
 from runner.judging.scoring import RubricError
 from runner.judging.shutdown import Interrupted
 
@@ -47,7 +48,7 @@ from runner.judging.shutdown import Interrupted
 from runner.outputs import sweep
 from runner.run import config_guard, launcher_watch, naming
 from runner.run.experiment import prepare_process, run_job
-from runner.storage import owner, store
+from runner.storage import budget_ledger, owner, store
 from runner.storage.cache import CacheError
 
 log = logging.getLogger("judgesweep")
@@ -98,6 +99,10 @@ def _owned_job(dcfg: DictConfig, hc: DictConfig, job: str) -> float | None:
     except Interrupted as exc:  # Ctrl-C or SIGTERM: one line, no traceback, and the sweep stops too
         _say(f"judgesweep: {exc}")
         sys.exit(exc.exit_code)
+    except BudgetReached as exc:  # budget.max_usd: one line with the resume command; the sweep stops too
+        _say(f"judgesweep: {exc}")
+        _fail(job, str(exc))
+        sys.exit(BUDGET_REACHED)
     except BatchPending as exc:  # batch.wait=false: submitted, collected by a later resume; not a failure
         _say(f"judgesweep: {exc}")
         return None
@@ -144,6 +149,8 @@ class RunDirectory(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
         _writable(config, str(config.hydra.sweep.dir), "hydra.sweep.dir")
+        if OmegaConf.select(config, "budget.max_usd", default=None) is not None:  # the jobs share one limit
+            budget_ledger.start(Path(config.hydra.sweep.dir))
 
 
 def _writable(config: DictConfig, directory: str, hydra_key: str) -> None:

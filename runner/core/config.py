@@ -316,6 +316,13 @@ class BatchConfig:
 
 
 @config_record
+class BudgetConfig:
+    """A run's spending limit (runner.judging.budget); a resumed run may change it."""
+
+    max_usd: float | None = None  # calls are sent only while paid + in-flight worst case stays within it; null: none
+
+
+@config_record
 class RunConfig:
     """The whole composed config: the groups plus the run knobs."""
 
@@ -343,6 +350,7 @@ class RunConfig:
     on_bad_row: OnBadRow = field(default=OnBadRow.error, metadata=OPERATIONAL)
     cache: CacheConfig = field(default_factory=CacheConfig, metadata=OPERATIONAL)
     batch: BatchConfig = field(default_factory=BatchConfig, metadata=OPERATIONAL)
+    budget: BudgetConfig = field(default_factory=BudgetConfig, metadata=OPERATIONAL)
     # a run (or sweep) directory to continue; see docs/how-to/resume.md
     resume: str | None = field(default=None, metadata=OPERATIONAL)
     # the run's directory (hydra.run.dir; with -m the sweep's, hydra.sweep.dir); None: a new one under outputs/

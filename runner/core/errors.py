@@ -24,6 +24,9 @@ TRACKING_FAILED = 3
 RUN_DIR_BUSY = 4
 # The exit status of a run stopped because its run directory could not be written (disk full, I/O error).
 WRITE_FAILED = 5
+# The exit status of a run stopped by its spending limit (budget.max_usd): its answers are kept, a resume with a higher
+# limit continues it.
+BUDGET_REACHED = 6
 
 
 class RunDirectoryBusy(RuntimeError):

@@ -44,10 +44,11 @@ from runner.core.types import (
     Verdict,
     hash_messages,
 )
-from runner.judging.calls import AnswerSource
+from runner.judging.calls import Admission, AnswerSource
+from runner.judging.estimate import pricing_model
 from runner.judging.judge import Executor, JudgePlan
-from runner.llm.batches import BatchState, BatchTransport, supports_batches
-from runner.llm.client import JudgeClient
+from runner.llm.batches import BatchState, BatchTransport, batch_price, supports_batches
+from runner.llm.client import JudgeClient, count_tokens
 from runner.storage.batch_log import BatchLog, Submission
 
 log = logging.getLogger(__name__)
@@ -111,15 +112,27 @@ class BatchedClient:
     answers: Mapping[AnswerKey, JudgeResponse]
     unanswered: frozenset[AnswerKey]  # the batch's rows the provider failed, expired or cancelled
     sent_again: int = 0  # rows of the batch sent live
+    admission: Admission | None = None  # budget.max_usd: admits each live call (the batch was booked whole)
 
     async def complete(self, messages: tuple[Message, ...], repeat: int = 0) -> JudgeResponse:
-        """The batch's answer to this call, else a live call."""
+        """The batch's answer to this call, else a live call (admitted by the budget first, if any).
+
+        Raises:
+            BudgetReached: The live call's worst case would take the run over ``budget.max_usd``.
+        """
         key = (hash_messages(messages), repeat)
         found = self.answers.get(key)
         if found is not None:
             return found
+        reserved = self.admission.admit(messages) if self.admission is not None else 0.0
         self.sent_again += key in self.unanswered
-        return await self.live.complete(messages, repeat)
+        response = None
+        try:
+            response = await self.live.complete(messages, repeat)
+        finally:
+            if self.admission is not None:
+                self.admission.settle(reserved, response.cost_usd if response is not None else None)
+        return response
 
     @property
     def resent(self) -> int:
@@ -152,11 +165,14 @@ class BatchStage:
         run_dir: The run's (or member's) directory.
         transport: The judge's batch API.
         params: The judge client's decoding parameters (as every live call sends them).
+        admission: ``budget.max_usd``: a new batch's worst case (every call's prompt and ``max_tokens`` at the batch
+            price) is booked before its upload, and settled at what its answers cost once collected.
     """
 
     def __init__(self, judge: JudgeConfig, cfg: BatchConfig, run_dir: Path, transport: BatchTransport,
-                 params: Mapping[str, Any]) -> None:
+                 params: Mapping[str, Any], admission: Admission | None = None) -> None:
         self.judge, self.cfg, self.run_dir = judge, cfg, run_dir
+        self.admission, self.booked = admission, 0.0
         self.transport, self.params = transport, dict(params)
         self.log = BatchLog(run_dir)
         self.submission: Submission | None = None
@@ -174,11 +190,15 @@ class BatchStage:
             return 0
         path = self.run_dir / f"batch_input_{len(known)}.jsonl"
         seen: set[AnswerKey] = set()
+        worst = [0.0]  # the batch's worst case, when a budget is to book it
         with path.open("w", encoding="utf-8") as fh:
             def planned(request: JudgeRequest, messages: tuple[Message, ...]) -> None:
                 key = (request.messages_hash, request.repeat)
                 if key not in seen:  # the same request twice (a duplicated item) is asked once, as the cache would
                     seen.add(key)
+                    if self.admission is not None:
+                        worst[0] += batch_price(pricing_model(self.judge), count_tokens(self.judge.model, messages),
+                                                self.judge.max_tokens) or 0.0
                     fh.write(self.transport.request_line(json.dumps(list(request.key)), messages, self.params,
                                                          request.repeat))
             asyncio.run(Planner(plan, sources, planned).run(items))
@@ -188,6 +208,12 @@ class BatchStage:
                      calls, self.judge.batch.value, self.judge.batch_threshold)
             path.unlink()
             return 0
+        if self.admission is not None:
+            try:  # before the upload: a batch over the budget is never submitted
+                self.booked = self.admission.book(worst[0], f"a batch of {calls} calls")
+            except BaseException:
+                path.unlink()
+                raise
         self.log.append(event="input", n=len(known), path=path.name, calls=calls)
         self.submission = Submission(len(known), path.name)
         return calls
@@ -251,7 +277,10 @@ class BatchStage:
         level = logging.WARNING if state.status != "completed" or unanswered else logging.INFO
         log.log(level, "%s: batch %s ended %s: %d answers, %d rows unanswered (sent live)", self.judge.name,
                 state.batch_id, state.status, len(answers), len(unanswered))
-        return BatchedClient(live, answers, unanswered)
+        if self.admission is not None and self.booked:  # this process booked the batch: its answers cost this much
+            self.admission.settle(self.booked, sum(a.cost_usd or 0.0 for a in answers.values()))
+            self.booked = 0.0
+        return BatchedClient(live, answers, unanswered, admission=self.admission)
 
     def finished(self, client: BatchedClient) -> None:
         """Note in the batch journal that the batch's answers are all in the judge journal."""

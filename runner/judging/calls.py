@@ -66,6 +66,30 @@ class RunAborted(RuntimeError):
         self.calls: CallCounts | None = None
 
 
+class BudgetReached(RunAborted):
+    """The next call's worst case would take the run's spending over ``budget.max_usd`` (runner.judging.budget):
+    nothing more is sent, but unlike a plain RunAborted the calls in flight finish and are kept (:func:`run_windowed`).
+
+    Attributes:
+        spent: Dollars the run's answers cost so far (with the reservations of the calls in flight at the stop, until
+            the run re-raises it with what they cost once finished).
+        limit: ``budget.max_usd``.
+        worst: The worst case of the call that was refused.
+    """
+
+    def __init__(self, spent: float, limit: float, worst: float, resume: str | None = None,
+                 what: str = "the next call") -> None:
+        line = (f"budget.max_usd reached: spent ${spent:.6f} of ${limit:.6f}; {what} could cost up to "
+                f"${worst:.6f}, so nothing more was sent")
+        if resume is not None:
+            line += f". Every answer is kept: continue with resume={resume} budget.max_usd=<more>"
+        super().__init__(line)
+        self.what = what
+        self.spent = spent
+        self.limit = limit
+        self.worst = worst
+
+
 class ErrorBudget:
     """Counts finished calls and aborts once more than ``max_error_rate`` of them failed (after ABORT_MIN_CALLS).
 
@@ -120,6 +144,19 @@ class AnswerSource(Protocol):
         ...
 
 
+class Admission(Protocol):
+    """Whether a call may be sent (runner.judging.budget.Budget): reserve its worst case, then settle its cost."""
+
+    def admit(self, messages: tuple[Message, ...]) -> float:  # noqa: D102  (raises BudgetReached)
+        ...
+
+    def book(self, worst: float, what: str = "the next call") -> float:  # noqa: D102  (a whole batch)
+        ...
+
+    def settle(self, reserved: float, cost: float | None) -> None:  # noqa: D102
+        ...
+
+
 class PaidCalls:
     """One stage's calls: known answers first, then the client within ``concurrency`` slots; each finished
     call is journaled, then counted against the stage's error budget.
@@ -130,11 +167,13 @@ class PaidCalls:
         concurrency: Calls in flight at once (units in flight: twice that, see :attr:`window`).
         max_error_rate: Abort once more than this share of calls failed (after ABORT_MIN_CALLS).
         what: What the calls are, for the abort message ("judge", "generation").
+        admission: The run's spending limit, or None: each call sent is admitted by it first, and settled.
     """
 
     def __init__(self, client: CallClient, sources: AnswerSource | None, concurrency: int,
-                 max_error_rate: float, what: str) -> None:
+                 max_error_rate: float, what: str, admission: Admission | None = None) -> None:
         self.client = client
+        self.admission = admission
         self.sources = sources
         self.window = 2 * concurrency
         self._slots = asyncio.BoundedSemaphore(concurrency)
@@ -177,13 +216,17 @@ class PaidCalls:
             # process of the run had sent this call already
             sending = getattr(self.sources, "sending", None)
             again = bool(sending(request)) if sending is not None else False
+            reserved = self.admission.admit(messages) if self.admission is not None else 0.0  # not sent when over
             token = recorded.CURRENT_CALL.set(_recorded_key(request))
             held = CURRENT_SLOT.set(slot)
+            response = None
             try:
                 response = await self.client.complete(messages, repeat=request.repeat)
             finally:
                 CURRENT_SLOT.reset(held)
                 recorded.CURRENT_CALL.reset(token)
+                if self.admission is not None:  # a call cut off may have been paid: its worst case stays booked
+                    self.admission.settle(reserved, response.cost_usd if response is not None else None)
         if again and response.paid:  # an earlier process sent it and lost the answer: this one is paid again
             response = replace(response, repaid=1)
         if self.sources is not None and response.error_type is None:
@@ -219,35 +262,40 @@ async def run_windowed(units: Iterable[U], work: Callable[[U], Awaitable[R]], wi
     RunAborted, say) the exception propagates, the units still in flight are cancelled (what completed is
     already in the journal), every unit that had finished still reaches ``keep`` (those queued behind the one that
     raised too) and every other task's outcome is collected, so none is left unretrieved. After a
-    signal (runner.judging.shutdown) no unit is started; the units in flight finish (their calls not yet sent
+    signal (runner.judging.shutdown) or a :class:`BudgetReached` (the spending limit) no unit is started; the units
+    in flight finish (their calls not yet sent
     raise Interrupted, their answers arriving are kept) and then Interrupted is raised. A unit whose answer the run
-    directory could not take (WriteFailed: disk full) stops the run the same way, and WriteFailed is raised.
+    directory could not take (WriteFailed: disk full) stops the run the same way, and WriteFailed is raised; after a
+    BudgetReached, the first one is raised once the units in flight are kept.
     """
     pending: dict[asyncio.Future[R], int] = {}
     shutdown = SHUTDOWN.get()
     stopped = False
     unwritable: WriteFailed | None = None
+    over: BudgetReached | None = None
 
     def collect(task: asyncio.Future[R]) -> None:
-        nonlocal stopped, unwritable
+        nonlocal stopped, unwritable, over
         try:
             keep(pending[task], task.result())
         except Interrupted:  # the unit was stopped before (some of) its calls were sent: the resumed run sends them
             stopped = True
         except WriteFailed as exc:  # as at a signal: no unit starts, those in flight keep what they can
             unwritable = unwritable or exc
+        except BudgetReached as exc:  # as at a signal; the unit's answers so far are journaled
+            over = over or exc
         del pending[task]  # a task leaves `pending` only once its result is kept: on an abort the others' errors
         # are collected below
 
     try:
         for index, unit in enumerate(units):
-            if (shutdown is not None and shutdown.requested) or unwritable is not None:
+            if (shutdown is not None and shutdown.requested) or unwritable is not None or over is not None:
                 break
             if len(pending) >= window:
                 finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 for task in finished:
                     collect(task)
-                if (shutdown is not None and shutdown.requested) or unwritable is not None:
+                if (shutdown is not None and shutdown.requested) or unwritable is not None or over is not None:
                     break
             pending[asyncio.ensure_future(work(unit))] = index
         for task in list(pending):
@@ -262,5 +310,7 @@ async def run_windowed(units: Iterable[U], work: Callable[[U], Awaitable[R]], wi
                 keep(index, task.result())
     if unwritable is not None:
         raise unwritable
+    if over is not None:
+        raise over
     if stopped or (shutdown is not None and shutdown.requested):
         raise Interrupted(shutdown.signum or 0 if shutdown is not None else 0)

@@ -59,14 +59,21 @@ def _requests(plan: JudgePlan, item: Item, placeholder: str | None) -> Iterator[
             yield plan.template.render(pair_variables(item, order), neutralize=plan.neutralize)
 
 
+def pricing_model(judge: JudgeConfig) -> str:
+    """The model whose price a call of ``judge`` is charged at: ``judge.price_as`` when set (a local copy of a listed
+    model costs what the listed one would), else ``judge.model``."""
+    return judge.price_as or judge.model
+
+
 def _estimate(model: JudgeConfig, calls: int, prompt_tokens: int, conditional: int = 0,
               role: str = "judge") -> Estimate:
     max_completion = calls * model.max_tokens
+    priced = pricing_model(model)
     batched = role == "judge" and supports_batches(model.model)
     return Estimate(
         judge=model.name, model=model.model, calls=calls, conditional_calls=conditional,
         prompt_tokens=prompt_tokens, max_completion_tokens=max_completion,
-        usd_prompt=price(model.model, prompt_tokens, 0), usd_max=price(model.model, prompt_tokens, max_completion),
+        usd_prompt=price(priced, prompt_tokens, 0), usd_max=price(priced, prompt_tokens, max_completion),
         role=role,
         batch_usd_prompt=batch_price(model.model, prompt_tokens, 0) if batched else None,
         batch_usd_max=batch_price(model.model, prompt_tokens, max_completion) if batched else None,

@@ -38,7 +38,7 @@ from runner.core.types import (
     hash_messages,
 )
 from runner.inputs.prompts import Template
-from runner.judging.calls import AnswerSource, CallClient, CallCounts, PaidCalls, RunAborted
+from runner.judging.calls import Admission, AnswerSource, CallClient, CallCounts, PaidCalls, RunAborted
 from runner.judging.parsing import parse_verdict
 from runner.judging.score_parsing import parse_scores
 from runner.judging.scoring import Scoring
@@ -169,14 +169,15 @@ class Executor:
     """Runs a plan over items with bounded concurrency, journaling every call as it completes."""
 
     def __init__(self, plan: JudgePlan, client: CallClient, sink: JudgmentSink,
-                 sources: AnswerSource | None = None, messages: MessageSink | None = None) -> None:
+                 sources: AnswerSource | None = None, messages: MessageSink | None = None,
+                 admission: Admission | None = None) -> None:
         self.plan = plan
         self.completed: Judgments | None = None  # set when a run stops early: the units it completed
         self.messages = messages
         self.client = client
         self.sink = sink
         self.sources = sources
-        self._calls = PaidCalls(client, sources, plan.concurrency, plan.max_error_rate, "judge")
+        self._calls = PaidCalls(client, sources, plan.concurrency, plan.max_error_rate, "judge", admission)
 
     @property
     def calls(self) -> CallCounts:

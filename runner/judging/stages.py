@@ -25,7 +25,7 @@ from runner.inputs.datasets import ItemRef, resolve_path
 from runner.inputs.prompts import Template
 from runner.judging import batching
 from runner.judging.batching import BatchedClient, BatchStage
-from runner.judging.calls import CallCounts, RunAborted
+from runner.judging.calls import Admission, CallCounts, RunAborted
 from runner.judging.generation import GENERATIONS_NAME, Generation, Generator
 from runner.judging.judge import Executor, JudgePlan
 from runner.judging.progress import FirstAnswer, ProgressBar, ProgressOptions, Sinks
@@ -85,10 +85,11 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Callable[[], Iterable[
           limiter: RateLimiter | None, response_format: dict[str, Any] | None, seed: int, total: int,
           prior: Mapping[tuple, JudgeResponse], progress: ProgressOptions,
           answered: threading.Event | None = None, shutdown_grace_s: float = 10.0,
-          batch_cfg: BatchConfig | None = None) -> Judgments:
+          batch_cfg: BatchConfig | None = None, admission: Admission | None = None) -> Judgments:
     """Run the judge stage over ``items()``; judgments come back in dataset order (item, repeat, order, stage).
     ``answered`` is set at the first answer. SIGINT/SIGTERM stop it as :func:`generate` says. With ``judge.batch``
-    the calls left to pay for go through the provider's batch API first (runner.judging.batching)."""
+    the calls left to pay for go through the provider's batch API first (runner.judging.batching). ``admission``
+    (``budget.max_usd``: runner.judging.budget) admits each call sent live before it is sent."""
     live = client = JudgeClient(judge_cfg, api_keys, limiter, response_format, seed)
     batch = None
     if recorded.is_recorded(judge_cfg.model):
@@ -98,7 +99,8 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Callable[[], Iterable[
     with _cache(cache_cfg, root) as cache, SentLog(run_dir / SENT_NAME) as sent:
         sources = AnswerSources(prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params, sent)
         if batch_cfg is not None and batching.wanted(judge_cfg):
-            batch = BatchStage(judge_cfg, batch_cfg, run_dir, BatchTransport(judge_cfg, api_keys), live.decoding_params)
+            batch = BatchStage(judge_cfg, batch_cfg, run_dir, BatchTransport(judge_cfg, api_keys), live.decoding_params,
+                               admission)
             if batch.plan(plan, items(), sources):
                 client = batch.collect(live)  # type: ignore[assignment]  # a CallClient, as JudgeClient is
             else:
@@ -106,7 +108,8 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Callable[[], Iterable[
         with Journal(run_dir / store.JOURNAL_NAME) as journal, MessageStore(run_dir / MESSAGES_NAME) as messages, \
                 ProgressBar(total, progress) as bar:
             bar.watch(client)
-            executor = Executor(plan, client, _sinks(journal, bar, answered), sources, messages)
+            executor = Executor(plan, client, _sinks(journal, bar, answered), sources, messages,
+                                admission=admission if batch is None else None)
             try:
                 judgments = asyncio.run(run_stage(executor.run(items()), shutdown_grace_s))
             except RunAborted as exc:

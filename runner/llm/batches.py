@@ -175,15 +175,19 @@ class BatchTransport:
             raise self._scrubbed(f"cancelling batch {batch_id}", exc) from None
 
     def read_answer(self, body: Mapping[str, Any]) -> JudgeResponse:
-        """A JudgeResponse from one output row's response body, read as a live answer is, at the batch price."""
+        """A JudgeResponse from one output row's response body, read as a live answer is, at the batch price (at
+        ``judge.price_as``'s when the cost map has none for the judge's model)."""
         started = time.perf_counter()
         choices = body.get("choices")
         if isinstance(choices, list) and choices:
             response = answer(ModelResponse(**body), started, 1, 0)
         else:  # a 200 without an answer: paid, kept as a live one is (runner.llm.responses.malformed)
             response = malformed(json.dumps(body), started, 1, 0)
-        cost = (batch_price(self.judge.model, response.prompt_tokens, response.completion_tokens)
-                if response.tokens_known else None)
+        cost = None
+        if response.tokens_known:  # a served copy of a listed model (judge.price_as) costs that model's batch price
+            cost = batch_price(self.judge.model, response.prompt_tokens, response.completion_tokens)
+            if cost is None and self.judge.price_as:
+                cost = batch_price(self.judge.price_as, response.prompt_tokens, response.completion_tokens)
         return replace(response, cost_usd=cost, latency_s=0.0)
 
 

@@ -33,6 +33,7 @@ from runner.outputs import console, html_report, publisher, publishing
 from runner.run import gates, view
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
 from runner.storage import journal, store
+from runner.storage.batch_log import BatchLog
 from runner.storage.messages import MESSAGES_NAME, MessageStore
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,10 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, 
         judge_stats.update(judged.calls.metrics())
     # after skipped_rows, before partial: the typed records read the keys in this order
     summary["summary"].update(failed_calls=judge_stats["calls/failed"], retries=judge_stats["calls/retries"])
+    batches = BatchLog(ctx.run_dir)
+    if batches.path.is_file():  # judge.batch: the rows its batches left unanswered, sent again live
+        judge_stats["calls/batch_resent"] = batches.resent()
+        summary["summary"].update(batch_resent=judge_stats["calls/batch_resent"])
     metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
     metrics.update(run_list_cost(cfg.judge, judgments, judged.by_member))
     metrics["items/skipped_rows"] = float(len(prepared.dataset.skipped))
@@ -140,13 +145,14 @@ def completed_part(exc: RunAborted, generations: dict[str, Generation] | None, m
 
 
 def finish_partial(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, started_ns: int,
-                   reason: str) -> bool:
+                   reason: str, by: str = "max_error_rate") -> bool:
     """An aborted run's summary.json, results.jsonl, report and view for the items it judged, marked partial with
     why it stopped (:func:`finish` with ``partial``); a failure here is logged, never raised over the abort, which is
-    what the user must see (the journal keeps every answer). Returns whether the files were written."""
+    what the user must see (the journal keeps every answer). ``by`` names the limit that stopped it. Returns whether
+    the files were written."""
     judged_ids = {j.request.item_id for j in judged.judgments}
     done = dataclasses.replace(prepared, dataset=prepared.dataset.only(judged_ids))
-    why = f"stopped by max_error_rate after {len(judged_ids)} of {len(prepared.refs)} items: {reason}"
+    why = f"stopped by {by} after {len(judged_ids)} of {len(prepared.refs)} items: {reason}"
     try:
         finish(ctx, done, judged, started, started_ns, partial=why)
     except Exception:  # noqa: BLE001 - see the docstring

@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from runner.core import locations, metric_names
@@ -21,8 +22,8 @@ from runner.core.errors import ConfigurationError, WriteFailed
 from runner.core.judgments import Judgments
 from runner.inputs.datasets import load_items, resolve_path
 from runner.inputs.items import Shape
-from runner.judging import batching, stages
-from runner.judging.calls import RunAborted
+from runner.judging import batching, budget, stages
+from runner.judging.calls import BudgetReached, RunAborted
 from runner.judging.estimate import estimate_run
 from runner.judging.generation import GENERATIONS_NAME, Generation
 from runner.judging.judge import JudgePlan, planned_calls
@@ -35,7 +36,7 @@ from runner.modes import catalog, ensemble_check
 from runner.outputs import console, tracking
 from runner.run import gates, outcome, publication, view
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
-from runner.storage import store
+from runner.storage import budget_ledger, store
 
 __all__ = ["execute", "prepare", "run"]
 
@@ -77,6 +78,7 @@ def prepare(ctx: RunContext) -> Prepared:
         raise ConfigurationError("repeats and concurrency must be >= 1")
     _check_generator(cfg)
     batching.check(cfg.judge, bool(cfg.judge.members))
+    budget.check(cfg)
     mode = catalog.mode_for(cfg)
     mode_setup = mode.prepare(cfg, locations.directories(cfg.prompts_dir, ctx.input_roots))
     response_format = _json_schema_format(cfg.judge, mode_setup.response_schema)
@@ -182,9 +184,10 @@ def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
         progress=ctx.progress, answered=answered, shutdown_grace_s=cfg.shutdown_grace_s)
 
 
-def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, answered: threading.Event) -> outcome.Judged:
+def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, answered: threading.Event,
+                 limit: budget.Budget | None) -> outcome.Judged:
     """Generation (optional) and judging; an ensemble's judgments also come back per member. ``answered`` is set at
-    the first answer of a stage."""
+    the first answer of a stage; ``limit`` admits the judge's calls (budget.max_usd)."""
     cfg = ctx.cfg
     generations = None
     try:
@@ -198,7 +201,7 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, answered: thr
             prepared.refs, run_dir=ctx.run_dir,
             root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.limiter,
             response_format=prepared.response_format, seed=cfg.seed, total=total, prior=prior, progress=ctx.progress,
-            answered=answered, shutdown_grace_s=cfg.shutdown_grace_s, batch_cfg=cfg.batch)
+            answered=answered, shutdown_grace_s=cfg.shutdown_grace_s, batch_cfg=cfg.batch, admission=limit)
     except RunAborted as exc:
         exc.generations = generations  # type: ignore[attr-defined]  # what the partial summary needs
         raise
@@ -226,19 +229,30 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     prior, manifest = _resume_state(ctx)
     _write_manifest(ctx, manifest)
     answered, helper = threading.Event(), None
+    limit = None
+    if cfg.budget.max_usd is not None:
+        sweep_dir = ctx.tags.get("judgesweep.sweep")  # a sweep's jobs share its limit
+        ledger = budget_ledger.Ledger(Path(sweep_dir), str(ctx.run_dir)) if sweep_dir else None
+        limit = budget.Budget(cfg.budget.max_usd, budget.worst_case(resolved_judge(cfg.judge, ctx.input_roots)),
+                              ledger)
     if cfg.tracking.enabled and not ctx.publish_here:  # traces written as the answers come: view.json first
         view.write(ctx, prepared, False, "", started_ns)
         helper = publication.Helper(ctx, answered)
     try:
         try:
-            judged = _paid_stages(ctx, prepared, prior, answered)
+            judged = _paid_stages(ctx, prepared, prior, answered, limit)
         except RunAborted as exc:
+            over = isinstance(exc, BudgetReached) and limit is not None
             with publication.signals_raise(ctx):
                 judged_part = outcome.completed_part(exc, getattr(exc, "generations", None),
                                                      len(cfg.judge.members or {}))
                 if judged_part is not None and outcome.finish_partial(ctx, prepared, judged_part, started,
-                                                                      started_ns, str(exc)):
+                                                                      started_ns, str(exc),
+                                                                      "budget.max_usd" if over else "max_error_rate"):
                     publication.publish_run(ctx, helper)
+            if over:
+                assert limit is not None and isinstance(exc, BudgetReached)
+                raise BudgetReached(limit.spent, limit.limit, exc.worst, str(ctx.run_dir), exc.what) from None
             raise RunAborted(f"{exc}. The journal keeps every answer so far: fix the cause and continue with "
                              f"resume={ctx.run_dir}") from None
         except Interrupted as exc:

@@ -67,6 +67,10 @@ class BatchLog:
         except OSError as exc:
             raise WriteFailed(self.path, exc) from None
 
+    def resent(self) -> int:
+        """Rows of the run's collected batches that the provider failed, expired or cancelled, sent again."""
+        return sum(int(event.get("resent", 0)) for event in self.events("collected"))
+
     def submissions(self) -> list[Submission]:
         """Every batch the log knows, in the order they were started; a line torn by a crash is ignored."""
         found: dict[int, Submission] = {}

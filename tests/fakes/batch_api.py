@@ -35,6 +35,7 @@ class BatchAPI:
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.created = 0  # POST /v1/batches answered
+        self.requests = 0  # Files and Batches requests served (uploads, creations, polls, downloads)
         self.polls_per_step = 1
         self.fail: Callable[[str], bool] = lambda custom_id: False
         self.expire_after: int | None = None
@@ -45,6 +46,8 @@ class BatchAPI:
         parts = path.strip("/").split("/")[1:]  # without the leading "v1"
         if not parts or parts[0] not in ("files", "batches"):
             return None
+        with self._lock:
+            self.requests += 1
         if parts == ["files"] and method == "POST":
             return self._upload(raw, content_type)
         if parts[0] == "files" and len(parts) == 3 and parts[2] == "content" and method == "GET":

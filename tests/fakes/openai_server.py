@@ -406,7 +406,8 @@ class FakeOpenAIServer:
         ``requests``: chat-completion requests received (rate-limited ones included); ``accepted``: those
         answered 200; ``count_429``: those the rpm limit rejected; ``first_request_ts``: ``time.time()`` when
         the earliest answered request arrived; ``last_response_ts``: when the latest answer was written
-        (both None before the first answer). Cleared by :meth:`reset`.
+        (both None before the first answer). Cleared by :meth:`reset`. ``batch_api_requests`` and
+        ``batches_created``: the Files and Batches API's, since the server started (a batch outlives a reset).
         """
         with self._lock:
             return {
@@ -415,6 +416,8 @@ class FakeOpenAIServer:
                 "count_429": self._count_429,
                 "first_request_ts": self._first_request_ts,
                 "last_response_ts": self._last_response_ts,
+                "batch_api_requests": self.batches.requests,
+                "batches_created": self.batches.created,
             }
 
     def _stamp(self, arrived: float, status: int) -> None:

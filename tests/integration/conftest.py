@@ -29,7 +29,8 @@ from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
 from runner.app.cli import EXPECTED_ERRORS
-from runner.core.errors import TRACKING_FAILED
+from runner.core.errors import BUDGET_REACHED, TRACKING_FAILED, BatchPending
+from runner.judging.calls import BudgetReached
 from runner.run.experiment import run_experiment
 from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -133,7 +134,8 @@ def run_in_process(tmp_path: Path, run_dir: Path, overrides: tuple[str, ...],
     """One run through ``runner.run_experiment`` with the same overrides the CLI would get, its exit code and
     output as the CLI would give them: 1 after a bad-input error (logged as the CLI logs it), a failed run, a
     config that does not compose or any other exception (its traceback in stderr, as the CLI prints it); 3 with one
-    line in stderr when the run's files are complete but MLflow could not be written."""
+    line in stderr when the run's files are complete but MLflow could not be written; BUDGET_REACHED with one line in
+    stderr when budget.max_usd stopped it; 0 with one line when a batch was submitted and not waited for."""
     args = cli_args(tmp_path, run_dir, overrides)[3:]
     out, err = io.StringIO(), io.StringIO()
     code = 0
@@ -141,6 +143,11 @@ def run_in_process(tmp_path: Path, run_dir: Path, overrides: tuple[str, ...],
         log = logging.getLogger("judgesweep")
         try:
             outcome = run_experiment(args)
+        except BudgetReached as exc:  # the CLI's one line and exit code (runner.app.cli)
+            err.write(f"judgesweep: {exc}\n")
+            code = BUDGET_REACHED
+        except BatchPending as exc:  # batch.wait=false: submitted, exit 0 (runner.app.cli)
+            err.write(f"judgesweep: {exc}\n")
         except EXPECTED_ERRORS as exc:
             log.error("judgesweep: %s: %s", type(exc).__name__, exc)
             code = 1

@@ -13,7 +13,10 @@ import time
 from dataclasses import replace
 
 import pytest
+from mlflow.tracking import MlflowClient
 
+from runner.core.errors import BUDGET_REACHED
+from runner.llm.batches import batch_price
 from runner.storage.batch_log import BATCHES_NAME
 from tests.fakes.openai_server import Reply
 from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
@@ -149,3 +152,52 @@ def test_dry_run_shows_the_live_and_the_batch_price_side_by_side(run_cli, fake_s
     assert live and batch, result.proc.stdout
     assert float(batch[2]) == pytest.approx(float(live[2]) / 2, abs=2e-4)  # gpt-4o-mini's batch prices: half
     assert fake_server.requests == [] and fake_server.batches.created == 0
+
+
+def test_a_cancelled_batch_is_reported_and_its_rows_are_sent_again_and_counted_in_mlflow(run_cli, fake_server,
+                                                                                        tmp_path):
+    """Issue 34 point 3: a batch cancelled at the provider ends with what it returned (nothing here); its rows go
+    live, counted as calls/batch_resent in metrics.json, summary.json and MLflow."""
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = quick_judge
+    tracked = [o for o in overrides(fake_server, dataset, "judge.batch=on") if o != "tracking=off"]
+    submitted = run_cli(*tracked, "batch.wait=false")
+    assert submitted.proc.returncode == 0, submitted.output
+    [batch_id] = fake_server.batches.batches
+    assert fake_server.batches.cancel(batch_id)["status"] == "cancelled"
+    resumed = run_cli(*tracked, f"resume={submitted.run_dir}", run_dir=submitted.run_dir)
+    assert resumed.proc.returncode == 0, resumed.output
+    assert f"batch {batch_id} ended cancelled: 0 answers, {2 * N_ITEMS} rows unanswered (sent live)" in resumed.output
+    assert len(fake_server.requests) == 2 * N_ITEMS and fake_server.batches.created == 1
+    metrics = json.loads((resumed.run_dir / "metrics.json").read_text())
+    assert metrics["calls/batch_resent"] == 2 * N_ITEMS
+    summary = json.loads((resumed.run_dir / "summary.json").read_text())
+    assert summary["summary"]["batch_resent"] == 2 * N_ITEMS
+    client = MlflowClient(tracking_uri=resumed.mlflow_uri)
+    runs = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id])
+    assert [r.data.metrics["calls/batch_resent"] for r in runs] == [2 * N_ITEMS]
+
+
+def test_a_batch_over_the_budget_is_refused_before_its_upload(run_cli, fake_server, tmp_path):
+    """Issue 34 point 3: with budget.max_usd, a batch's worst case is booked before submission."""
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = quick_judge
+    run = run_cli(*overrides(fake_server, dataset, "judge.batch=on", "judge.price_as=gpt-4o-mini",
+                             "budget.max_usd=0.001"))
+    assert run.proc.returncode == BUDGET_REACHED, run.output
+    assert re.search(rf"budget\.max_usd reached: spent \$0\.000000 of \$0\.001000; a batch of {2 * N_ITEMS} calls "
+                     r"could cost up to \$[\d.]+, so nothing more was sent\. Every answer is kept: continue with "
+                     rf"resume={re.escape(str(run.run_dir))} budget\.max_usd=<more>", run.output), run.output
+    assert fake_server.batches.files == {} and fake_server.batches.created == 0 and fake_server.requests == []
+    assert not list(run.run_dir.glob("batch_input_*"))  # a resume with more plans it again
+    assert BATCHES_NAME not in {p.name for p in run.run_dir.iterdir()}
+
+    more = run_cli(*overrides(fake_server, dataset, "judge.batch=on", "judge.price_as=gpt-4o-mini",
+                              "budget.max_usd=1"), f"resume={run.run_dir}", run_dir=run.run_dir)
+    assert more.proc.returncode == 0, more.output
+    assert fake_server.batches.created == 1 and fake_server.requests == []
+    metrics = json.loads((more.run_dir / "metrics.json").read_text())  # batch answers at price_as's batch price
+    expected = batch_price("gpt-4o-mini", int(metrics["tokens/prompt"]), int(metrics["tokens/completion"]))
+    assert expected and metrics["cost/usd_total"] == pytest.approx(expected) and metrics["cost/unknown_calls"] == 0

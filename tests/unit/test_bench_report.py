@@ -125,3 +125,16 @@ def test_tracking_rows_show_the_peers_measured_or_how_to_install_them() -> None:
     [row] = [r for r in present if r.metric == "promptfoo 0.121.20"]
     assert row.value == "24.0 (24.0-24.0) / 20.0 / 250.0" and row.result == "FAIL"
     assert [r.run["git_sha"] for r in present if r.run] == [RUN["git_sha"]] * 2
+
+
+def test_the_batch_rows_show_requests_wall_and_dollars_of_both_runs() -> None:
+    """Issue 34 point 6: the "batch vs live" rows (the figures of a --quick run of 500 judgments)."""
+    live = {"rc": 0, "wall_s": 13.43, "chat_requests": 500, "batch_api_requests": 0, "batches_created": 0,
+            "usd": 0.08283675, "scored": 500, "results_rows": 500}
+    batched = {**live, "wall_s": 9.7, "chat_requests": 0, "batch_api_requests": 7, "batches_created": 1,
+               "usd": 0.041418375}
+    outcome = {"judgments": 500, "price_as": "gpt-4o-mini", "runs": {"live": live, "batch": batched},
+               "usd_share": 0.5, "pass": True, **RUN}
+    first, second = [r for r in table_rows({"batch": outcome}) if r.scenario != "batch vs live"][-2:]
+    assert first.scenario == "batch 500 (priced as gpt-4o-mini)" and first.value == "500 / 13.4 / $0.0828"
+    assert second.value == "7 (1) / 0 / 9.7 / $0.0414 = 0.50x" and second.result == "PASS"

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from runner.core.types import JudgeRequest, JudgeResponse, Message
-from runner.judging.calls import ABORT_MIN_CALLS, PaidCalls, RunAborted, run_windowed
+from runner.judging.calls import ABORT_MIN_CALLS, BudgetReached, PaidCalls, RunAborted, run_windowed
 from runner.llm.call_slot import CallSlot
 from runner.llm.pacing import RateLimiter
 from tests.unit.test_pacing import VirtualTimeLoop
@@ -212,3 +212,36 @@ def test_sporadic_429s_wait_alone_while_the_others_fill_every_place() -> None:
     assert len(kept) == 300 and sum(r.rate_limited for r in kept.values()) > 20
     assert state["most"] == 8 and state["full_while_holding"] > 0
     assert limiter.learned_rate is None and limiter.waits == 0  # no pause, no pacing: only the 429'd calls waited
+
+
+def test_at_the_budget_no_call_is_sent_and_the_calls_in_flight_finish_and_are_kept() -> None:
+    """budget.max_usd (runner.judging.budget): the call whose worst case does not fit is not sent, nor any after it;
+    the calls already sent finish and reach the journal, and their cost replaces their reservation."""
+    from runner.judging.budget import Budget  # the budget module imports litellm's pricing: only this test needs it
+
+    sent: list[int] = []
+    release = asyncio.Event()
+
+    class Client:
+        async def complete(self, messages: tuple[Message, ...], repeat: int = 0) -> JudgeResponse:
+            sent.append(len(sent))
+            await release.wait()  # in flight until the refused call has been refused
+            return JudgeResponse(text="[[A]]", cost_usd=0.5)
+
+    budget = Budget(2.5, lambda messages: 1.0)  # two calls' worst case (1.0 each) fit with room to spare, not three
+    calls = PaidCalls(Client(), None, concurrency=4, max_error_rate=1.0, what="judge", admission=budget)
+    journaled: list[str] = []
+
+    async def unit(n: int) -> str:
+        if n == 2:  # the third call is refused while the first two are in flight; they answer once the stop is seen
+            try:
+                return await calls.call(request(n), MESSAGES, lambda r: f"i{n}")
+            finally:
+                asyncio.get_running_loop().call_later(0.05, release.set)
+        return await calls.call(request(n), MESSAGES, lambda r: journaled.append(f"i{n}") or f"i{n}")
+
+    kept: list[str] = []
+    with pytest.raises(BudgetReached) as raised:
+        asyncio.run(run_windowed(range(6), unit, 3, lambda index, value: kept.append(value)))
+    assert sent == [0, 1] and sorted(journaled) == sorted(kept) == ["i0", "i1"]  # the refused unit is seen first
+    assert raised.value.worst == 1.0 and budget.spent == 1.0 and budget.reserved == 0.0

@@ -118,6 +118,7 @@ class PointwiseSummary(ScoreSection):
     skipped_rows: tuple[str, ...] | None = optional()  # the dataset rows left out (added when the run ends)
     failed_calls: int | None = optional()  # calls made that failed, every one the run made (added when it ends)
     retries: int | None = optional()  # retries of those calls (added when the run ends)
+    batch_resent: int | None = optional()  # judge.batch: rows the provider failed, expired or cancelled, sent again
     partial: bool | None = optional()  # an aborted run's summary of what completed (added when the run ends)
     partial_reason: str | None = optional()
 
