@@ -93,7 +93,8 @@ def dataset_rows(cfg: dict, names: list[str]) -> int:
     need = {"throughput": cfg["throughput_n"], "rpm": cfg["rpm_n"], "sporadic_429": cfg["sporadic_n"],
             "cache": cfg["cache_n"], "startup": 32,
             "scale": max((scale_plan(n)[0] for n in cfg["scale_sizes"]), default=0),
-            "tracking": max(cfg["tracking_n"], cfg["tracking_big_items"]), "batch": cfg["batch_n"]}
+            "tracking": max(cfg["tracking_n"], cfg["tracking_big_items"]), "batch": cfg["batch_n"],
+            "sweep_items": 0}
     return max(need[name] for name in names)
 
 
