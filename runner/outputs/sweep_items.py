@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from runner.inputs.datasets import ItemRef
 from runner.modes.drilldown import ItemOutcome
-from runner.outputs import results_read, sweep
+from runner.outputs import sweep
 from runner.storage import store
 
 # Cell states, one character each in the blob: correct vs gold, wrong vs gold, pass, fail (threshold or check),
@@ -88,6 +88,8 @@ def _outcomes(job_dir: Path, refs: Sequence[ItemRef]) -> dict[str, ItemOutcome] 
         params = json.loads(view_path.read_text(encoding="utf-8")).get("params", {})
     elif (manifest := store.read_manifest(job_dir)) is not None:
         params = manifest.config
+    from runner.outputs import results_read  # it imports pandas (~65 MB): a run's own report never needs it
+
     mode = results_read.run_mode({k: str(v) for k, v in params.items()})
     if mode is None:
         return None

@@ -59,3 +59,5 @@ def test_everything_a_run_needs_before_its_first_judge_call_imports_no_statistic
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "litellm" in modules  # the run's modules were really imported
     assert modules & (STATISTICS | {"mlflow"}) == set()
+    # nor at all: pandas with pyarrow is ~65 MB at the run's peak (the sweep report's item view imported it once)
+    assert modules & {"pandas", "pyarrow"} == set()
