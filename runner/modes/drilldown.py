@@ -22,6 +22,7 @@ from runner.core.types import Item, Judgment, Status
 from runner.inputs.datasets import ItemRef
 
 LIMIT = 2_000  # items drawn in full; ~5 KB each for LLMBar-sized texts (10 MB at the limit)
+PROMPT_CHUNK = 100  # items whose stored messages are read at once for their prompts
 TEXT_LIMIT = 20_000  # characters of one text kept in the report (the full text is in the dataset / results.jsonl)
 # The filters, in the order the report offers them: flag -> its label.
 FLAGS = {"wrong": "wrong vs gold", "flip": "position flip", "unscored": "unscored",
@@ -162,6 +163,7 @@ def _inputs(item: Item) -> tuple[tuple[str, str], ...]:
             *((c.system, _clip(c.text)) for c in item.candidates))
 
 
+
 def prompt_text(messages: Sequence[Mapping[str, str]]) -> str:
     """Rendered messages as the report shows them: ``role: content`` blocks, each clipped to TEXT_LIMIT."""
     return "\n\n".join(f"{m.get('role')}: {_clip(str(m.get('content')))}" for m in messages)
@@ -206,10 +208,16 @@ def build(refs: Sequence[ItemRef], outcomes: Mapping[str, ItemOutcome], judgment
         if j.item_id in shown:
             answers[j.item_id].append(Answer(_call(j, judge), j.status.value, parsed(j), _clip(j.response.text or "")))
             hashes[j.item_id].append(j.request.messages_hash)
-    if messages is not None:
-        found = messages([h for hs in hashes.values() for h in hs])
-        answers = defaultdict(list, {i: [replace(a, prompt=prompt_text(found.get(h) or ())) for a, h in
-                                         zip(answers[i], hashes[i], strict=True)] for i in answers})
+    if messages is not None:  # a few items' messages at a time: the prompt texts only are kept (clipped), not the
+        # messages they came from (2,000 items x 2 orders held at once were ~20 MB of a 100,000-judgment run's peak)
+        drawn = list(answers)
+        for start in range(0, len(drawn), PROMPT_CHUNK):
+            chunk = drawn[start:start + PROMPT_CHUNK]
+            found = messages([h for i in chunk for h in hashes[i]])
+            for i in chunk:
+                answers[i] = [replace(a, prompt=prompt_text(found.get(h) or ()))
+                              for a, h in zip(answers[i], hashes[i], strict=True)]
+            del found
     inputs = {item.id: _inputs(item) for item in items() if item.id in shown}
     entries = tuple(
         ItemEntry(ref.id, inputs.get(ref.id, ()), tuple(answers.get(ref.id, ())),
