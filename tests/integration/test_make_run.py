@@ -33,7 +33,9 @@ LOG_RECORD = re.compile(r"^\[[\d\- :,]+\]\[([\w.]+)\]\[(\w+)\] - ")  # conf/hydr
 
 def make(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     """``make ARGS`` in ``cwd``, offline, pip without an index, dependencies or build isolation."""
-    env = {k: v for k, v in offline_env().items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PIP_"))}
+    # a user's shell: not a sub-make of `make test` (MAKELEVEL etc. would make it print "Entering directory")
+    env = {k: v for k, v in offline_env().items()
+           if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PIP_", "MAKE", "MFLAGS"))}
     env.update(PIP_NO_INDEX="1", PIP_NO_DEPS="1", PIP_NO_BUILD_ISOLATION="0", PIP_DISABLE_PIP_VERSION_CHECK="1")
     return subprocess.run(["make", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
