@@ -4,20 +4,15 @@ one real `mlflow server`, as on a cluster (see test_launchers.py for the joblib 
 from __future__ import annotations
 
 import csv
-import os
 import re
-import signal
-import subprocess
-import time
 from importlib.util import find_spec
 
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.fakes.openai_server import Reply
-from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
+from tests.integration.conftest import live_judge
 from tests.integration.test_launchers import PID_LOG, Rendezvous, job_pids
-from tests.integration.test_run_dir_owner import overrides, write_dataset
+from tests.integration.test_run_dir_owner import killed_sweep_goes_quiet
 
 pytestmark = pytest.mark.ray
 # The launching process's lines carry its PID too, to tell it apart from the Ray workers that run the jobs.
@@ -60,34 +55,4 @@ def test_ray_sweep_runs_jobs_as_parallel_ray_tasks_into_one_mlflow_server(run_cl
 def test_ray_workers_stop_paying_once_the_sweeps_process_is_killed(fake_server, tmp_path):
     """As the joblib test (test_run_dir_owner.py): kill -9 of the process that launched a ray_local sweep, and its Ray
     workers send nothing more within seconds (issue 29, point 1)."""
-    dataset = tmp_path / "pairs.jsonl"
-    write_dataset(dataset, 400)  # minutes of calls at this pace: the sweep is far from its end when killed
-    fake_server.reply = lambda _body: Reply(content="Verdict: [[A]]", delay_s=0.2)
-    args = cli_args(tmp_path, tmp_path / "multirun", (*overrides(fake_server, dataset), "hydra/launcher=ray_local",
-                                                      "judge.seed=1,2"), multirun=True)
-    log = (tmp_path / "sweep.log").open("w")  # not a pipe: the workers would hold it open after the kill
-    # its own process group (Ray's processes included): the test ends them whatever happens
-    sweep = subprocess.Popen(args, cwd=REPO, env=offline_env(), stdout=log, stderr=subprocess.STDOUT,
-                             start_new_session=True)
-    try:
-        deadline = time.monotonic() + 180
-        while {r.get("seed") for r in fake_server.requests} != {1, 2} and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert {r.get("seed") for r in fake_server.requests} == {1, 2}, "both workers never sent"
-        sweep.kill()  # kill -9 of the launching process alone; Ray's processes are not signalled
-        sweep.wait(timeout=60)
-        quiet_since, last = time.monotonic(), fake_server.stats()["requests"]
-        deadline = time.monotonic() + 30
-        while time.monotonic() - quiet_since < 3 and time.monotonic() < deadline:
-            time.sleep(0.2)
-            now = fake_server.stats()["requests"]
-            if now != last:
-                quiet_since, last = time.monotonic(), now
-        assert time.monotonic() - quiet_since >= 3, f"the workers kept sending: {last} requests"
-        assert last < 2 * 400
-    finally:
-        log.close()
-        try:
-            os.killpg(sweep.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    assert killed_sweep_goes_quiet(fake_server, tmp_path, "hydra/launcher=ray_local") < 2 * 400
