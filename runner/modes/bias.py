@@ -18,6 +18,7 @@ from runner.core.types import Judgment, Order, Status
 from runner.inputs.datasets import ItemRef
 from runner.judging.aggregation import final_judgments
 from runner.modes.sections import BiasReport
+from runner.stats.proportions import sign_test_p
 
 FIRST, SECOND = "A", "B"
 
@@ -101,8 +102,6 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
         ``inconsistent_unscored``: inconsistent because an order has no verdict; ``inconsistent_by_type``: each
         type's count, keyed ``"<AB order's label>,<BA order's label>"`` (``-`` for no verdict).
     """
-    from scipy import stats as scipy_stats
-
     # (label, winner) of a scored judgment, None of another: one shared tuple per outcome rather than a Judgment
     # per verdict (a run's stored judgments are built one at a time; see runner.core.judgments)
     outcomes: dict[tuple[str | None, str | None], tuple[str | None, str | None]] = {}
@@ -143,10 +142,10 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
         "first_position_rate": _rate(n_first, n_decisive),
         "second_position_rate": _rate(n_decisive - n_first, n_decisive),
         "n_decisive": n_decisive,
-        "binomial_p": float(scipy_stats.binomtest(n_first, n_decisive, 0.5).pvalue) if n_decisive else None,
+        "binomial_p": sign_test_p(n_first, n_decisive) if n_decisive else None,
         "inconsistent_toward_first": toward[1],
         "inconsistent_toward_second": toward[-1],
-        "sign_test_p": float(scipy_stats.binomtest(items_first, leaning, 0.5).pvalue) if leaning else None,
+        "sign_test_p": sign_test_p(items_first, leaning) if leaning else None,
         "inconsistent_unscored": unscored,
         "inconsistent_by_type": dict(sorted(types.items())),
         "unit": "pair",  # of the consistency: an (item, repeat) judged in both orders

@@ -163,3 +163,15 @@ def test_gwet_ac1_weights_repeat_rows_and_one_category_is_undefined():
     assert doubled == pytest.approx((0.6 - 0.33) / (1 - 0.33))
     assert math.isnan(weighted_ac1(np.ones((1, 3)), np.zeros(3, int), np.zeros(3, int), 1)[0])
 
+
+
+@pytest.mark.parametrize("nobs", [*range(1, 60), 99, 100, 1_000, 4_001])
+def test_sign_test_p_is_scipys_binomial_test_at_one_half(nobs: int) -> None:
+    """The bias report's two tests without scipy.stats: scipy's own figure for every count of the trial count."""
+    from scipy import stats as scipy_stats
+
+    from runner.stats.proportions import sign_test_p
+
+    for count in range(0, nobs + 1, max(1, nobs // 97)):
+        expected = scipy_stats.binomtest(count, nobs, 0.5).pvalue
+        assert sign_test_p(count, nobs) == pytest.approx(expected, rel=1e-9, abs=1e-300)

@@ -61,3 +61,19 @@ def test_everything_a_run_needs_before_its_first_judge_call_imports_no_statistic
     assert modules & (STATISTICS | {"mlflow"}) == set()
     # nor at all: pandas with pyarrow is ~65 MB at the run's peak (the sweep report's item view imported it once)
     assert modules & {"pandas", "pyarrow"} == set()
+
+
+def test_the_position_bias_tests_import_no_scipy_stats():
+    # A pairwise run without gold needs scipy.stats for nothing else: ~52 MB at the run's peak (issue 28).
+    code = ("from runner.core.types import JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict\n"
+            "from runner.modes.bias import position_bias\n"
+            "js = [Judgment(JudgeRequest(f'i{i}', 0, o, 'judge', ''), JudgeResponse(text='.'), Verdict('A'),\n"
+            "               'ours' if o is Order.AB else 'base', Status.SCORED)\n"
+            "      for i in range(10) for o in (Order.AB, Order.BA)]\n"
+            "r = position_bias(js)\n"
+            "print(r['binomial_p'], r['sign_test_p'])\n")
+    proc, _ = imported_by("-c", code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # the first slot wins all 20 verdicts, so all 10 items lean toward it
+    assert proc.stdout.split() == [repr(2 * 0.5**20), repr(2 * 0.5**10)]
+    assert "scipy.stats" not in set(IMPORTED.findall(proc.stderr))
