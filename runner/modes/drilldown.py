@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from runner.core.types import Item, Judgment, Status
 from runner.inputs.datasets import ItemRef
 
 LIMIT = 2_000  # items drawn in full; ~5 KB each for LLMBar-sized texts (10 MB at the limit)
-PROMPT_CHUNK = 100  # items whose stored messages are read at once for their prompts
+PROMPT_CHUNK = 100  # items whose stored messages are read at once for their prompts, as the report is written
 TEXT_LIMIT = 20_000  # characters of one text kept in the report (the full text is in the dataset / results.jsonl)
 # The filters, in the order the report offers them: flag -> its label.
 FLAGS = {"wrong": "wrong vs gold", "flip": "position flip", "unscored": "unscored",
@@ -55,6 +55,7 @@ class Answer:
     parsed: str
     raw: str
     prompt: str = ""  # the messages the judge was sent ("system: ...", "user: ..."); "" where not stored
+    messages_hash: str = ""  # where :meth:`Drilldown.filled` finds the prompt
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,20 @@ class Drilldown:
     total: int
     counts: Mapping[str, int]
     ordered: bool = True  # the run judges candidates in orders (pairwise): a flip is a position flip
+    # the prompt text of each of the given messages hashes (the run's message store); None: no prompts
+    prompts: Callable[[Sequence[str]], Mapping[str, str]] | None = field(default=None, compare=False, repr=False)
+
+    def filled(self) -> Iterator[ItemEntry]:
+        """The entries with each answer's prompt, read :data:`PROMPT_CHUNK` items at a time as they are drawn: the
+        prompts are never all held at once (2,000 items x 20 calls of a 1,000,000-judgment run would be ~170 MB)."""
+        if self.prompts is None:
+            yield from self.entries
+            return
+        for start in range(0, len(self.entries), PROMPT_CHUNK):
+            chunk = self.entries[start:start + PROMPT_CHUNK]
+            found = self.prompts([a.messages_hash for e in chunk for a in e.answers if a.messages_hash])
+            for e in chunk:
+                yield replace(e, answers=tuple(replace(a, prompt=found.get(a.messages_hash, "")) for a in e.answers))
 
     @property
     def labels(self) -> Mapping[str, str]:
@@ -191,7 +206,7 @@ def build(refs: Sequence[ItemRef], outcomes: Mapping[str, ItemOutcome], judgment
         limit: Items drawn at most.
         ordered: Whether the run judges in orders (pairwise), which names its ``flip`` flag.
         messages: Looks up the rendered messages of the given hashes (the run's message store), so each call shows
-            the prompt the judge saw; None: no prompts.
+            the prompt the judge saw (read as the report is written: :meth:`Drilldown.filled`); None: no prompts.
     """
     flips, unscored = _flip_and_unscored(judgments, judges)
     flags: dict[str, frozenset[str]] = {}
@@ -201,23 +216,12 @@ def build(refs: Sequence[ItemRef], outcomes: Mapping[str, ItemOutcome], judgment
             {"unscored"} if ref.id in unscored else set())
     shown = _selected(refs, flags, limit)
     answers: dict[str, list[Answer]] = defaultdict(list)
-    hashes: dict[str, list[str]] = defaultdict(list)  # item -> the messages hash of each of its answers
     names = iter(judges) if judges is not None else None
     for j in texts():
         judge = next(names) if names is not None else None
         if j.item_id in shown:
-            answers[j.item_id].append(Answer(_call(j, judge), j.status.value, parsed(j), _clip(j.response.text or "")))
-            hashes[j.item_id].append(j.request.messages_hash)
-    if messages is not None:  # a few items' messages at a time: the prompt texts only are kept (clipped), not the
-        # messages they came from (2,000 items x 2 orders held at once were ~20 MB of a 100,000-judgment run's peak)
-        drawn = list(answers)
-        for start in range(0, len(drawn), PROMPT_CHUNK):
-            chunk = drawn[start:start + PROMPT_CHUNK]
-            found = messages([h for i in chunk for h in hashes[i]])
-            for i in chunk:
-                answers[i] = [replace(a, prompt=prompt_text(found.get(h) or ()))
-                              for a, h in zip(answers[i], hashes[i], strict=True)]
-            del found
+            answers[j.item_id].append(Answer(_call(j, judge), j.status.value, parsed(j), _clip(j.response.text or ""),
+                                             messages_hash=j.request.messages_hash or ""))
     inputs = {item.id: _inputs(item) for item in items() if item.id in shown}
     entries = tuple(
         ItemEntry(ref.id, inputs.get(ref.id, ()), tuple(answers.get(ref.id, ())),
@@ -227,4 +231,6 @@ def build(refs: Sequence[ItemRef], outcomes: Mapping[str, ItemOutcome], judgment
                   outcomes.get(ref.id, ItemOutcome("-")).reasons)
         for ref in refs if ref.id in shown)
     counts = {f: sum(f in fl for fl in flags.values()) for f in FLAGS}
-    return Drilldown(entries, len(refs), counts, ordered)
+    prompts = None if messages is None else (
+        lambda hashes: {h: prompt_text(m) for h, m in messages(hashes).items() if m})
+    return Drilldown(entries, len(refs), counts, ordered, prompts)

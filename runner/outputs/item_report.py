@@ -30,7 +30,7 @@ judgment.</p>{% endif %}
 <label>search <input type="search" data-search placeholder="id, input or answer text"></label>
 <span class="shown" data-shown>{{ d.entries|length }} items shown</span></div>
 <div class="item-list">
-{% for e in d.entries %}<details class="item" id="item-{{ e.id }}"
+{% for e in entries %}<details class="item" id="item-{{ e.id }}"
  data-id="{{ e.id }}" data-flags="{{ e.flags|join(' ') }}"
  data-groups="{{ e.groups|join('\t') }}"><summary><span class="id">{{ e.id }}</span>
 <span>final: <b>{{ e.final }}</b></span><span>gold: {{ e.gold }}</span>
@@ -120,5 +120,5 @@ def pieces(drilldown: Drilldown) -> Iterator[Markup]:
     """:func:`render`'s HTML in the pieces the template yields them: a page written piece by piece never holds the
     whole section (megabytes: ~4.4 KB an item), nor the copies an autoescaping page makes of one Markup."""
     for piece in Environment(autoescape=True).from_string(TEMPLATE).generate(
-            d=drilldown, flags=drilldown.labels, groups=drilldown.groups, fold=fold):
+            d=drilldown, entries=drilldown.filled(), flags=drilldown.labels, groups=drilldown.groups, fold=fold):
         yield Markup(piece)

@@ -164,8 +164,8 @@ def test_each_call_shows_the_prompt_it_was_sent_and_each_item_is_an_anchor():
         return {"h": [{"role": "system", "content": "Judge fairly."}, {"role": "user", "content": HOSTILE}]}
 
     d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items, messages=messages)
+    assert all(a.prompt == f"system: Judge fairly.\n\nuser: {HOSTILE}" for e in d.filled() for a in e.answers)
     assert set(asked) == {"h"}
-    assert all(a.prompt == f"system: Judge fairly.\n\nuser: {HOSTILE}" for e in d.entries for a in e.answers)
     page = item_report.render(d)
     assert "<summary>prompt sent</summary><pre>system: Judge fairly.\n\nuser: &lt;script&gt;" in page
     assert all(f'id="item-{r.id}"' in page for r in refs)
@@ -196,3 +196,21 @@ def test_report_header_comes_first_with_the_gates_and_the_title_says_pass_or_fai
     assert "<td>FAIL agreement 0.7 &lt; 0.8</td>" in page and '<a href="../report.html">' in page
     assert html_report.titled("gpt4", [{"passed": True}]) == "gpt4 - gates PASS"
     assert html_report.titled("gpt4", []) == "gpt4"
+
+
+def test_prompts_are_read_as_the_page_is_written_a_chunk_of_items_at_a_time():
+    refs = [ItemRef(f"i{k}", None, f"f:{k}") for k in range(150)]
+    items = [Item(r.id, {"instruction": "q"}, (Candidate("ours", "a"), Candidate("baseline", "b"))) for r in refs]
+    judgments = [Judgment(JudgeRequest(r.id, 0, order, "judge", f"{r.id}-{order.value}"), JudgeResponse("x"),
+                          Verdict("A"), "ours", Status.SCORED) for r in refs for order in (Order.AB, Order.BA)]
+    asked: list[list[str]] = []
+
+    def messages(hashes):
+        asked.append(list(hashes))
+        return {h: [{"role": "user", "content": f"judge {h} <b>"}] for h in hashes}
+
+    d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items, messages=messages)
+    assert asked == [] and all(a.prompt == "" for e in d.entries for a in e.answers)  # nothing held by the record
+    html = str(item_report.render(d))
+    assert [len(hashes) for hashes in asked] == [2 * drilldown.PROMPT_CHUNK, 2 * (150 - drilldown.PROMPT_CHUNK)]
+    assert asked[1][-1] == "i149-ba" and "prompt sent</summary><pre>user: judge i149-ba &lt;b&gt;</pre>" in html
