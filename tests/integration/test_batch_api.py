@@ -23,11 +23,14 @@ from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
 from tests.integration.test_resume import deterministic_judge
 
 N_ITEMS = 60  # x 2 orders = 120 judgments
+KILL_ITEMS = 500  # the Done-when's run: x 2 orders = 1,000 judgments
+# what a batched judgment's results.jsonl row may differ in from the same live judgment's: its cost (batch price)
+BATCH_PRICED = ("cost_usd",)
 
 
-def write_dataset(path) -> None:
+def write_dataset(path, items: int = N_ITEMS) -> None:
     with path.open("w") as fh:
-        for n in range(N_ITEMS):
+        for n in range(items):
             fh.write(json.dumps({"id": f"q{n}", "prompt": f"question {n}", "chat": f"chat {n} " * (n % 7 + 1),
                                  "simple_chat": f"simple {n}"}) + "\n")
 
@@ -47,17 +50,21 @@ def results(run_dir) -> bytes:
 
 
 def test_batch_killed_after_creation_resumes_with_one_batch_and_a_live_runs_results(run_cli, fake_server, tmp_path):
+    """Issue 34's Done-when, line 1: 1,000 judgments with judge.batch=on, killed with -9 once the batch exists and
+    resumed, give a live run's results.jsonl (every field but the cost, at the batch price) from exactly one batch."""
     dataset = tmp_path / "pairs.jsonl"
-    write_dataset(dataset)
+    write_dataset(dataset, KILL_ITEMS)
     fake_server.reply = quick_judge
-    live = run_cli(*overrides(fake_server, dataset))
+    priced = ("judge.price_as=gpt-4o-mini",)  # live and batch prices differ: the cost is the one field that may
+    live = run_cli(*overrides(fake_server, dataset, *priced))
     assert live.proc.returncode == 0, live.output
-    assert len(fake_server.requests) == 2 * N_ITEMS
+    assert len(fake_server.requests) == 2 * KILL_ITEMS
 
     fake_server.reset()
     fake_server.batches.polls_per_step = 10**6  # the batch stays "validating" until the kill
     run_dir = tmp_path / "batched"
-    proc = subprocess.Popen(cli_args(tmp_path, run_dir, tuple(overrides(fake_server, dataset, "judge.batch=on"))),
+    batched = overrides(fake_server, dataset, "judge.batch=on", *priced)
+    proc = subprocess.Popen(cli_args(tmp_path, run_dir, tuple(batched)),
                             cwd=REPO, env=offline_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and '"event": "batch"' not in _read(run_dir / BATCHES_NAME):
@@ -66,15 +73,32 @@ def test_batch_killed_after_creation_resumes_with_one_batch_and_a_live_runs_resu
     proc.wait()
     assert proc.returncode == -signal.SIGKILL
     assert fake_server.batches.created == 1 and fake_server.requests == []
+    assert len(fake_server.batches.files) == 1  # one input file uploaded: 1,000 lines
+    [uploaded] = fake_server.batches.files.values()
+    assert len(uploaded.splitlines()) == 2 * KILL_ITEMS
 
     fake_server.batches.polls_per_step = 1
-    resumed = run_cli(*overrides(fake_server, dataset, "judge.batch=on"), f"resume={run_dir}", run_dir=run_dir)
+    resumed = run_cli(*batched, f"resume={run_dir}", run_dir=run_dir)
     assert resumed.proc.returncode == 0, resumed.output
     assert fake_server.batches.created == 1  # collected, never submitted again
+    assert len(fake_server.batches.files) == 1 + 1  # no second upload; the batch's output file
     assert fake_server.requests == []  # no live call: every answer came from the batch
-    assert results(run_dir) == results(live.run_dir)
     journal = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
-    assert len(journal) == 2 * N_ITEMS and {row["source"] for row in journal} == {"call"}
+    assert len(journal) == 2 * KILL_ITEMS and {row["source"] for row in journal} == {"call"}
+    live_rows, batch_rows = rows(live.run_dir), rows(run_dir)
+    assert len(batch_rows) == len(live_rows) == 2 * KILL_ITEMS
+    # ids, verdicts, raw text, parsed fields and tokens compared; how an answer came (latency, attempts, source) is
+    # the journal's, not results.jsonl's (runner.storage.journal.OPERATIONAL_FIELDS)
+    assert {"item_id", "order", "winner", "verdict_label", "raw_response", "prompt_tokens"} <= set(batch_rows[0])
+    assert "latency_s" not in batch_rows[0]
+    for live_row, batch_row in zip(live_rows, batch_rows, strict=True):
+        assert {k: v for k, v in batch_row.items() if k not in BATCH_PRICED} == \
+            {k: v for k, v in live_row.items() if k not in BATCH_PRICED}
+        assert batch_row["cost_usd"] == pytest.approx(live_row["cost_usd"] / 2)  # gpt-4o-mini's batch price: half
+
+
+def rows(run_dir) -> list[dict]:
+    return [json.loads(line) for line in results(run_dir).splitlines()]
 
 
 def test_failed_and_expired_rows_are_sent_again_live_and_counted(run_cli, fake_server, tmp_path):
