@@ -127,6 +127,85 @@ def test_failed_and_expired_rows_are_sent_again_live_and_counted(run_cli, fake_s
     assert results(expired.run_dir) == results(run.run_dir)
 
 
+def fail_once(items: set[str]):
+    """A batch row predicate: the rows of ``items`` fail the first time they are in a batch, not after."""
+    failed: set[str] = set()
+
+    def fail(custom_id: str) -> bool:
+        if json.loads(custom_id)[0] in items and custom_id not in failed:
+            failed.add(custom_id)
+            return True
+        return False
+
+    return fail
+
+
+def test_batch_retry_sends_failed_and_expired_rows_again_in_a_new_batch_and_counts_them(run_cli, fake_server,
+                                                                                       tmp_path):
+    """batch.retry=batch: what a batch left unanswered goes in a new batch (batch_input_1.jsonl), not live; the
+    batch journal has both batches and calls/batch_resent counts the rows sent again."""
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = quick_judge
+    live = run_cli(*overrides(fake_server, dataset))
+    assert live.proc.returncode == 0, live.output
+    fake_server.reset()
+    failing = {"q3", "q7"}
+    fake_server.batches.fail = fail_once(failing)
+    run = run_cli(*overrides(fake_server, dataset, "judge.batch=on", "batch.retry=batch"))
+    assert run.proc.returncode == 0, run.output
+    assert fake_server.requests == [] and fake_server.batches.created == 2  # no live call: a second batch
+    second = (run.run_dir / "batch_input_1.jsonl").read_text().splitlines()
+    assert sorted(json.loads(json.loads(line)["custom_id"])[0] for line in second) == sorted([*failing, *failing])
+    collected = [json.loads(line) for line in (run.run_dir / BATCHES_NAME).read_text().splitlines()
+                 if '"collected"' in line]
+    assert [(c["n"], c["answered"], c["resent"]) for c in collected] == [(0, 2 * N_ITEMS - 4, 4), (1, 4, 0)]
+    assert json.loads((run.run_dir / "metrics.json").read_text())["calls/batch_resent"] == 4
+    assert "rows unanswered (sent again in a new batch)" in run.output
+    assert results(run.run_dir) == results(live.run_dir)
+
+    fake_server.reset()  # an expired batch: its unanswered rows in a new batch, which completes
+    fake_server.batches.fail = lambda custom_id: False
+    fake_server.batches.expire_after, fake_server.batches.expire_times = 10, 1
+    expired = run_cli(*overrides(fake_server, dataset, "judge.batch=on", "batch.retry=batch"))
+    assert expired.proc.returncode == 0, expired.output
+    assert fake_server.requests == [] and fake_server.batches.created == 2 + 2  # (the server counts since its start)
+    assert "ended expired: 10 answers, 110 rows unanswered (sent again in a new batch)" in expired.output
+    assert json.loads((expired.run_dir / "metrics.json").read_text())["calls/batch_resent"] == 2 * N_ITEMS - 10
+    assert results(expired.run_dir) == results(live.run_dir)
+
+    fake_server.reset()  # rows that fail in every batch: once a batch answers none of them, they go live
+    fake_server.batches.expire_after = None
+    fake_server.batches.fail = lambda custom_id: json.loads(custom_id)[0] in failing
+    stubborn = run_cli(*overrides(fake_server, dataset, "judge.batch=on", "batch.retry=batch"))
+    assert stubborn.proc.returncode == 0, stubborn.output
+    assert fake_server.batches.created == 4 + 2 and len(fake_server.requests) == 2 * len(failing)
+    assert json.loads((stubborn.run_dir / "metrics.json").read_text())["calls/batch_resent"] == 4 + 4
+
+
+def test_batch_retry_resumes_across_processes_without_paying_twice(run_cli, fake_server, tmp_path):
+    """batch.retry=batch with batch.wait=false: each process submits or collects one step and exits 0; the resumes
+    collect the first batch (its answers saved), submit the second over its failed rows, then collect it and read
+    the first batch's saved answers again: two batches, no live call, every judgment once."""
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = quick_judge
+    fake_server.batches.fail = fail_once({"q5"})
+    run_dir = tmp_path / "rounds"
+    args = overrides(fake_server, dataset, "judge.batch=on", "batch.retry=batch", "batch.wait=false")
+    first = run_cli(*args, run_dir=run_dir)
+    assert first.proc.returncode == 0 and fake_server.batches.created == 1, first.output
+    for _ in range(10):
+        if (run_dir / "results.jsonl").exists():
+            break
+        step = run_cli(*args, f"resume={run_dir}", run_dir=run_dir)
+        assert step.proc.returncode == 0, step.output
+    assert fake_server.batches.created == 2 and fake_server.requests == []
+    journal = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    assert len(journal) == 2 * N_ITEMS == len({(r["item_id"], r["order"]) for r in journal})
+    assert len(results(run_dir).splitlines()) == 2 * N_ITEMS
+
+
 def test_wait_false_submits_and_exits_zero_then_resume_collects(run_cli, run_process, fake_server, tmp_path):
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
