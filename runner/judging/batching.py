@@ -255,14 +255,14 @@ class BatchStage:
             await _sleep(self.cfg.poll_s)
             state = await self.transport.retrieve(state.batch_id)
 
-    def _round(self, progress: ProgressOptions | None,
-               grace_s: float) -> tuple[dict[AnswerKey, JudgeResponse], set[AnswerKey]]:
+    def _round(self, progress: ProgressOptions | None) -> tuple[dict[AnswerKey, JudgeResponse], set[AnswerKey]]:
         """Wait for the current batch (Ctrl-C: Interrupted, the batch is collected by a resume), save its files;
         its answers and the rows it was asked."""
         assert self.submission is not None
         bar = BatchBar(self.judge.name, progress)
         with bar:
-            self.state = state = asyncio.run(run_stage(self._wait(bar), grace_s))
+            # no grace period: nothing paid is in flight while waiting (a poll is free), the batch goes on regardless
+            self.state = state = asyncio.run(run_stage(self._wait(bar), 0.0))
         n = self.submission.n
         for name, file_id in ((f"batch_output_{n}.jsonl", state.output_file_id),
                               (f"batch_errors_{n}.jsonl", state.error_file_id)):
@@ -295,8 +295,7 @@ class BatchStage:
                  for line in (self.run_dir / s.input_path).read_text(encoding="utf-8").splitlines()}
         return answers, asked
 
-    def collect(self, live: JudgeClient, progress: ProgressOptions | None = None,
-                grace_s: float = 10.0) -> BatchedClient:
+    def collect(self, live: JudgeClient, progress: ProgressOptions | None = None) -> BatchedClient:
         """Wait for the batch (or raise BatchPending), save and read its files; with ``batch.retry=batch`` the rows it
         left unanswered go in a new batch, waited for and read the same way, as long as a batch answers any of its
         rows. The client that answers from every batch of the run not yet journaled.
@@ -314,7 +313,7 @@ class BatchStage:
                 answers.update(got)
                 asked |= rows
         while True:
-            got, rows = self._round(progress, grace_s)
+            got, rows = self._round(progress)
             answers.update(got)
             asked |= rows
             unanswered = asked - set(answers)

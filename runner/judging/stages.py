@@ -103,7 +103,7 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Callable[[], Iterable[
                                admission)
             if batch.plan(plan, items(), sources):
                 # a CallClient, as JudgeClient is
-                client = batch.collect(live, progress, shutdown_grace_s)  # type: ignore[assignment]
+                client = batch.collect(live, progress)  # type: ignore[assignment]
             else:
                 batch = None
         with Journal(run_dir / store.JOURNAL_NAME) as journal, MessageStore(run_dir / MESSAGES_NAME) as messages, \

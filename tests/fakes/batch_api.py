@@ -37,6 +37,7 @@ class BatchAPI:
         self.batches: dict[str, dict[str, Any]] = {}
         self.created = 0  # POST /v1/batches answered
         self.requests = 0  # Files and Batches requests served (uploads, creations, polls, downloads)
+        self.polls = 0  # GET /v1/batches/{id} answered
         self.polls_per_step = 1
         self.fail: Callable[[str], bool] = lambda custom_id: False
         self.expire_after: int | None = None
@@ -106,6 +107,7 @@ class BatchAPI:
             if batch is None:
                 return 404, _error(f"no batch {batch_id}")
             self._polls[batch_id] += 1
+            self.polls += 1
             steps = self._polls[batch_id] // self.polls_per_step
             status = batch["status"]
         if status == "validating" and steps >= 1:

@@ -206,6 +206,36 @@ def test_batch_retry_resumes_across_processes_without_paying_twice(run_cli, fake
     assert len(results(run_dir).splitlines()) == 2 * N_ITEMS
 
 
+def test_ctrl_c_while_waiting_for_the_batch_exits_130_with_the_resume_command_and_a_resume_collects_it(
+        run_cli, fake_server, tmp_path):
+    """The interrupt contract holds while a run waits for its batch: SIGINT ends the process with 130 and one line
+    naming resume=<run dir> (no traceback); the batch goes on at the provider and the resume collects it."""
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = quick_judge
+    fake_server.batches.polls_per_step = 10**6  # the batch stays "validating" until the signal
+    run_dir = tmp_path / "waiting"
+    args = overrides(fake_server, dataset, "judge.batch=on")
+    proc = subprocess.Popen(cli_args(tmp_path, run_dir, tuple(args)), cwd=REPO, env=offline_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and fake_server.batches.polls < 2:  # polled twice: waiting
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out
+    [line] = [ln for ln in out.splitlines() if "interrupted by SIGINT" in ln]
+    assert f"resume={run_dir}" in line
+    assert fake_server.batches.created == 1 and fake_server.requests == []
+
+    fake_server.batches.polls_per_step = 1
+    resumed = run_cli(*args, f"resume={run_dir}", run_dir=run_dir)
+    assert resumed.proc.returncode == 0, resumed.output
+    assert fake_server.batches.created == 1 and fake_server.requests == []
+    assert len(results(run_dir).splitlines()) == 2 * N_ITEMS
+
+
 def test_wait_false_submits_and_exits_zero_then_resume_collects(run_cli, run_process, fake_server, tmp_path):
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
