@@ -7,16 +7,20 @@
    body the chat request a live call sends (same messages, same decoding parameters, ``seed + repeat``).
 2. Submit: the input file, its upload and the batch are noted in ``batches.jsonl`` (:mod:`runner.storage.batch_log`)
    before each next step; a process that died between upload and creation is followed by one that first asks the
-   provider for a batch over that file. A run with a batch already collected submits no other (``batch.retry`` is
-   live: what it left unanswered is sent live).
-3. Wait: the batch is polled every ``batch.poll_s`` (a log line per poll: status, rows done and failed, elapsed);
-   with ``batch.wait=false`` the run ends here (:class:`runner.core.errors.BatchPending`, exit 0) and a later
-   ``resume=<run dir>`` polls the same batch. Ctrl-C while waiting ends the process; resume polls again.
+   provider for a batch over that file. A run whose batches are all collected submits no other.
+3. Wait: the batch is polled every ``batch.poll_s`` (a log line per poll: status, rows done and failed, elapsed; on a
+   terminal a live bar of the same, :class:`runner.judging.batch_progress.BatchBar`); with ``batch.wait=false`` the
+   run ends here (:class:`runner.core.errors.BatchPending`, exit 0) and a later ``resume=<run dir>`` polls the same
+   batch. SIGINT/SIGTERM while waiting ends the stage at once (Interrupted: exit 130/143 with the resume command);
+   the batch goes on at the provider and the resume collects it.
 4. Collect: the output and error files are saved in the run directory (``batch_output_<n>.jsonl``,
-   ``batch_errors_<n>.jsonl``) before anything is read from them, then the stage runs as live with
-   :class:`BatchedClient`: each call is answered from the batch output through the same path as a live answer
-   (journal, cache, parsing, unscored with its reason, tokens, cost at the batch price, MLflow); rows the provider
-   failed, expired or cancelled, and a synthesis round's calls (they depend on the first round's answers), are
+   ``batch_errors_<n>.jsonl``) before anything is read from them (an ``ended`` event notes the batch's end). With
+   ``batch.retry=batch`` the rows the provider failed, expired or cancelled go in batch n+1 (its input file holds the
+   same lines), waited for and saved the same way, as long as a batch answers any of its rows; a resumed run reads
+   the saved answers of its earlier batches again. Then the stage runs as live with :class:`BatchedClient`: each call
+   is answered from the batches' outputs through the same path as a live answer (journal, cache, parsing, unscored
+   with its reason, tokens, cost at the batch price, MLflow); rows still unanswered (``batch.retry=live``: every
+   failed, expired or cancelled row), and a synthesis round's calls (they depend on the first round's answers), are
    sent live. A batch that ended cancelled or failed is logged with what it returned.
 """
 

@@ -334,3 +334,16 @@ def test_a_batch_over_the_budget_is_refused_before_its_upload(run_cli, fake_serv
     metrics = json.loads((more.run_dir / "metrics.json").read_text())  # batch answers at price_as's batch price
     expected = batch_price("gpt-4o-mini", int(metrics["tokens/prompt"]), int(metrics["tokens/completion"]))
     assert expected and metrics["cost/usd_total"] == pytest.approx(expected) and metrics["cost/unknown_calls"] == 0
+
+
+@pytest.mark.parametrize(("setting", "said"), [
+    ("judge.batch=on", "judge.batch=on: an ensemble's members are not batched; use judge.batch=off"),
+    ("budget.max_usd=1", "budget.max_usd=1.0: a budget covers a single judge's calls; an ensemble"),
+])
+def test_an_ensemble_with_batch_on_or_a_budget_is_refused_before_any_call(run_cli, setting, said):
+    """A panel (judge=ensemble) is never batched or limited silently: judge.batch=on and budget.max_usd are refused
+    with one line before any call."""
+    refused = run_cli("judge=ensemble", "max_items=2", "tracking=off", setting)
+    assert refused.proc.returncode == 1, refused.output
+    assert said in refused.output, refused.output
+    assert not (refused.run_dir / "journal.jsonl").exists()
