@@ -31,6 +31,13 @@ class BatchMode(str, Enum):
     auto = "auto"  # on when the planned calls exceed judge.batch_threshold and litellm has the provider's batch API
 
 
+class BatchRetry(str, Enum):
+    """Where a batch's rows the provider failed, expired or cancelled are sent again (runner.judging.batching)."""
+
+    live = "live"  # as live calls, once the batch is collected
+    batch = "batch"  # in a new batch (then live, once a batch answers none of them)
+
+
 class OrderPolicy(str, Enum):
     """Which presentation orders a pairwise item is judged in."""
 

@@ -16,6 +16,7 @@ from omegaconf import MISSING
 
 from runner.core.choices import (
     BatchMode,
+    BatchRetry,
     CacheMode,
     GateUnscoredAs,
     OnBadRow,
@@ -313,6 +314,7 @@ class BatchConfig:
 
     wait: bool = True  # false: submit, say how to collect (resume=<run dir>), exit 0
     poll_s: float = 30.0  # seconds between two status requests while waiting
+    retry: BatchRetry = BatchRetry.live  # rows the provider failed, expired or cancelled: sent again live | in a batch
 
 
 @config_record

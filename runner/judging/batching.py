@@ -7,16 +7,20 @@
    body the chat request a live call sends (same messages, same decoding parameters, ``seed + repeat``).
 2. Submit: the input file, its upload and the batch are noted in ``batches.jsonl`` (:mod:`runner.storage.batch_log`)
    before each next step; a process that died between upload and creation is followed by one that first asks the
-   provider for a batch over that file. A run with a batch already collected submits no other (``batch.retry`` is
-   live: what it left unanswered is sent live).
-3. Wait: the batch is polled every ``batch.poll_s`` (a log line per poll: status, rows done and failed, elapsed);
-   with ``batch.wait=false`` the run ends here (:class:`runner.core.errors.BatchPending`, exit 0) and a later
-   ``resume=<run dir>`` polls the same batch. Ctrl-C while waiting ends the process; resume polls again.
+   provider for a batch over that file. A run whose batches are all collected submits no other.
+3. Wait: the batch is polled every ``batch.poll_s`` (a log line per poll: status, rows done and failed, elapsed; on a
+   terminal a live bar of the same, :class:`runner.judging.batch_progress.BatchBar`); with ``batch.wait=false`` the
+   run ends here (:class:`runner.core.errors.BatchPending`, exit 0) and a later ``resume=<run dir>`` polls the same
+   batch. SIGINT/SIGTERM while waiting ends the stage at once (Interrupted: exit 130/143 with the resume command);
+   the batch goes on at the provider and the resume collects it.
 4. Collect: the output and error files are saved in the run directory (``batch_output_<n>.jsonl``,
-   ``batch_errors_<n>.jsonl``) before anything is read from them, then the stage runs as live with
-   :class:`BatchedClient`: each call is answered from the batch output through the same path as a live answer
-   (journal, cache, parsing, unscored with its reason, tokens, cost at the batch price, MLflow); rows the provider
-   failed, expired or cancelled, and a synthesis round's calls (they depend on the first round's answers), are
+   ``batch_errors_<n>.jsonl``) before anything is read from them (an ``ended`` event notes the batch's end). With
+   ``batch.retry=batch`` the rows the provider failed, expired or cancelled go in batch n+1 (its input file holds the
+   same lines), waited for and saved the same way, as long as a batch answers any of its rows; a resumed run reads
+   the saved answers of its earlier batches again. Then the stage runs as live with :class:`BatchedClient`: each call
+   is answered from the batches' outputs through the same path as a live answer (journal, cache, parsing, unscored
+   with its reason, tokens, cost at the batch price, MLflow); rows still unanswered (``batch.retry=live``: every
+   failed, expired or cancelled row), and a synthesis round's calls (they depend on the first round's answers), are
    sent live. A batch that ended cancelled or failed is logged with what it returned.
 """
 
@@ -31,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.core.choices import BatchMode
+from runner.core.choices import BatchMode, BatchRetry
 from runner.core.config import BatchConfig, JudgeConfig
 from runner.core.errors import BatchPending, ConfigurationError
 from runner.core.types import (
@@ -44,9 +48,12 @@ from runner.core.types import (
     Verdict,
     hash_messages,
 )
+from runner.judging.batch_progress import BatchBar
 from runner.judging.calls import Admission, AnswerSource
 from runner.judging.estimate import pricing_model
 from runner.judging.judge import Executor, JudgePlan
+from runner.judging.progress import ProgressOptions
+from runner.judging.shutdown import SHUTDOWN, Interrupted, run_stage
 from runner.llm.batches import BatchState, BatchTransport, batch_price, supports_batches
 from runner.llm.client import JudgeClient, count_tokens
 from runner.storage.batch_log import BatchLog, Submission
@@ -236,9 +243,11 @@ class BatchStage:
         self.submission = Submission(s.n, s.input_path, file_id, batch_id)
         return await self.transport.retrieve(batch_id)
 
-    async def _wait(self) -> BatchState:
+    async def _wait(self, bar: BatchBar) -> BatchState:
         state, started = await self._submit(), time.monotonic()
+        bar.start(state)
         while True:
+            bar.update(state)
             log.info("%s: batch %s %s: %d of %d rows done, %d failed, %.0f s waited", self.judge.name,
                      state.batch_id, state.status, state.completed, state.total, state.failed,
                      time.monotonic() - started)
@@ -247,15 +256,18 @@ class BatchStage:
             if not self.cfg.wait:
                 raise BatchPending(f"batch {state.batch_id} is {state.status} ({state.completed} of {state.total} "
                                    f"rows done); collect it with resume={self.run_dir}")
-            await asyncio.sleep(self.cfg.poll_s)
+            await _sleep(self.cfg.poll_s)
             state = await self.transport.retrieve(state.batch_id)
 
-    def collect(self, live: JudgeClient) -> BatchedClient:
-        """Wait for the batch (or raise BatchPending), save and read its files; the client that answers from it."""
-        self.state = state = asyncio.run(self._wait())
+    def _round(self, progress: ProgressOptions | None) -> tuple[dict[AnswerKey, JudgeResponse], set[AnswerKey]]:
+        """Wait for the current batch (Ctrl-C: Interrupted, the batch is collected by a resume), save its files;
+        its answers and the rows it was asked."""
         assert self.submission is not None
+        bar = BatchBar(self.judge.name, progress)
+        with bar:
+            # no grace period: nothing paid is in flight while waiting (a poll is free), the batch goes on regardless
+            self.state = state = asyncio.run(run_stage(self._wait(bar), 0.0))
         n = self.submission.n
-        rows = []
         for name, file_id in ((f"batch_output_{n}.jsonl", state.output_file_id),
                               (f"batch_errors_{n}.jsonl", state.error_file_id)):
             path = self.run_dir / name
@@ -264,26 +276,101 @@ class BatchStage:
                 tmp = path.with_suffix(".part")
                 tmp.write_bytes(data)
                 tmp.replace(path)
-            if path.is_file():
-                rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        answers: dict[AnswerKey, JudgeResponse] = {}
-        asked = {_key_of(json.loads(line)["custom_id"])
-                 for line in (self.run_dir / self.submission.input_path).read_text(encoding="utf-8").splitlines()}
-        for row in rows:
-            response = row.get("response") or {}
-            if response.get("status_code") == 200 and isinstance(response.get("body"), dict):
-                answers[_key_of(row["custom_id"])] = self.transport.read_answer(response["body"])
-        unanswered = frozenset(asked - set(answers))
-        level = logging.WARNING if state.status != "completed" or unanswered else logging.INFO
-        log.log(level, "%s: batch %s ended %s: %d answers, %d rows unanswered (sent live)", self.judge.name,
-                state.batch_id, state.status, len(answers), len(unanswered))
+        answers, asked = self._read(self.submission)
+        if not any(e.get("n") == n for e in self.log.events("ended")):
+            self.log.append(event="ended", n=n, batch_id=self.submission.batch_id, status=state.status,
+                            answered=len(answers), unanswered=len(asked - set(answers)))
         if self.admission is not None and self.booked:  # this process booked the batch: its answers cost this much
             self.admission.settle(self.booked, sum(a.cost_usd or 0.0 for a in answers.values()))
             self.booked = 0.0
-        return BatchedClient(live, answers, unanswered, admission=self.admission)
+        return answers, asked
+
+    def _read(self, s: Submission) -> tuple[dict[AnswerKey, JudgeResponse], set[AnswerKey]]:
+        """A saved batch's answers (its rows answered 200 with a body) and the rows it was asked."""
+        answers: dict[AnswerKey, JudgeResponse] = {}
+        for name in (f"batch_output_{s.n}.jsonl", f"batch_errors_{s.n}.jsonl"):
+            path = self.run_dir / name
+            for line in path.read_text(encoding="utf-8").splitlines() if path.is_file() else ():
+                row = json.loads(line) if line.strip() else {}
+                response = row.get("response") or {}
+                if response.get("status_code") == 200 and isinstance(response.get("body"), dict):
+                    answers[_key_of(row["custom_id"])] = self.transport.read_answer(response["body"])
+        asked = {_key_of(json.loads(line)["custom_id"])
+                 for line in (self.run_dir / s.input_path).read_text(encoding="utf-8").splitlines()}
+        return answers, asked
+
+    def collect(self, live: JudgeClient, progress: ProgressOptions | None = None) -> BatchedClient:
+        """Wait for the batch (or raise BatchPending), save and read its files; with ``batch.retry=batch`` the rows it
+        left unanswered go in a new batch, waited for and read the same way, as long as a batch answers any of its
+        rows. The client that answers from every batch of the run not yet journaled.
+
+        Raises:
+            BatchPending: ``batch.wait=false`` and the batch has not ended.
+            Interrupted: SIGINT/SIGTERM while waiting (the batch goes on; ``resume=<run dir>`` collects it).
+        """
+        assert self.submission is not None
+        answers: dict[AnswerKey, JudgeResponse] = {}
+        asked: set[AnswerKey] = set()
+        for earlier in self.log.submissions():  # a resumed run's earlier rounds: their saved answers
+            if not earlier.collected and earlier.n < self.submission.n:
+                got, rows = self._read(earlier)
+                answers.update(got)
+                asked |= rows
+        while True:
+            got, rows = self._round(progress)
+            answers.update(got)
+            asked |= rows
+            unanswered = asked - set(answers)
+            assert self.state is not None
+            again = self.cfg.retry is BatchRetry.batch and unanswered and got
+            level = logging.WARNING if self.state.status != "completed" or unanswered else logging.INFO
+            log.log(level, "%s: batch %s ended %s: %d answers, %d rows unanswered (sent %s)", self.judge.name,
+                    self.state.batch_id, self.state.status, len(got), len(unanswered),
+                    "again in a new batch" if again else "live")
+            if not again:
+                return BatchedClient(live, answers, frozenset(unanswered), admission=self.admission)
+            self._next(unanswered)
+
+    def _next(self, unanswered: set[AnswerKey]) -> None:
+        """The next batch's input file: the current one's lines for the rows left unanswered (its worst case booked
+        first, with a budget)."""
+        assert self.submission is not None
+        n = self.submission.n + 1
+        lines = [line for line in (self.run_dir / self.submission.input_path).read_text(encoding="utf-8")
+                 .splitlines(keepends=True) if _key_of(json.loads(line)["custom_id"]) in unanswered]
+        if self.admission is not None:
+            worst = sum(batch_price(pricing_model(self.judge), count_tokens(self.judge.model, _messages(line)),
+                                    self.judge.max_tokens) or 0.0 for line in lines)
+            self.booked = self.admission.book(worst, f"a batch of {len(lines)} calls sent again")
+        path = self.run_dir / f"batch_input_{n}.jsonl"
+        path.write_text("".join(lines), encoding="utf-8")
+        self.log.append(event="input", n=n, path=path.name, calls=len(lines))
+        self.submission = Submission(n, path.name)
 
     def finished(self, client: BatchedClient) -> None:
-        """Note in the batch journal that the batch's answers are all in the judge journal."""
-        assert self.submission is not None and self.state is not None
-        self.log.append(event="collected", n=self.submission.n, batch_id=self.submission.batch_id,
-                        status=self.state.status, answered=len(client.answers), resent=client.sent_again)
+        """Note in the batch journal that the answers of the run's batches are all in the judge journal: per batch,
+        its answers and its rows sent again (in the next batch, or live after the last)."""
+        ended = {e["n"]: e for e in self.log.events("ended")}
+        open_ = [s for s in self.log.submissions() if not s.collected]
+        for s in open_:
+            e = ended.get(s.n, {})
+            last = s is open_[-1]
+            self.log.append(event="collected", n=s.n, batch_id=s.batch_id, status=e.get("status"),
+                            answered=e.get("answered", 0),
+                            resent=client.sent_again if last else e.get("unanswered", 0))
+
+
+def _messages(line: str) -> tuple[Message, ...]:
+    """The messages of a batch input line (what its call's worst case is counted on)."""
+    return tuple(Message(m["role"], m["content"]) for m in json.loads(line)["body"]["messages"])
+
+
+async def _sleep(seconds: float) -> None:
+    """Sleep between two polls; a signal (runner.judging.shutdown) ends the wait at once."""
+    shutdown, end = SHUTDOWN.get(), time.monotonic() + seconds
+    while time.monotonic() < end:
+        if shutdown is not None and shutdown.signum is not None:
+            raise Interrupted(shutdown.signum)
+        await asyncio.sleep(min(0.1, max(end - time.monotonic(), 0.0)))
+    if shutdown is not None and shutdown.signum is not None:
+        raise Interrupted(shutdown.signum)

@@ -147,7 +147,8 @@ class ProgressBar:
         self._progress: Progress | None = None
         self._clients: list[CallEvents] = []
         if self.enabled:
-            self._progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            self._progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                                      TimeElapsedColumn(),
                                       StatusColumn(self), console=self.console, transient=True)
             self._task = self._progress.add_task(label, total=total)
 

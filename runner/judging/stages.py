@@ -102,7 +102,8 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Callable[[], Iterable[
             batch = BatchStage(judge_cfg, batch_cfg, run_dir, BatchTransport(judge_cfg, api_keys), live.decoding_params,
                                admission)
             if batch.plan(plan, items(), sources):
-                client = batch.collect(live)  # type: ignore[assignment]  # a CallClient, as JudgeClient is
+                # a CallClient, as JudgeClient is
+                client = batch.collect(live, progress)  # type: ignore[assignment]
             else:
                 batch = None
         with Journal(run_dir / store.JOURNAL_NAME) as journal, MessageStore(run_dir / MESSAGES_NAME) as messages, \

@@ -7,8 +7,10 @@ object per line, each written and fsynced before the step it records is taken or
 - ``{"event": "input", "n": N, "path": ..., "calls": C}``: the input file is written (before the upload);
 - ``{"event": "file", "n": N, "file_id": ...}``: it is uploaded (before the batch is created);
 - ``{"event": "batch", "n": N, "file_id": ..., "batch_id": ...}``: the batch exists;
+- ``{"event": "ended", "n": N, "batch_id": ..., "status": ..., "answered": A, "unanswered": U}``: it ended and its
+  output and error files are saved in the run directory;
 - ``{"event": "collected", "n": N, "batch_id": ..., "status": ..., "answered": A, "resent": R}``: its answers are
-  in the judge journal.
+  in the judge journal; R of its rows were sent again (in batch N+1 with ``batch.retry=batch``, else live).
 
 A process killed between the upload and the ``batch`` line leaves a file without a batch: the next process asks
 the provider for a batch over that file before it creates one, so the calls are never submitted twice.

@@ -6,7 +6,8 @@ Serves ``POST /v1/files`` (multipart, ``purpose=batch``), ``GET /v1/files/{id}/c
 of its input file is answered by the server's live reply logic (the same scripted FIFO and reply policy a chat call
 gets), so a batch and a live run see the same answers. Knobs (attributes, settable while running): ``fail`` (a
 predicate on a line's ``custom_id``: that row goes to the error file), ``expire_after`` (the batch ends ``expired``
-with only this many rows answered, the others in the error file with code ``batch_expired``), and :meth:`cancel`
+with only this many rows answered, the others in the error file with code ``batch_expired``; ``expire_times``: only
+that many batches expire, the later ones complete), and :meth:`cancel`
 (or ``POST .../cancel``) ends a batch ``cancelled`` with the rows answered before it.
 """
 
@@ -36,9 +37,12 @@ class BatchAPI:
         self.batches: dict[str, dict[str, Any]] = {}
         self.created = 0  # POST /v1/batches answered
         self.requests = 0  # Files and Batches requests served (uploads, creations, polls, downloads)
+        self.polls = 0  # GET /v1/batches/{id} answered
         self.polls_per_step = 1
         self.fail: Callable[[str], bool] = lambda custom_id: False
         self.expire_after: int | None = None
+        self.expire_times: int | None = None  # None: every batch expires while expire_after is set
+        self.expired = 0
         self._polls: dict[str, int] = {}
 
     def handle(self, method: str, path: str, raw: bytes, content_type: str) -> tuple[int, dict | bytes] | None:
@@ -103,13 +107,15 @@ class BatchAPI:
             if batch is None:
                 return 404, _error(f"no batch {batch_id}")
             self._polls[batch_id] += 1
+            self.polls += 1
             steps = self._polls[batch_id] // self.polls_per_step
             status = batch["status"]
         if status == "validating" and steps >= 1:
             self._set(batch_id, status="in_progress")
         elif status == "in_progress" and steps >= 2:
-            self._finish(batch_id, "expired" if self.expire_after is not None else "completed",
-                         self.expire_after)
+            expire = self.expire_after is not None and (self.expire_times is None or self.expired < self.expire_times)
+            self.expired += expire
+            self._finish(batch_id, "expired" if expire else "completed", self.expire_after if expire else None)
         with self._lock:
             return 200, dict(self.batches[batch_id])
 

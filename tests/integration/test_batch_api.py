@@ -23,11 +23,14 @@ from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
 from tests.integration.test_resume import deterministic_judge
 
 N_ITEMS = 60  # x 2 orders = 120 judgments
+KILL_ITEMS = 500  # the Done-when's run: x 2 orders = 1,000 judgments
+# what a batched judgment's results.jsonl row may differ in from the same live judgment's: its cost (batch price)
+BATCH_PRICED = ("cost_usd",)
 
 
-def write_dataset(path) -> None:
+def write_dataset(path, items: int = N_ITEMS) -> None:
     with path.open("w") as fh:
-        for n in range(N_ITEMS):
+        for n in range(items):
             fh.write(json.dumps({"id": f"q{n}", "prompt": f"question {n}", "chat": f"chat {n} " * (n % 7 + 1),
                                  "simple_chat": f"simple {n}"}) + "\n")
 
@@ -47,17 +50,21 @@ def results(run_dir) -> bytes:
 
 
 def test_batch_killed_after_creation_resumes_with_one_batch_and_a_live_runs_results(run_cli, fake_server, tmp_path):
+    """Issue 34's Done-when, line 1: 1,000 judgments with judge.batch=on, killed with -9 once the batch exists and
+    resumed, give a live run's results.jsonl (every field but the cost, at the batch price) from exactly one batch."""
     dataset = tmp_path / "pairs.jsonl"
-    write_dataset(dataset)
+    write_dataset(dataset, KILL_ITEMS)
     fake_server.reply = quick_judge
-    live = run_cli(*overrides(fake_server, dataset))
+    priced = ("judge.price_as=gpt-4o-mini",)  # live and batch prices differ: the cost is the one field that may
+    live = run_cli(*overrides(fake_server, dataset, *priced))
     assert live.proc.returncode == 0, live.output
-    assert len(fake_server.requests) == 2 * N_ITEMS
+    assert len(fake_server.requests) == 2 * KILL_ITEMS
 
     fake_server.reset()
     fake_server.batches.polls_per_step = 10**6  # the batch stays "validating" until the kill
     run_dir = tmp_path / "batched"
-    proc = subprocess.Popen(cli_args(tmp_path, run_dir, tuple(overrides(fake_server, dataset, "judge.batch=on"))),
+    batched = overrides(fake_server, dataset, "judge.batch=on", *priced)
+    proc = subprocess.Popen(cli_args(tmp_path, run_dir, tuple(batched)),
                             cwd=REPO, env=offline_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and '"event": "batch"' not in _read(run_dir / BATCHES_NAME):
@@ -66,15 +73,32 @@ def test_batch_killed_after_creation_resumes_with_one_batch_and_a_live_runs_resu
     proc.wait()
     assert proc.returncode == -signal.SIGKILL
     assert fake_server.batches.created == 1 and fake_server.requests == []
+    assert len(fake_server.batches.files) == 1  # one input file uploaded: 1,000 lines
+    [uploaded] = fake_server.batches.files.values()
+    assert len(uploaded.splitlines()) == 2 * KILL_ITEMS
 
     fake_server.batches.polls_per_step = 1
-    resumed = run_cli(*overrides(fake_server, dataset, "judge.batch=on"), f"resume={run_dir}", run_dir=run_dir)
+    resumed = run_cli(*batched, f"resume={run_dir}", run_dir=run_dir)
     assert resumed.proc.returncode == 0, resumed.output
     assert fake_server.batches.created == 1  # collected, never submitted again
+    assert len(fake_server.batches.files) == 1 + 1  # no second upload; the batch's output file
     assert fake_server.requests == []  # no live call: every answer came from the batch
-    assert results(run_dir) == results(live.run_dir)
     journal = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
-    assert len(journal) == 2 * N_ITEMS and {row["source"] for row in journal} == {"call"}
+    assert len(journal) == 2 * KILL_ITEMS and {row["source"] for row in journal} == {"call"}
+    live_rows, batch_rows = rows(live.run_dir), rows(run_dir)
+    assert len(batch_rows) == len(live_rows) == 2 * KILL_ITEMS
+    # ids, verdicts, raw text, parsed fields and tokens compared; how an answer came (latency, attempts, source) is
+    # the journal's, not results.jsonl's (runner.storage.journal.OPERATIONAL_FIELDS)
+    assert {"item_id", "order", "winner", "verdict_label", "raw_response", "prompt_tokens"} <= set(batch_rows[0])
+    assert "latency_s" not in batch_rows[0]
+    for live_row, batch_row in zip(live_rows, batch_rows, strict=True):
+        assert {k: v for k, v in batch_row.items() if k not in BATCH_PRICED} == \
+            {k: v for k, v in live_row.items() if k not in BATCH_PRICED}
+        assert batch_row["cost_usd"] == pytest.approx(live_row["cost_usd"] / 2)  # gpt-4o-mini's batch price: half
+
+
+def rows(run_dir) -> list[dict]:
+    return [json.loads(line) for line in results(run_dir).splitlines()]
 
 
 def test_failed_and_expired_rows_are_sent_again_live_and_counted(run_cli, fake_server, tmp_path):
@@ -101,6 +125,115 @@ def test_failed_and_expired_rows_are_sent_again_live_and_counted(run_cli, fake_s
     assert len(fake_server.requests) == 2 * N_ITEMS - 10
     assert "ended expired: 10 answers, 110 rows unanswered (sent live)" in expired.output
     assert results(expired.run_dir) == results(run.run_dir)
+
+
+def fail_once(items: set[str]):
+    """A batch row predicate: the rows of ``items`` fail the first time they are in a batch, not after."""
+    failed: set[str] = set()
+
+    def fail(custom_id: str) -> bool:
+        if json.loads(custom_id)[0] in items and custom_id not in failed:
+            failed.add(custom_id)
+            return True
+        return False
+
+    return fail
+
+
+def test_batch_retry_sends_failed_and_expired_rows_again_in_a_new_batch_and_counts_them(run_cli, fake_server,
+                                                                                       tmp_path):
+    """batch.retry=batch: what a batch left unanswered goes in a new batch (batch_input_1.jsonl), not live; the
+    batch journal has both batches and calls/batch_resent counts the rows sent again."""
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = quick_judge
+    live = run_cli(*overrides(fake_server, dataset))
+    assert live.proc.returncode == 0, live.output
+    fake_server.reset()
+    failing = {"q3", "q7"}
+    fake_server.batches.fail = fail_once(failing)
+    run = run_cli(*overrides(fake_server, dataset, "judge.batch=on", "batch.retry=batch"))
+    assert run.proc.returncode == 0, run.output
+    assert fake_server.requests == [] and fake_server.batches.created == 2  # no live call: a second batch
+    second = (run.run_dir / "batch_input_1.jsonl").read_text().splitlines()
+    assert sorted(json.loads(json.loads(line)["custom_id"])[0] for line in second) == sorted([*failing, *failing])
+    collected = [json.loads(line) for line in (run.run_dir / BATCHES_NAME).read_text().splitlines()
+                 if '"collected"' in line]
+    assert [(c["n"], c["answered"], c["resent"]) for c in collected] == [(0, 2 * N_ITEMS - 4, 4), (1, 4, 0)]
+    assert json.loads((run.run_dir / "metrics.json").read_text())["calls/batch_resent"] == 4
+    assert "rows unanswered (sent again in a new batch)" in run.output
+    assert results(run.run_dir) == results(live.run_dir)
+
+    fake_server.reset()  # an expired batch: its unanswered rows in a new batch, which completes
+    fake_server.batches.fail = lambda custom_id: False
+    fake_server.batches.expire_after, fake_server.batches.expire_times = 10, 1
+    expired = run_cli(*overrides(fake_server, dataset, "judge.batch=on", "batch.retry=batch"))
+    assert expired.proc.returncode == 0, expired.output
+    assert fake_server.requests == [] and fake_server.batches.created == 2 + 2  # (the server counts since its start)
+    assert "ended expired: 10 answers, 110 rows unanswered (sent again in a new batch)" in expired.output
+    assert json.loads((expired.run_dir / "metrics.json").read_text())["calls/batch_resent"] == 2 * N_ITEMS - 10
+    assert results(expired.run_dir) == results(live.run_dir)
+
+    fake_server.reset()  # rows that fail in every batch: once a batch answers none of them, they go live
+    fake_server.batches.expire_after = None
+    fake_server.batches.fail = lambda custom_id: json.loads(custom_id)[0] in failing
+    stubborn = run_cli(*overrides(fake_server, dataset, "judge.batch=on", "batch.retry=batch"))
+    assert stubborn.proc.returncode == 0, stubborn.output
+    assert fake_server.batches.created == 4 + 2 and len(fake_server.requests) == 2 * len(failing)
+    assert json.loads((stubborn.run_dir / "metrics.json").read_text())["calls/batch_resent"] == 4 + 4
+
+
+def test_batch_retry_resumes_across_processes_without_paying_twice(run_cli, fake_server, tmp_path):
+    """batch.retry=batch with batch.wait=false: each process submits or collects one step and exits 0; the resumes
+    collect the first batch (its answers saved), submit the second over its failed rows, then collect it and read
+    the first batch's saved answers again: two batches, no live call, every judgment once."""
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = quick_judge
+    fake_server.batches.fail = fail_once({"q5"})
+    run_dir = tmp_path / "rounds"
+    args = overrides(fake_server, dataset, "judge.batch=on", "batch.retry=batch", "batch.wait=false")
+    first = run_cli(*args, run_dir=run_dir)
+    assert first.proc.returncode == 0 and fake_server.batches.created == 1, first.output
+    for _ in range(10):
+        if (run_dir / "results.jsonl").exists():
+            break
+        step = run_cli(*args, f"resume={run_dir}", run_dir=run_dir)
+        assert step.proc.returncode == 0, step.output
+    assert fake_server.batches.created == 2 and fake_server.requests == []
+    journal = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    assert len(journal) == 2 * N_ITEMS == len({(r["item_id"], r["order"]) for r in journal})
+    assert len(results(run_dir).splitlines()) == 2 * N_ITEMS
+
+
+def test_ctrl_c_while_waiting_for_the_batch_exits_130_with_the_resume_command_and_a_resume_collects_it(
+        run_cli, fake_server, tmp_path):
+    """The interrupt contract holds while a run waits for its batch: SIGINT ends the process with 130 and one line
+    naming resume=<run dir> (no traceback); the batch goes on at the provider and the resume collects it."""
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = quick_judge
+    fake_server.batches.polls_per_step = 10**6  # the batch stays "validating" until the signal
+    run_dir = tmp_path / "waiting"
+    args = overrides(fake_server, dataset, "judge.batch=on")
+    proc = subprocess.Popen(cli_args(tmp_path, run_dir, tuple(args)), cwd=REPO, env=offline_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and fake_server.batches.polls < 2:  # polled twice: waiting
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out
+    [line] = [ln for ln in out.splitlines() if "interrupted by SIGINT" in ln]
+    assert f"resume={run_dir}" in line
+    assert fake_server.batches.created == 1 and fake_server.requests == []
+
+    fake_server.batches.polls_per_step = 1
+    resumed = run_cli(*args, f"resume={run_dir}", run_dir=run_dir)
+    assert resumed.proc.returncode == 0, resumed.output
+    assert fake_server.batches.created == 1 and fake_server.requests == []
+    assert len(results(run_dir).splitlines()) == 2 * N_ITEMS
 
 
 def test_wait_false_submits_and_exits_zero_then_resume_collects(run_cli, run_process, fake_server, tmp_path):
@@ -201,3 +334,16 @@ def test_a_batch_over_the_budget_is_refused_before_its_upload(run_cli, fake_serv
     metrics = json.loads((more.run_dir / "metrics.json").read_text())  # batch answers at price_as's batch price
     expected = batch_price("gpt-4o-mini", int(metrics["tokens/prompt"]), int(metrics["tokens/completion"]))
     assert expected and metrics["cost/usd_total"] == pytest.approx(expected) and metrics["cost/unknown_calls"] == 0
+
+
+@pytest.mark.parametrize(("setting", "said"), [
+    ("judge.batch=on", "judge.batch=on: an ensemble's members are not batched; use judge.batch=off"),
+    ("budget.max_usd=1", "budget.max_usd=1.0: a budget covers a single judge's calls; an ensemble"),
+])
+def test_an_ensemble_with_batch_on_or_a_budget_is_refused_before_any_call(run_cli, setting, said):
+    """A panel (judge=ensemble) is never batched or limited silently: judge.batch=on and budget.max_usd are refused
+    with one line before any call."""
+    refused = run_cli("judge=ensemble", "max_items=2", "tracking=off", setting)
+    assert refused.proc.returncode == 1, refused.output
+    assert said in refused.output, refused.output
+    assert not (refused.run_dir / "journal.jsonl").exists()

@@ -74,3 +74,30 @@ def test_the_bar_shows_a_retry_after_pause_counting_down_and_keeps_its_final_lin
     final = FINAL.search(text)
     assert final is not None, text
     assert "report: " in text[final.end():]
+
+
+# a frame of the batch's bar while the provider has it: the batch id, rows done of its rows, the time waited, the
+# provider's status and failed rows (what its last retrieve said)
+WAITING = re.compile(r"batch (batch_\w+) \S* 0/2 \d+:\d\d:\d\d (validating|in_progress)  failed 0")
+COLLECTED = re.compile(r"batch (batch_\w+) 2/2 \(100%\)  \d+ s  completed  failed 0\r\n")
+
+
+def test_the_bar_shows_a_batch_while_the_run_waits_for_it(tmp_path, fake_server):
+    """Issue 34: waiting for a batch, the live bar shows the provider's counts, status and the time waited; its last
+    line (the batch completed) stays in the terminal, then judging's bar counts the answers read from it."""
+    fake_server.reply = lambda body: Reply(content="[[A]]")
+    fake_server.batches.polls_per_step = 10  # a few redraws per status: validating, in_progress, completed
+    overrides = (*live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
+                 "max_items=2", "order=fixed", "cache.mode=off", "tracking=off", "judge.batch=on", "batch.poll_s=0.1")
+    env = offline_env({"TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": "50"})
+    env.pop("NO_COLOR", None)
+    code, screen = run_on_a_terminal(cli_args(tmp_path, tmp_path / "run", overrides), env)
+    assert code == 0, screen
+    text = CSI.sub("", screen)
+    [batch_id] = fake_server.batches.batches
+    assert {(found, status) for found, status in WAITING.findall(text)} == {(batch_id, "validating"),
+                                                                            (batch_id, "in_progress")}, text
+    collected = COLLECTED.search(text)
+    assert collected is not None and collected[1] == batch_id, text
+    assert re.search(r"judging 2/2 \(100%\)", text[collected.end():]), text
+    assert fake_server.requests == []
