@@ -1,1 +1,1 @@
-"""Entry points: the judgesweep CLI (Hydra), judgesweep-compare, the calibration callback."""
+"""Entry points: the judgesweep CLI (Hydra), judgesweep compare, the calibration callback."""

@@ -1,4 +1,4 @@
-"""``judgesweep-compare``: paired comparison of judge runs on the same items.
+"""``judgesweep compare``: paired comparison of judge runs on the same items.
 
 Takes MLflow run ids or a Hydra sweep directory, fetches each run's ``results.jsonl``, compares every pair
 of runs (:mod:`runner.outputs.compare`), prints a table, optionally writes the comparison as JSON, and logs it as
@@ -32,9 +32,9 @@ ALPHA = 0.05
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line of ``judgesweep-compare``."""
+    """The command line of ``judgesweep compare``."""
     parser = argparse.ArgumentParser(
-        prog="judgesweep-compare",
+        prog="judgesweep compare",
         description="Paired comparison of judgesweep runs on the same items, the item as the unit (its orders and "
                     "repeats averaged): per pair of runs the difference B - A, McNemar's exact test (0/1 "
                     "correctness per item), else the exact sign-flip test, else the paired t-test; its CI "
@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         run(args, console)
     except (LookupError, ValueError) as exc:
-        Console(stderr=True).print(f"judgesweep-compare: error: {exc}", markup=False, highlight=False,
+        Console(stderr=True).print(f"judgesweep compare: error: {exc}", markup=False, highlight=False,
                                    soft_wrap=True)
         sys.exit(1)
 

@@ -1,4 +1,4 @@
-"""Paired comparison of judge runs on the same items (the engine behind ``judgesweep-compare``).
+"""Paired comparison of judge runs on the same items (the engine behind ``judgesweep compare``).
 
 Pure functions over the rows of runs' ``results.jsonl`` (no MLflow here: :mod:`runner.app.compare_cli` fetches
 the rows through :mod:`runner.outputs.tracking`). Each run becomes a map from a pairing key to an outcome

@@ -4,7 +4,7 @@
   ``dataset.*``): a sweep over several datasets compares each configuration over the union of its items, paired
   across configurations by (dataset, item id). When that grouping is ambiguous (two jobs of one configuration on
   the same dataset) each job is its own configuration.
-- The metric follows from the runs (as ``judgesweep-compare`` reduces them, runner.outputs.compare_outcomes):
+- The metric follows from the runs (as ``judgesweep compare`` reduces them, runner.outputs.compare_outcomes):
   accuracy against gold where the items have gold labels (per item, the share of its judgments whose winner is the
   gold label), else the win score of ``ours`` (pairwise) or the mean score (pointwise).
 - Only the items every compared configuration judged count; a configuration with a failed job is not compared.

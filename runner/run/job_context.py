@@ -231,7 +231,7 @@ def context(dcfg: DictConfig, cfg: RunConfig, hc: DictConfig, pool: LimiterPool)
         # what identified a configuration before run names were made readable; a gate's baseline is found by it
         "judgesweep.config": naming.config_key(choices),
         "hydra.run_dir": hc.runtime.output_dir,
-        # the jobs of one multirun share this tag: `judgesweep-compare --sweep <it>` compares them
+        # the jobs of one multirun share this tag: `judgesweep compare --sweep <it>` compares them
         "judgesweep.sweep": str(Path(hc.sweep.dir).resolve()) if hc.mode == RunMode.MULTIRUN else "",
         "hydra.overrides": ",".join(hc.overrides.task),
     }

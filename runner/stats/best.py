@@ -5,7 +5,7 @@ configuration minus the outcome of the best. Each configuration is tested agains
 sign-flip (randomization) test of a zero mean difference, two-sided, and the k - 1 p-values are Holm-adjusted
 (statsmodels). A configuration whose adjusted p-value is at least ``alpha`` is *tied with the best*.
 
-The test is :func:`runner.stats.paired.paired_test`, the one ``judgesweep-compare`` uses: the sign-flip test
+The test is :func:`runner.stats.paired.paired_test`, the one ``judgesweep compare`` uses: the sign-flip test
 computed exactly on the differences' lattice (McNemar's exact test on 0/1 outcomes), so no p-value is floored by a
 resample count, else the paired t-test; the test used is recorded with each p-value.
 """

@@ -1,4 +1,4 @@
-"""How many items a paired comparison needs to detect a difference with a given power (``judgesweep-compare
+"""How many items a paired comparison needs to detect a difference with a given power (``judgesweep compare
 --plan``), from what a comparison observed.
 
 - 0/1 outcomes per item: Connor (1987)'s sample size for McNemar's test, from the discordant share

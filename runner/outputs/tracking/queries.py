@@ -1,6 +1,6 @@
 """Reading the store: runs by id, the job runs of a sweep, a run's artifacts and its metrics.
 
-What ``judgesweep-compare`` and the results API (:mod:`runner.outputs.results`) find runs with. mlflow is
+What ``judgesweep compare`` and the results API (:mod:`runner.outputs.results`) find runs with. mlflow is
 imported inside the functions, as everywhere in this package.
 """
 

@@ -39,7 +39,7 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class TrackedRun:
-    """An MLflow run as ``judgesweep-compare`` sees it."""
+    """An MLflow run as ``judgesweep compare`` sees it."""
 
     run_id: str
     run_name: str
