@@ -6,7 +6,9 @@ the fake server or the replay judge."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import threading
 import time
 
 import pytest
@@ -39,7 +41,16 @@ SLOW_ITEMS = 12
 
 def test_the_mlflow_run_shows_the_traces_so_far_while_the_calls_go_on(tmp_path, empty_mlflow_store, fake_server):
     db, run_dir = store(tmp_path, empty_mlflow_store), tmp_path / "run"
-    fake_server.reply = lambda _body: Reply(content="Verdict: [[A]]", delay_s=0.7)  # 12 calls one at a time: ~8 s
+    # 12 calls one at a time; after the first 3 the server holds its answers until the test has seen the run (at
+    # most 60 s): however slow the machine is to start the publishing process, the calls are still going on then
+    looked, calls = threading.Event(), itertools.count()
+
+    def reply(_body):
+        if next(calls) >= 3:
+            looked.wait(60)
+        return Reply(content="Verdict: [[A]]", delay_s=0.1)
+
+    fake_server.reply = reply
     proc = start(args_of(tmp_path, run_dir, db, *slow_overrides(fake_server, tmp_path, 1)), workdir(tmp_path))
     seen: list[tuple[str, int]] = []  # (status, traces) while the run had not ended
     deadline = time.monotonic() + 120  # a bound on a hang, not a speed claim
@@ -47,7 +58,10 @@ def test_the_mlflow_run_shows_the_traces_so_far_while_the_calls_go_on(tmp_path, 
         runs = runs_of(uri_of(db), run_dir)
         if runs and not (run_dir / "summary.json").exists():
             seen.append((runs[0].info.status, len(traces_of(uri_of(db), runs[0]))))
+            if seen[-1][0] == "RUNNING" and seen[-1][1] > 0:
+                looked.set()
         time.sleep(0.2)
+    looked.set()
     done = finish(proc)
     assert done.returncode == 0, tails(done)
     assert any(status == "RUNNING" and 0 < traces < SLOW_ITEMS for status, traces in seen), seen
