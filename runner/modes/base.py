@@ -137,6 +137,11 @@ class RunMode(ABC):
     def items(self, document: Document) -> list[Json]:
         """One row per item of the summary document (for the results API's ``items`` frame)."""
 
+    def posteriors(self, report: Record) -> dict[str, Mapping[str, float]]:
+        """Item id -> the posterior its aggregation gave it (label -> p: an ensemble's Dawid-Skene), for the items that
+        have one: results.jsonl adds it to each of the item's judgments. None in a mode that has none."""
+        return {}
+
 
 MODES: dict[str, RunMode] = {}
 

@@ -67,17 +67,16 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, 
         steps: Shows which file is being written (default: nothing shown).
     """
     cfg, judgments, steps = ctx.cfg, judged.judgments, steps or Phases()
-    steps.now("writing results.jsonl")
     judges = [name for name, js in judged.by_member.items() for _ in js] if judged.by_member is not None else None
-    # Results first: they need no statistic, so a bug in one still leaves every answer in results.jsonl.
-    store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged), item_labels(prepared.refs),
-                        judges)
     steps.now("writing summary")
-    typed, summary, gold, metrics = _summarize(ctx, prepared, judged)
-    found = posteriors(summary)
-    if found:  # the ensemble's posterior per item (Dawid-Skene), a statistic: added once it exists
-        store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged),
-                            item_labels(prepared.refs, found), judges)
+    try:
+        typed, summary, gold, metrics = _summarize(ctx, prepared, judged)
+    except BaseException:  # a bug in a statistic still leaves every answer in results.jsonl (resume rebuilds the rest)
+        _write_results(ctx, prepared, judged, judges, {})
+        raise
+    steps.now("writing results.jsonl")
+    # with the ensemble's posterior per item (Dawid-Skene), a statistic: results.jsonl is written once, after it
+    _write_results(ctx, prepared, judged, judges, prepared.mode.posteriors(typed))
     judge_stats = summaries.judge_metrics(judgments)
     if judged.calls is not None:  # a partial run: the calls of the units it did not finish were made all the same
         judge_stats.update(judged.calls.metrics())
@@ -161,6 +160,13 @@ def finish_partial(ctx: RunContext, prepared: Prepared, judged: Judged, started:
     return True
 
 
+def _write_results(ctx: RunContext, prepared: Prepared, judged: Judged, judges: list[str] | None,
+                   posterior_of: Mapping[str, Any]) -> None:
+    """results.jsonl: every judgment with its answer text and its item's labels (and posterior, where it has one)."""
+    store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged),
+                        item_labels(prepared.refs, posterior_of), judges)
+
+
 def _with_texts(ctx: RunContext, judged: Judged) -> Iterator[Judgment]:
     """Every judgment, in ``judged.judgments`` order, with the answer text the executor left in the journal."""
     if judged.by_member is None:
@@ -227,15 +233,6 @@ def item_labels(refs: Sequence[ItemRef], posterior_of: Mapping[str, Any] | None 
     for item, posterior in (posterior_of or {}).items():
         labels.setdefault(item, {})["posterior"] = posterior
     return labels
-
-
-def posteriors(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """Item id -> the posterior its aggregation gave (``aggregated_results.<id>.details.posterior``), if any."""
-    aggregated = summary.get("aggregated_results")
-    if not isinstance(aggregated, Mapping):  # a pointwise report has none
-        return {}
-    return {item: entry["details"]["posterior"] for item, entry in aggregated.items()
-            if "posterior" in entry.get("details", {})}
 
 
 def _summarize(ctx: RunContext, prepared: Prepared, judged: Judged

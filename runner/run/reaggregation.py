@@ -89,8 +89,8 @@ def reaggregate(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) ->
     crossed = [g.message for g in results if not g.passed]
     run_dir = job.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
-    store.write_results(run_dir / store.RESULTS_NAME, judgments, outcome.item_labels(refs, outcome.posteriors(summary)),
-                        judges)
+    store.write_results(run_dir / store.RESULTS_NAME, judgments,
+                        outcome.item_labels(refs, mode.posteriors(report.typed)), judges)
     outcome.write_summary(run_dir, summary, cfg.output.summary_keys)
     store.write_json(run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
     if by_member is not None:  # as an ensemble run: each member's own results, summary and metrics

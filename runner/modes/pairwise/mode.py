@@ -24,7 +24,7 @@ from runner.modes.base import (
 )
 from runner.modes.drilldown import ItemOutcome
 from runner.modes.pairwise import report, setup, views
-from runner.modes.sections import GoldAccuracy, PairwiseReport
+from runner.modes.sections import GoldAccuracy, PairwiseReport, Record
 
 
 class PairwiseMode(RunMode):
@@ -84,6 +84,11 @@ class PairwiseMode(RunMode):
         """``aggregated_results``: item_id, verdicts, final_verdict, confidence, ``verdict_counts.<label>``."""
         results = self.read(document).aggregated_results
         return expand(({"item_id": k, **v.to_json()} for k, v in results.items()), "verdict_counts", fill=0)
+
+    def posteriors(self, report: Record) -> dict[str, Mapping[str, float]]:
+        """``aggregated_results.<id>.details.posterior`` of the items whose aggregation gave one (Dawid-Skene)."""
+        results = self.read(report).aggregated_results
+        return {item: r.posterior for item, r in results.items() if r.posterior is not None}
 
 
 MODE = register(PairwiseMode())
