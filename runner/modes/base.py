@@ -137,6 +137,11 @@ class RunMode(ABC):
     def items(self, document: Document) -> list[Json]:
         """One row per item of the summary document (for the results API's ``items`` frame)."""
 
+    def without_verdict(self, report: Record) -> tuple[int, int] | None:
+        """(items without a valid final verdict, items) where a run with too many of them fails (``max_unscored_rate``:
+        an answer that cannot be read is not a vote); None in a mode that scores its items instead (its gates say)."""
+        return None
+
     def posteriors(self, report: Record) -> dict[str, Mapping[str, float]]:
         """Item id -> the posterior its aggregation gave it (label -> p: an ensemble's Dawid-Skene), for the items that
         have one: results.jsonl adds it to each of the item's judgments. None in a mode that has none."""

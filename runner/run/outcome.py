@@ -27,7 +27,6 @@ from runner.modes import drilldown
 from runner.modes import summary as summaries
 from runner.modes.base import Document, MemberReport, ModeInputs, RunMode
 from runner.modes.record import Record
-from runner.modes.sections import PairwiseReport
 from runner.modes.users_summary import USERS_SUMMARY_NAME, users_keys
 from runner.outputs import console, html_report, publisher, publishing
 from runner.run import gates, view
@@ -109,7 +108,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, 
                                                report_header(ctx))
     failed, reason = _judge_failure(cfg, judgments)
     if not failed:
-        failed, reason = _unscored_failure(cfg, typed)
+        failed, reason = _unscored_failure(cfg, prepared.mode, typed)
     crossed = [g.message for g in gate_results if not g.passed]
     if crossed and not failed:
         failed, reason = True, "; ".join(crossed)
@@ -265,12 +264,13 @@ def _judge_failure(cfg: RunConfig, judgments: Sequence[Judgment]) -> tuple[bool,
     return False, ""
 
 
-def _unscored_failure(cfg: RunConfig, typed: Record) -> tuple[bool, str]:
+def _unscored_failure(cfg: RunConfig, mode: RunMode, typed: Record) -> tuple[bool, str]:
     """A pairwise run fails when more than ``max_unscored_rate`` of its items have no valid final verdict: an
     answer that cannot be read is not a vote, and a run of unreadable answers must not pass for a result."""
-    if not isinstance(typed, PairwiseReport) or not typed.summary.total_subsets:
+    counts = mode.without_verdict(typed)
+    if counts is None or not counts[1]:
         return False, ""
-    unscored, total = len(typed.summary.failed_items), typed.summary.total_subsets
+    unscored, total = counts
     rate = unscored / total
     if rate > cfg.max_unscored_rate:
         return True, (f"{unscored} of {total} items have no valid verdict ({rate:.1%} > max_unscored_rate "

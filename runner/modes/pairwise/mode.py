@@ -85,6 +85,11 @@ class PairwiseMode(RunMode):
         results = self.read(document).aggregated_results
         return expand(({"item_id": k, **v.to_json()} for k, v in results.items()), "verdict_counts", fill=0)
 
+    def without_verdict(self, report: Record) -> tuple[int, int] | None:
+        """``summary.failed_items`` of ``summary.total_subsets``."""
+        summary = self.read(report).summary
+        return len(summary.failed_items), summary.total_subsets
+
     def posteriors(self, report: Record) -> dict[str, Mapping[str, float]]:
         """``aggregated_results.<id>.details.posterior`` of the items whose aggregation gave one (Dawid-Skene)."""
         results = self.read(report).aggregated_results
