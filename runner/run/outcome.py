@@ -25,8 +25,9 @@ from runner.judging.generation import Generation, generation_metrics
 from runner.judging.progress import Phases
 from runner.modes import drilldown
 from runner.modes import summary as summaries
-from runner.modes.base import Document, MemberReport, ModeInputs, RunMode
+from runner.modes.base import Document, MemberReport, ModeInputs, Report, RunMode
 from runner.modes.record import Record
+from runner.modes.sections import RunEnd
 from runner.modes.users_summary import USERS_SUMMARY_NAME, users_keys
 from runner.outputs import console, html_report, publisher, publishing
 from runner.run import gates, view
@@ -69,40 +70,37 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, 
     judges = [name for name, js in judged.by_member.items() for _ in js] if judged.by_member is not None else None
     steps.now("writing summary")
     try:
-        typed, summary, gold, metrics = _summarize(ctx, prepared, judged)
+        report, metrics = _summarize(ctx, prepared, judged)
     except BaseException:  # a bug in a statistic still leaves every answer in results.jsonl (resume rebuilds the rest)
         _write_results(ctx, prepared, judged, judges, {})
         raise
     steps.now("writing results.jsonl")
     # with the ensemble's posterior per item (Dawid-Skene), a statistic: results.jsonl is written once, after it
-    _write_results(ctx, prepared, judged, judges, prepared.mode.posteriors(typed))
+    _write_results(ctx, prepared, judged, judges, prepared.mode.posteriors(report.typed))
     judge_stats = summaries.judge_metrics(judgments)
     if judged.calls is not None:  # a partial run: the calls of the units it did not finish were made all the same
         judge_stats.update(judged.calls.metrics())
-    # after skipped_rows, before partial: the typed records read the keys in this order
-    summary["summary"].update(failed_calls=judge_stats["calls/failed"], retries=judge_stats["calls/retries"])
     batches = BatchLog(ctx.run_dir)
     if batches.path.is_file():  # judge.batch: the rows its batches left unanswered, sent again live
         judge_stats["calls/batch_resent"] = batches.resent()
-        summary["summary"].update(batch_resent=judge_stats["calls/batch_resent"])
     metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
     metrics.update(run_list_cost(cfg.judge, judgments, judged.by_member))
     metrics["items/skipped_rows"] = float(len(prepared.dataset.skipped))
-    gate_results = _gate_results(ctx, prepared, summary, metrics)
+    point = prepared.point
+    gate_results = gates.of_report(cfg.gate, prepared.mode, report.typed, metrics, prepared.baseline,
+                                   point.enforced if point is not None else frozenset())
     if gate_results:
-        summary["gates"] = [g.to_dict() for g in gate_results]
         metrics["gate/passed"] = float(all(g.passed for g in gate_results))
-    if partial is not None:  # after every other key: the typed records read them in this order
-        summary["summary"].update(partial=True, partial_reason=partial)
-        summary.update(partial=True, partial_reason=partial)
-    write_summary(ctx.run_dir, summary, cfg.output.summary_keys)
-    gates_json = {"gates": summary["gates"]} if "gates" in summary else {}
-    # summary.json is on disk and the typed report holds the same: the dict's per-item results (~20 MB at 100,000
-    # judgments) are not kept beside it while the HTML report imports matplotlib, the run's peak (issue 12).
-    del summary
+    report = report.ended(RunEnd(
+        skipped_rows=tuple(f"{s.where}: {s.reason}" for s in prepared.dataset.skipped),
+        failed_calls=judge_stats["calls/failed"], retries=judge_stats["calls/retries"],
+        batch_resent=judge_stats.get("calls/batch_resent"), gates=tuple(gate_results), partial_reason=partial))
+    typed, gold = report.typed, None if report.gold is None else report.gold.to_json()
+    write_summary(ctx.run_dir, report.to_json(), cfg.output.summary_keys)
     metrics["run/wall_s"] = time.monotonic() - started
     store.write_json(ctx.run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
     steps.now("writing report.html")
+    gates_json = {"gates": [g.to_json() for g in gate_results]} if gate_results else {}
     report_path = html_report.write_run_report(ctx.run_dir, gates_json, metrics, ctx.run_name, prepared.mode.name,
                                                typed, lambda: _drilldown(ctx, prepared, judged, typed, judges),
                                                report_header(ctx))
@@ -234,22 +232,20 @@ def item_labels(refs: Sequence[ItemRef], posterior_of: Mapping[str, Any] | None 
     return labels
 
 
-def _summarize(ctx: RunContext, prepared: Prepared, judged: Judged
-               ) -> tuple[Record, dict, dict | None, dict[str, float]]:
-    """(typed report, summary, gold statistics, metrics) from the run's mode; an ensemble's members get their own
-    files under members/<name>/."""
+def _summarize(ctx: RunContext, prepared: Prepared, judged: Judged) -> tuple[Report, dict[str, float]]:
+    """(typed report, metrics) from the run's mode; an ensemble's members get their own files under
+    members/<name>/."""
     inputs = ModeInputs(cfg=ctx.cfg, setup=prepared.setup, refs=prepared.refs, judgments=judged.judgments,
                         by_member=judged.by_member, candidates=candidates(ctx, prepared, judged.generations),
                         not_generated=frozenset(k for k, g in (judged.generations or {}).items() if not g.ok))
     report = prepared.mode.build(inputs)
-    summary, metrics = report.to_json(), dict(report.metrics)
+    metrics = dict(report.metrics)
     if judged.by_member is not None:
         _write_members(ctx, report.members, judged.by_member, item_labels(prepared.refs))
     if judged.generations is not None:
         metrics.update({k: float(v) for k, v in generation_metrics(list(judged.generations.values())).items()
                         if v is not None})
-    summary["summary"]["skipped_rows"] = [f"{s.where}: {s.reason}" for s in prepared.dataset.skipped]
-    return report.typed, summary, None if report.gold is None else report.gold.to_json(), metrics
+    return report, metrics
 
 
 def _judge_failure(cfg: RunConfig, judgments: Sequence[Judgment]) -> tuple[bool, str]:
@@ -289,21 +285,10 @@ def _write_members(ctx: RunContext, members: Mapping[str, MemberReport], by_memb
         store.write_json(member_dir / store.METRICS_NAME, dict(sorted(member.metrics.items())))
 
 
-def _gate_results(ctx: RunContext, prepared: Prepared, summary: dict, metrics: dict[str, float]
-                  ) -> list[gates.GateResult]:
-    point = prepared.point
-    results = gates.evaluate(ctx.cfg.gate, summary.get("summary", {}), metrics,
-                             has_threshold=point is not None and point.scoring.pass_threshold is not None,
-                             baseline=prepared.baseline)
-    if point is not None:
-        results += gates.check_results(summary["summary"].get("checks") or {}, point.enforced)
-    return results
-
-
 def _print(title: str, mode: RunMode, summary: Document, gold: dict | None, judge_stats: dict, gate_lines: list[str],
            report_path: Path | None) -> None:
     """The end-of-run console summary: the mode's lines (an ensemble's included), the gates, the report's path."""
-    lines = [*mode.console_lines(summary, gold, judge_stats), *gate_lines]
+    lines = [*mode.console_lines(summary, judge_stats), *gate_lines]
     if report_path is not None:
         lines.append(f"report: {report_path}")
     console.print_title(title)

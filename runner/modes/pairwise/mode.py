@@ -24,7 +24,7 @@ from runner.modes.base import (
 )
 from runner.modes.drilldown import ItemOutcome
 from runner.modes.pairwise import report, setup, views
-from runner.modes.sections import GoldAccuracy, PairwiseReport, Record
+from runner.modes.sections import PairwiseReport, Record
 
 
 class PairwiseMode(RunMode):
@@ -64,12 +64,12 @@ class PairwiseMode(RunMode):
             out.update(panel_views.ensemble_metrics(rep.ensemble))
         return out
 
-    def console_lines(self, document: Document, gold: Mapping[str, Any] | None,
-                      judge_stats: Mapping[str, Any]) -> list[str]:
-        """Headline, trust, the ensemble's lines (a single judge: bias) and the statistics."""
+    def console_lines(self, document: Document, judge_stats: Mapping[str, Any]) -> list[str]:
+        """Headline (with gold accuracy where the report has it), trust, the ensemble's lines (a single judge: bias)
+        and the statistics."""
         rep = self.read(document)
         ensemble = panel_views.console_lines(rep.ensemble) if rep.ensemble is not None else None
-        return views.console_lines(rep, None if gold is None else GoldAccuracy.of(gold, "gold"), judge_stats, ensemble)
+        return views.console_lines(rep, rep.gold, judge_stats, ensemble)
 
     def views(self, document: Document) -> list[View]:
         """Verdicts, confusion against gold, statistics; an ensemble's aggregations and members."""
