@@ -116,7 +116,7 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, 
     notes = [f"PARTIAL: {partial}"] if partial is not None else []
     notes += [("PASS " if g.passed else "FAIL ") + g.message for g in gate_results]
     _print(ctx.run_name, prepared.mode, typed, gold, judge_stats, notes, report_path)
-    return RunOutcome(ctx.run_dir / store.SUMMARY_NAME, gold, judge_stats, failed, reason)
+    return RunOutcome(ctx.run_dir / store.SUMMARY_NAME, gold, judge_stats, failed, reason, metrics=metrics)
 
 
 def write_summary(run_dir: Path, summary: Mapping[str, Any], keys: SummaryKeys) -> None:
