@@ -25,7 +25,7 @@ from runner.inputs.datasets import ItemRef
 from runner.inputs.prompts import Template
 from runner.modes.drilldown import ItemOutcome
 from runner.modes.record import Record
-from runner.modes.sections import GoldAccuracy, RunEnd, ScoreSection, with_run_end
+from runner.modes.sections import Gate, GoldAccuracy, RunEnd, ScoreSection, with_run_end
 from runner.modes.view import View as View  # re-exported: the outputs layer draws a View
 from runner.modes.view import cell as cell
 
@@ -86,6 +86,16 @@ class Report:
     def to_json(self) -> Json:
         """The summary.json document."""
         return self.typed.to_json()
+
+    @property
+    def gates(self) -> tuple[Gate, ...]:
+        """The gates the run's end checked (RunEnd), none before."""
+        return getattr(self.typed, "gates", None) or ()
+
+    @property
+    def partial_reason(self) -> str | None:
+        """Why an aborted run stopped (its report is of what completed), or None."""
+        return getattr(self.typed, "partial_reason", None)
 
     def ended(self, end: RunEnd) -> Report:
         """This report with what the run's end adds (skipped rows, failed calls, gates, partial: see RunEnd)."""
