@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import math
 import os
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import hydra
 
@@ -50,6 +49,9 @@ from runner.run import config_guard, launcher_watch, naming
 from runner.run.experiment import prepare_process, run_job
 from runner.storage import budget_ledger, owner, store
 from runner.storage.cache import CacheError
+
+if TYPE_CHECKING:
+    from runner.run.context import RunOutcome
 
 log = logging.getLogger("judgesweep")
 
@@ -118,7 +120,7 @@ def _owned_job(dcfg: DictConfig, hc: DictConfig, job: str) -> float | None:
         log.error("judgesweep: run failed: %s", outcome.reason)
         _fail(job, outcome.reason)
         return None
-    return _objective(Path(job), str(dcfg.objective))
+    return _objective(outcome, str(dcfg.objective))
 
 
 def _say(line: str) -> None:
@@ -127,9 +129,9 @@ def _say(line: str) -> None:
     sys.stderr.flush()
 
 
-def _objective(job: Path, name: str) -> float | None:
-    metrics = job / store.METRICS_NAME
-    value = json.loads(metrics.read_text()).get(name) if metrics.is_file() else None
+def _objective(outcome: RunOutcome | None, name: str) -> float | None:
+    """The job's metric ``name`` from its outcome (None for a dry run, a missing metric or NaN)."""
+    value = outcome.metrics.get(name) if outcome is not None else None
     return None if value is None or math.isnan(value) else float(value)
 
 

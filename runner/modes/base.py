@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -25,7 +25,7 @@ from runner.inputs.datasets import ItemRef
 from runner.inputs.prompts import Template
 from runner.modes.drilldown import ItemOutcome
 from runner.modes.record import Record
-from runner.modes.sections import GoldAccuracy
+from runner.modes.sections import Gate, GoldAccuracy, RunEnd, ScoreSection, with_run_end
 from runner.modes.view import View as View  # re-exported: the outputs layer draws a View
 from runner.modes.view import cell as cell
 
@@ -87,6 +87,20 @@ class Report:
         """The summary.json document."""
         return self.typed.to_json()
 
+    @property
+    def gates(self) -> tuple[Gate, ...]:
+        """The gates the run's end checked (RunEnd), none before."""
+        return getattr(self.typed, "gates", None) or ()
+
+    @property
+    def partial_reason(self) -> str | None:
+        """Why an aborted run stopped (its report is of what completed), or None."""
+        return getattr(self.typed, "partial_reason", None)
+
+    def ended(self, end: RunEnd) -> Report:
+        """This report with what the run's end adds (skipped rows, failed calls, gates, partial: see RunEnd)."""
+        return replace(self, typed=with_run_end(self.typed, end))
+
 
 class RunMode(ABC):
     """One kind of run. Subclasses are stateless; :data:`MODES` holds one instance of each."""
@@ -119,8 +133,7 @@ class RunMode(ABC):
         """The metrics a summary.json document of this mode determines (for a run read back from disk)."""
 
     @abstractmethod
-    def console_lines(self, document: Document, gold: Mapping[str, Any] | None,
-                      judge_stats: Mapping[str, Any]) -> list[str]:
+    def console_lines(self, document: Document, judge_stats: Mapping[str, Any]) -> list[str]:
         """The end-of-run console summary, one line per string (printed as data, never as markup)."""
 
     @abstractmethod
@@ -136,6 +149,21 @@ class RunMode(ABC):
     @abstractmethod
     def items(self, document: Document) -> list[Json]:
         """One row per item of the summary document (for the results API's ``items`` frame)."""
+
+    def scores(self, report: Record) -> ScoreSection | None:
+        """The report's scored section over every item, whose pass counts and checks the gates read; None in a mode
+        that gives verdicts instead of scores."""
+        return None
+
+    def without_verdict(self, report: Record) -> tuple[int, int] | None:
+        """(items without a valid final verdict, items) where a run with too many of them fails (``max_unscored_rate``:
+        an answer that cannot be read is not a vote); None in a mode that scores its items instead (its gates say)."""
+        return None
+
+    def posteriors(self, report: Record) -> dict[str, Mapping[str, float]]:
+        """Item id -> the posterior its aggregation gave it (label -> p: an ensemble's Dawid-Skene), for the items that
+        have one: results.jsonl adds it to each of the item's judgments. None in a mode that has none."""
+        return {}
 
 
 MODES: dict[str, RunMode] = {}

@@ -93,6 +93,7 @@ class RunOutcome:
     mlflow_run_id: str | None = None
     skipped: bool = False  # a sweep's job found finished on resume: not run again (its summary is on disk)
     tracking_error: str | None = None  # the run's files are complete but MLflow could not be written (one line)
+    metrics: Mapping[str, float] = field(default_factory=dict)  # metrics.json's content: what the sweeper optimises
 
     @functools.cached_property
     def summary(self) -> dict[str, Any]:

@@ -1,19 +1,24 @@
 """CI gates: thresholds a finished run must meet, each with one line saying why it failed.
 
-Pure: the caller hands in the run's report section, its flat metrics and (when a baseline is
+Pure: the caller hands in the run's typed report section, its flat metrics and (when a baseline is
 configured) the baseline run's value, looked up in MLflow before the first judge call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import Protocol
 
 from runner.core.choices import GateUnscoredAs
 from runner.core.config import GateConfig
+from runner.modes.base import RunMode
+from runner.modes.record import Record
+from runner.modes.sections import Gate
 
 BASELINE_PREFIX = "latest on "
+
+GateResult = Gate  # a gate's outcome is the report's own record (summary.json's ``gates``)
 
 
 @dataclass(frozen=True)
@@ -25,38 +30,47 @@ class Baseline:
     value: float
 
 
-@dataclass(frozen=True)
-class GateResult:
-    """One gate's outcome."""
+class PassCounts(Protocol):
+    """What the pass-rate gate reads of a report's scored section (runner.modes.sections.ScoreSection)."""
 
-    name: str  # the config key, e.g. gate.min_pass_rate
-    passed: bool
-    value: float | None
-    threshold: float | None
-    message: str
+    @property
+    def total(self) -> int: ...  # noqa: D102
+    @property
+    def passed(self) -> int | None: ...  # noqa: D102 - None: the rubric has no pass threshold
+    @property
+    def failed(self) -> int | None: ...  # noqa: D102
+    @property
+    def pass_rate(self) -> float | None: ...  # noqa: D102
+    @property
+    def pass_rate_scored(self) -> float | None: ...  # noqa: D102
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON."""
-        return asdict(self)
+
+class CheckRate(Protocol):
+    """What a check's gate reads of its section (runner.modes.sections.CheckSection)."""
+
+    @property
+    def violation_rate(self) -> float | None: ...  # noqa: D102
+    @property
+    def max_rate(self) -> float | None: ...  # noqa: D102
 
 
 def _pct(value: float) -> str:
     return f"{value * 100:.1f}%"
 
 
-def _pass_rate(gate: GateConfig, summary: Mapping[str, Any]) -> GateResult:
+def _pass_rate(gate: GateConfig, summary: PassCounts) -> GateResult:
     """The report's own pass rate, over every item (``pass_rate``: an unscored or failed item is not passed), or
     over the scored items only (``pass_rate_scored``, ``gate.unscored_as=exclude``): the gate never computes a rate
     of its own, so it says what the console, summary.json and MLflow say. The line names its denominator."""
     limit = gate.min_pass_rate
     assert limit is not None  # evaluate() checks a gate only when it is set
-    passed, failed = summary.get("passed") or 0, summary.get("failed") or 0
-    unjudged = summary.get("total", passed + failed) - passed - failed  # unscored, failed calls, not generated
+    passed, failed = summary.passed or 0, summary.failed or 0
+    unjudged = summary.total - passed - failed  # unscored, failed calls, not generated
     if gate.unscored_as is GateUnscoredAs.exclude:
-        rate = summary.get("pass_rate_scored")
+        rate = summary.pass_rate_scored
         counted = f"{passed} of {passed + failed} scored items passed, excluding {unjudged} unscored"
     else:
-        rate = summary.get("pass_rate")
+        rate = summary.pass_rate
         counted = f"{passed} of {passed + failed + unjudged} items passed, {unjudged} unscored counted as not passed"
     if rate is None:
         return GateResult("gate.min_pass_rate", False, None, limit, "gate.min_pass_rate: no item was scored")
@@ -87,12 +101,12 @@ def _baseline(gate: GateConfig, metrics: Mapping[str, float], baseline: Baseline
                       f"{baseline.run_id} ({baseline.ref}): drop {drop:+.4f} {'<=' if ok else '>'} {allowed:g}")
 
 
-def check_results(checks: Mapping[str, Mapping[str, Any]], enforced: frozenset[str]) -> list[GateResult]:
+def check_results(checks: Mapping[str, CheckRate], enforced: frozenset[str]) -> list[GateResult]:
     """Gates for the deterministic checks configured with ``enforce: true``."""
     out = []
     for name in sorted(enforced):
-        check = checks.get(name) or {}
-        rate, limit = check.get("violation_rate"), check.get("max_rate")
+        check = checks.get(name)
+        rate, limit = (None, None) if check is None else (check.violation_rate, check.max_rate)
         if rate is None:
             out.append(GateResult(f"checks.{name}", False, None, limit, f"checks.{name}: no item was checked"))
             continue
@@ -107,26 +121,37 @@ def check_results(checks: Mapping[str, Mapping[str, Any]], enforced: frozenset[s
     return out
 
 
-def evaluate(gate: GateConfig, summary: Mapping[str, Any], metrics: Mapping[str, float], has_threshold: bool,
+def evaluate(gate: GateConfig, scores: PassCounts | None, metrics: Mapping[str, float],
              baseline: Baseline | None) -> list[GateResult]:
     """Evaluate every configured gate.
 
     Args:
         gate: The gate config.
-        summary: The pointwise report's summary section (``total``, ``passed``, ``failed``, ``pass_rate``,
-            ``pass_rate_scored``), or {}.
+        scores: The report's scored section over every item (a pointwise report's ``summary``: ``total``,
+            ``passed``, ``failed``, ``pass_rate``, ``pass_rate_scored``), or None; ``min_pass_rate`` applies only
+            where it counts passes (``passed`` is None without the rubric's pass threshold).
         metrics: The run's flat metrics (``score/mean`` and the baseline metric).
-        has_threshold: Whether the rubric defines pass/fail (``min_pass_rate`` applies only then).
         baseline: The baseline run's value of ``gate.metric``, when ``gate.baseline_run`` is set.
 
     Returns:
         One result per active gate, in config order.
     """
     results = []
-    if gate.min_pass_rate is not None and has_threshold:
-        results.append(_pass_rate(gate, summary))
+    if gate.min_pass_rate is not None and scores is not None and scores.passed is not None:
+        results.append(_pass_rate(gate, scores))
     if gate.min_mean_score is not None:
         results.append(_mean_score(gate, metrics))
     if baseline is not None:
         results.append(_baseline(gate, metrics, baseline))
+    return results
+
+
+def of_report(gate: GateConfig, mode: RunMode, report: Record, metrics: Mapping[str, float],
+              baseline: Baseline | None, enforced: frozenset[str] = frozenset()) -> list[GateResult]:
+    """Every gate of a built report: :func:`evaluate` over its scored section (``mode.scores``), then the
+    ``enforced`` checks of that section (:func:`check_results`)."""
+    scores = mode.scores(report)
+    results = evaluate(gate, scores, metrics, baseline)
+    if scores is not None:
+        results += check_results(scores.checks or {}, enforced)
     return results

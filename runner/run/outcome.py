@@ -1,35 +1,33 @@
-"""The end of a run, once the judges have answered: the summary and metrics (pairwise, pointwise or an
-ensemble's), the gates, the run directory's files (view.json, what MLflow will show, among them), the HTML report
-and the console summary. Nothing here makes a call or writes to MLflow: the run directory, complete, is then
-published (runner.outputs.publishing)."""
+"""The end of a run, once the judges have answered: the run mode builds its typed report (pairwise, pointwise or an
+ensemble's), the run's end adds its calls, skipped rows, gates and partial mark to it (runner.modes.sections.RunEnd),
+and runner.outputs.run_files writes the run directory from it (results.jsonl, summary.json, metrics.json,
+report.html, view.json last) and prints the console summary, as ``judgesweep aggregate`` does. Nothing here makes a
+call or writes to MLflow: the run directory, complete, is then published (runner.outputs.publishing)."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
-from runner.core.choices import SummaryKeys
 from runner.core.config import RunConfig
 from runner.core.judgments import Judgments
 from runner.core.types import Judgment, Status
-from runner.inputs.datasets import ItemRef
 from runner.judging.calls import CallCounts, RunAborted
 from runner.judging.estimate import run_list_cost
 from runner.judging.generation import Generation, generation_metrics
 from runner.judging.progress import Phases
 from runner.modes import drilldown
 from runner.modes import summary as summaries
-from runner.modes.base import Document, MemberReport, ModeInputs, RunMode
+from runner.modes.base import ModeInputs, Report, RunMode
 from runner.modes.record import Record
-from runner.modes.sections import PairwiseReport
-from runner.modes.users_summary import USERS_SUMMARY_NAME, users_keys
-from runner.outputs import console, html_report, publisher, publishing
+from runner.modes.sections import RunEnd
+from runner.outputs import html_report, publisher, publishing, run_files
 from runner.run import gates, view
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
 from runner.storage import journal, store
@@ -53,8 +51,8 @@ class Judged:
 
 def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, started_ns: int = 0,
            partial: str | None = None, steps: Phases | None = None) -> RunOutcome:
-    """Summarize the judgments, check the gates, write the run directory (view.json last) and its report, and
-    print the summary.
+    """Build the typed report, check the gates, write the run directory (view.json last) and its report, and
+    print the summary (runner.outputs.run_files).
 
     Args:
         ctx: The run's context.
@@ -66,68 +64,66 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, 
             marked ``"partial": true`` with this reason, and failed), or None.
         steps: Shows which file is being written (default: nothing shown).
     """
-    cfg, judgments, steps = ctx.cfg, judged.judgments, steps or Phases()
-    steps.now("writing results.jsonl")
+    cfg, judgments = ctx.cfg, judged.judgments
     judges = [name for name, js in judged.by_member.items() for _ in js] if judged.by_member is not None else None
-    # Results first: they need no statistic, so a bug in one still leaves every answer in results.jsonl.
-    store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged), item_labels(prepared.refs),
-                        judges)
-    steps.now("writing summary")
-    typed, summary, gold, metrics = _summarize(ctx, prepared, judged)
-    found = posteriors(summary)
-    if found:  # the ensemble's posterior per item (Dawid-Skene), a statistic: added once it exists
-        store.write_results(ctx.run_dir / store.RESULTS_NAME, _with_texts(ctx, judged),
-                            item_labels(prepared.refs, found), judges)
-    judge_stats = summaries.judge_metrics(judgments)
-    if judged.calls is not None:  # a partial run: the calls of the units it did not finish were made all the same
-        judge_stats.update(judged.calls.metrics())
-    # after skipped_rows, before partial: the typed records read the keys in this order
-    summary["summary"].update(failed_calls=judge_stats["calls/failed"], retries=judge_stats["calls/retries"])
-    batches = BatchLog(ctx.run_dir)
-    if batches.path.is_file():  # judge.batch: the rows its batches left unanswered, sent again live
-        judge_stats["calls/batch_resent"] = batches.resent()
-        summary["summary"].update(batch_resent=judge_stats["calls/batch_resent"])
-    metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
-    metrics.update(run_list_cost(cfg.judge, judgments, judged.by_member))
-    metrics["items/skipped_rows"] = float(len(prepared.dataset.skipped))
-    gate_results = _gate_results(ctx, prepared, summary, metrics)
-    if gate_results:
-        summary["gates"] = [g.to_dict() for g in gate_results]
-        metrics["gate/passed"] = float(all(g.passed for g in gate_results))
-    if partial is not None:  # after every other key: the typed records read them in this order
-        summary["summary"].update(partial=True, partial_reason=partial)
-        summary.update(partial=True, partial_reason=partial)
-    write_summary(ctx.run_dir, summary, cfg.output.summary_keys)
-    gates_json = {"gates": summary["gates"]} if "gates" in summary else {}
-    # summary.json is on disk and the typed report holds the same: the dict's per-item results (~20 MB at 100,000
-    # judgments) are not kept beside it while the HTML report imports matplotlib, the run's peak (issue 12).
-    del summary
-    metrics["run/wall_s"] = time.monotonic() - started
-    store.write_json(ctx.run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
-    steps.now("writing report.html")
-    report_path = html_report.write_run_report(ctx.run_dir, gates_json, metrics, ctx.run_name, prepared.mode.name,
-                                               typed, lambda: _drilldown(ctx, prepared, judged, typed, judges),
-                                               report_header(ctx))
+    (steps or Phases()).now("summarizing")
+    try:
+        report, metrics, judge_stats = _report(ctx, prepared, judged, partial)
+    except BaseException:  # a bug in a statistic still leaves every answer in results.jsonl (resume rebuilds the rest)
+        run_files.write_results(ctx.run_dir, _with_texts(ctx, judged), run_files.item_labels(prepared.refs), judges)
+        raise
+    typed = report.typed
     failed, reason = _judge_failure(cfg, judgments)
     if not failed:
-        failed, reason = _unscored_failure(cfg, typed)
-    crossed = [g.message for g in gate_results if not g.passed]
+        failed, reason = _unscored_failure(cfg, prepared.mode, typed)
+    crossed = [g.message for g in report.gates if not g.passed]
     if crossed and not failed:
         failed, reason = True, "; ".join(crossed)
     if partial is not None:
         failed, reason = True, partial
-    view.write(ctx, prepared, failed, reason, started_ns or time.time_ns())
-    notes = [f"PARTIAL: {partial}"] if partial is not None else []
-    notes += [("PASS " if g.passed else "FAIL ") + g.message for g in gate_results]
-    _print(ctx.run_name, prepared.mode, typed, gold, judge_stats, notes, report_path)
-    return RunOutcome(ctx.run_dir / store.SUMMARY_NAME, gold, judge_stats, failed, reason)
+    members = {name: functools.partial(journal.with_texts, js, member_dirs(ctx)[name] / store.JOURNAL_NAME)
+               for name, js in (judged.by_member or {}).items()}
+    written = run_files.write(run_files.RunFiles(
+        run_dir=ctx.run_dir, title=ctx.run_name, mode=prepared.mode, report=report, metrics=metrics,
+        judge_stats=judge_stats, judgments=lambda: _with_texts(ctx, judged), refs=prepared.refs,
+        summary_keys=cfg.output.summary_keys, view=view.of(ctx, prepared, failed, reason, started_ns or time.time_ns()),
+        judges=judges, members=members, started=started,
+        drilldown=lambda: _drilldown(ctx, prepared, judged, typed, judges), header=report_header(ctx)), steps)
+    gold = None if report.gold is None else report.gold.to_json()
+    return RunOutcome(ctx.run_dir / store.SUMMARY_NAME, gold, judge_stats, failed, reason, metrics=written.metrics)
 
 
-def write_summary(run_dir: Path, summary: Mapping[str, Any], keys: SummaryKeys) -> None:
-    """summary.json, and with ``keys`` users the same under the users' key names (users_summary.json)."""
-    store.write_json(run_dir / store.SUMMARY_NAME, summary)
-    if keys is SummaryKeys.users:
-        store.write_json(run_dir / USERS_SUMMARY_NAME, users_keys(summary))
+def _report(ctx: RunContext, prepared: Prepared, judged: Judged, partial: str | None
+            ) -> tuple[Report, dict[str, float], dict[str, Any]]:
+    """The run's typed report, ended (its calls, skipped rows, gates, partial mark), its metrics and its calls'
+    statistics."""
+    cfg, judgments = ctx.cfg, judged.judgments
+    inputs = ModeInputs(cfg=cfg, setup=prepared.setup, refs=prepared.refs, judgments=judgments,
+                        by_member=judged.by_member, candidates=candidates(ctx, prepared, judged.generations),
+                        not_generated=frozenset(k for k, g in (judged.generations or {}).items() if not g.ok))
+    report = prepared.mode.build(inputs)
+    metrics = dict(report.metrics)
+    if judged.generations is not None:
+        metrics.update(summaries.numeric(generation_metrics(list(judged.generations.values()))))
+    judge_stats = summaries.judge_metrics(judgments)
+    if judged.calls is not None:  # a partial run: the calls of the units it did not finish were made all the same
+        judge_stats.update(judged.calls.metrics())
+    batches = BatchLog(ctx.run_dir)
+    if batches.path.is_file():  # judge.batch: the rows its batches left unanswered, sent again live
+        judge_stats["calls/batch_resent"] = batches.resent()
+    metrics.update(summaries.numeric(judge_stats))
+    metrics.update(run_list_cost(cfg.judge, judgments, judged.by_member))
+    metrics["items/skipped_rows"] = float(len(prepared.dataset.skipped))
+    point = prepared.point
+    gate_results = gates.of_report(cfg.gate, prepared.mode, report.typed, metrics, prepared.baseline,
+                                   point.enforced if point is not None else frozenset())
+    if gate_results:
+        metrics["gate/passed"] = float(all(g.passed for g in gate_results))
+    report = report.ended(RunEnd(
+        skipped_rows=tuple(f"{s.where}: {s.reason}" for s in prepared.dataset.skipped),
+        failed_calls=judge_stats["calls/failed"], retries=judge_stats["calls/retries"],
+        batch_resent=judge_stats.get("calls/batch_resent"), gates=tuple(gate_results), partial_reason=partial))
+    return report, metrics, judge_stats
 
 
 def completed_part(exc: RunAborted, generations: dict[str, Generation] | None, members: int) -> Judged | None:
@@ -214,48 +210,6 @@ def report_header(ctx: RunContext) -> html_report.RunHeader:
     return html_report.RunHeader(tuple(facts), ("judge", "prompt", "rubric", "dataset", "date"))
 
 
-def item_labels(refs: Sequence[ItemRef], posterior_of: Mapping[str, Any] | None = None) -> dict[str, dict]:
-    """Item id -> its gold label and human score, for the items that have either, its ``tags`` and ``category`` where
-    it has them, and its ``posterior`` (label -> p, the ensemble's) for the items that have one: what results.jsonl
-    adds to each judgment of the item."""
-    labels: dict[str, dict] = {r.id: {"gold": r.gold, "human_score": r.human_score} for r in refs
-                               if r.gold is not None or r.human_score is not None}
-    for r in refs:  # the sweep report's tag/category filter reads them from results.jsonl
-        if r.tags or r.category:
-            labels.setdefault(r.id, {}).update(({"tags": list(r.tags)} if r.tags else {}) |
-                                               ({"category": r.category} if r.category else {}))
-    for item, posterior in (posterior_of or {}).items():
-        labels.setdefault(item, {})["posterior"] = posterior
-    return labels
-
-
-def posteriors(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """Item id -> the posterior its aggregation gave (``aggregated_results.<id>.details.posterior``), if any."""
-    aggregated = summary.get("aggregated_results")
-    if not isinstance(aggregated, Mapping):  # a pointwise report has none
-        return {}
-    return {item: entry["details"]["posterior"] for item, entry in aggregated.items()
-            if "posterior" in entry.get("details", {})}
-
-
-def _summarize(ctx: RunContext, prepared: Prepared, judged: Judged
-               ) -> tuple[Record, dict, dict | None, dict[str, float]]:
-    """(typed report, summary, gold statistics, metrics) from the run's mode; an ensemble's members get their own
-    files under members/<name>/."""
-    inputs = ModeInputs(cfg=ctx.cfg, setup=prepared.setup, refs=prepared.refs, judgments=judged.judgments,
-                        by_member=judged.by_member, candidates=candidates(ctx, prepared, judged.generations),
-                        not_generated=frozenset(k for k, g in (judged.generations or {}).items() if not g.ok))
-    report = prepared.mode.build(inputs)
-    summary, metrics = report.to_json(), dict(report.metrics)
-    if judged.by_member is not None:
-        _write_members(ctx, report.members, judged.by_member, item_labels(prepared.refs))
-    if judged.generations is not None:
-        metrics.update({k: float(v) for k, v in generation_metrics(list(judged.generations.values())).items()
-                        if v is not None})
-    summary["summary"]["skipped_rows"] = [f"{s.where}: {s.reason}" for s in prepared.dataset.skipped]
-    return report.typed, summary, None if report.gold is None else report.gold.to_json(), metrics
-
-
 def _judge_failure(cfg: RunConfig, judgments: Sequence[Judgment]) -> tuple[bool, str]:
     errors = [j for j in judgments if j.status is Status.ERROR]
     if not judgments:
@@ -268,47 +222,15 @@ def _judge_failure(cfg: RunConfig, judgments: Sequence[Judgment]) -> tuple[bool,
     return False, ""
 
 
-def _unscored_failure(cfg: RunConfig, typed: Record) -> tuple[bool, str]:
+def _unscored_failure(cfg: RunConfig, mode: RunMode, typed: Record) -> tuple[bool, str]:
     """A pairwise run fails when more than ``max_unscored_rate`` of its items have no valid final verdict: an
     answer that cannot be read is not a vote, and a run of unreadable answers must not pass for a result."""
-    if not isinstance(typed, PairwiseReport) or not typed.summary.total_subsets:
+    counts = mode.without_verdict(typed)
+    if counts is None or not counts[1]:
         return False, ""
-    unscored, total = len(typed.summary.failed_items), typed.summary.total_subsets
+    unscored, total = counts
     rate = unscored / total
     if rate > cfg.max_unscored_rate:
         return True, (f"{unscored} of {total} items have no valid verdict ({rate:.1%} > max_unscored_rate "
                       f"{cfg.max_unscored_rate:.1%})")
     return False, ""
-
-
-def _write_members(ctx: RunContext, members: Mapping[str, MemberReport], by_member: Mapping[str, Sequence[Judgment]],
-                   labels: Mapping[str, dict]) -> None:
-    """Each member's own results, summary and metrics beside its journal (members/<name>/)."""
-    for name, member in members.items():
-        member_dir = member_dirs(ctx)[name]
-        store.write_results(member_dir / store.RESULTS_NAME,
-                            journal.with_texts(by_member[name], member_dir / store.JOURNAL_NAME), labels)
-        store.write_json(member_dir / store.SUMMARY_NAME, member.to_json())
-        store.write_json(member_dir / store.METRICS_NAME, dict(sorted(member.metrics.items())))
-
-
-def _gate_results(ctx: RunContext, prepared: Prepared, summary: dict, metrics: dict[str, float]
-                  ) -> list[gates.GateResult]:
-    point = prepared.point
-    results = gates.evaluate(ctx.cfg.gate, summary.get("summary", {}), metrics,
-                             has_threshold=point is not None and point.scoring.pass_threshold is not None,
-                             baseline=prepared.baseline)
-    if point is not None:
-        results += gates.check_results(summary["summary"].get("checks") or {}, point.enforced)
-    return results
-
-
-def _print(title: str, mode: RunMode, summary: Document, gold: dict | None, judge_stats: dict, gate_lines: list[str],
-           report_path: Path | None) -> None:
-    """The end-of-run console summary: the mode's lines (an ensemble's included), the gates, the report's path."""
-    lines = [*mode.console_lines(summary, gold, judge_stats), *gate_lines]
-    if report_path is not None:
-        lines.append(f"report: {report_path}")
-    console.print_title(title)
-    for line in lines:
-        console.print_line(line)

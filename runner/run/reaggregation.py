@@ -4,12 +4,13 @@ The files' votes (runner.inputs.evaluation_sets) become the run's judgments, and
 report from them as it does at the end of a run (``RunMode.build``: the registered aggregation, the users'
 summary, trust, bias, statistics): there is no second aggregation path. Files that are an ensemble's members
 (runner.run.reaggregation_members) are built as a ``judge=ensemble`` run's, through the same mode. What a run
-writes follows: summary.json, results.jsonl, metrics.json, report.html, the gates and an MLflow run tagged
-``judgesweep.kind=aggregation``.
+writes follows, through the run's own path (runner.outputs.run_files): summary.json, results.jsonl, metrics.json,
+report.html, the gates, the console summary and an MLflow run tagged ``judgesweep.kind=aggregation``.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import uuid
 from collections.abc import Mapping, Sequence
@@ -28,10 +29,10 @@ from runner.modes import base as modes
 from runner.modes import catalog, ensemble_check
 from runner.modes import summary as summaries
 from runner.modes.base import ModeInputs
-from runner.outputs import console, html_report, publishing, tracking
+from runner.modes.sections import RunEnd
+from runner.outputs import publishing, run_files, tracking
 from runner.outputs.publisher import describe
-from runner.run import gates, outcome, reaggregation_members
-from runner.storage import store
+from runner.run import gates, reaggregation_members
 
 __all__ = ["AGGREGATION_KIND", "AggregateJob", "AggregateOutcome", "judgments_of", "reaggregate", "refs_of"]
 
@@ -76,31 +77,25 @@ def reaggregate(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) ->
     cfg, refs, judgments, by_member = inputs.cfg, inputs.refs, inputs.judgments, inputs.by_member
     judges = None if by_member is None else [m for m, js in by_member.items() for _ in js]
     report = mode.build(inputs)
-    summary = report.to_json()
-    summary["summary"]["skipped_rows"] = []  # as a run's summary says; a row that cannot be read refuses the file
     metrics = dict(report.metrics)
     judge_stats = summaries.judge_metrics(judgments)
     metrics.update({k: float(v) for k, v in judge_stats.items() if v is not None})
-    results = gates.evaluate(cfg.gate, summary.get("summary", {}) if scoring else {}, metrics,
-                             has_threshold=scoring is not None and scoring.pass_threshold is not None, baseline=None)
+    results = gates.of_report(cfg.gate, mode, report.typed, metrics, baseline=None)
     if results:
-        summary["gates"] = [g.to_dict() for g in results]
         metrics["gate/passed"] = float(all(g.passed for g in results))
+    # skipped_rows as a run's summary says (a row that cannot be read refuses the file); no call was made
+    report = report.ended(RunEnd(skipped_rows=(), gates=tuple(results)))
     crossed = [g.message for g in results if not g.passed]
     run_dir = job.run_dir
-    run_dir.mkdir(parents=True, exist_ok=True)
-    store.write_results(run_dir / store.RESULTS_NAME, judgments, outcome.item_labels(refs, outcome.posteriors(summary)),
-                        judges)
-    outcome.write_summary(run_dir, summary, cfg.output.summary_keys)
-    store.write_json(run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
-    if by_member is not None:  # as an ensemble run: each member's own results, summary and metrics
-        reaggregation_members.write_members(run_dir, report.members, by_member, outcome.item_labels(refs))
-    report_path = html_report.write_run_report(run_dir, {"gates": summary["gates"]} if results else {}, metrics,
-                                               job.run_name, mode.name, report.typed)
-    publishing.write_view(run_dir, {
-        "run_uid": uuid.uuid4().hex, "run_name": job.run_name, "params": _params(cfg, evaluation, job),
-        "tags": {tracking.KIND_TAG: AGGREGATION_KIND}, "failed": bool(crossed), "reason": "; ".join(crossed),
-        "traces": False, "config_yaml": job.resolved_config_yaml})
+    view = {"run_uid": uuid.uuid4().hex, "run_name": job.run_name, "params": _params(cfg, evaluation, job),
+            "tags": {tracking.KIND_TAG: AGGREGATION_KIND}, "failed": bool(crossed), "reason": "; ".join(crossed),
+            "traces": False, "config_yaml": job.resolved_config_yaml}
+    # as an ensemble run: each member's own results, summary and metrics
+    members = {name: functools.partial(iter, js) for name, js in (by_member or {}).items()}
+    run_files.write(run_files.RunFiles(
+        run_dir=run_dir, title=job.run_name, mode=mode, report=report, metrics=metrics, judge_stats=judge_stats,
+        judgments=lambda: judgments, refs=refs, summary_keys=cfg.output.summary_keys, view=view, judges=judges,
+        members=members, closing=(f"written to {run_dir}",)))
     mlflow_run_id, tracking_error = None, None
     if cfg.tracking.enabled:  # the same publishing path as a run's, in this process (no calls to overlap it with)
         try:
@@ -109,12 +104,6 @@ def reaggregate(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) ->
             tracking_error = (f"tracking failed: {describe(cfg.tracking)}: {type(exc).__name__}: "
                               f"{' '.join(str(exc).split())[:500]}. The files are complete in {run_dir}; finish the "
                               f"tracking with: judgesweep sync {run_dir}")
-    lines = [*mode.console_lines(report.typed, summary.get("gold"), judge_stats),
-             *[("PASS " if g.passed else "FAIL ") + g.message for g in results],
-             *([f"report: {report_path}"] if report_path is not None else []), f"written to {run_dir}"]
-    console.print_title(job.run_name)
-    for line in lines:
-        console.print_line(line)
     return AggregateOutcome(run_dir, bool(crossed), "; ".join(crossed), mlflow_run_id, tracking_error)
 
 

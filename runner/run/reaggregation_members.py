@@ -13,20 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
 
 from runner.core.choices import PromptMode
 from runner.core.config import AggregationConfig, JudgeConfig, RunConfig
 from runner.core.errors import ConfigurationError
-from runner.core.types import Judgment
 from runner.inputs.evaluation_files import Vote
 from runner.judging.aggregations import REGISTRY, Kind, Use
-from runner.modes import ensemble_check, panel
-from runner.modes.base import MemberReport
-from runner.storage import store
+from runner.modes import ensemble_check
 
-__all__ = ["FILE_MODEL", "MEMBERS_KEY", "ensemble_config", "member_names", "wants_members", "write_members"]
+__all__ = ["FILE_MODEL", "MEMBERS_KEY", "ensemble_config", "member_names", "wants_members"]
 
 MEMBERS_KEY = "members"  # the command's own key: true | false | name,name,...
 FILE_MODEL = "file"  # a member's model: its votes were read from a file, no call is made
@@ -121,14 +116,3 @@ def _check_annotators(cfg: RunConfig, members: Mapping[str, Sequence[Vote]]) -> 
         need = counts[spec.min_voters] if spec.min_voters < len(counts) else str(spec.min_voters)
         raise ConfigurationError(f"aggregation={spec.name} needs {need} or more annotators (member x order x "
                                  f"repeat), got {len(annotators)} ({len(members)} member(s): {list(members)})")
-
-
-def write_members(run_dir: Path, members: Mapping[str, MemberReport], by_member: Mapping[str, Sequence[Judgment]],
-                  labels: Mapping[str, dict[str, Any]]) -> None:
-    """Each member's own results, summary and metrics under ``members/<name>/``, where an ensemble run writes them."""
-    for name, member in members.items():
-        member_dir = run_dir / panel.MEMBERS_DIR / name
-        member_dir.mkdir(parents=True, exist_ok=True)
-        store.write_results(member_dir / store.RESULTS_NAME, by_member[name], labels)
-        store.write_json(member_dir / store.SUMMARY_NAME, member.to_json())
-        store.write_json(member_dir / store.METRICS_NAME, dict(sorted(member.metrics.items())))

@@ -54,4 +54,13 @@ def finished(cfg: TrackingConfig, run_dir: Path) -> RunOutcome | None:
         reason = str(json.loads(failure.read_text(encoding="utf-8")).get("reason", "failed"))
     log.info("resuming the sweep: %s finished already, skipped", run_dir)
     return RunOutcome(run_dir / store.SUMMARY_NAME, None, {}, bool(reason), reason, manifest.mlflow_run_id,
-                      skipped=True)
+                      skipped=True, metrics=_metrics(run_dir))
+
+
+def _metrics(run_dir: Path) -> dict[str, float]:
+    """The finished job's metrics.json (what its sweeper optimises), as it wrote them."""
+    try:
+        metrics = json.loads((run_dir / store.METRICS_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return metrics if isinstance(metrics, dict) else {}

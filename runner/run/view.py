@@ -29,8 +29,13 @@ def run_params(ctx: RunContext, prepared: Prepared) -> dict[str, Any]:
 
 
 def write(ctx: RunContext, prepared: Prepared, failed: bool, reason: str, started_ns: int) -> None:
-    """Write the run's view.json (when the run starts, so that its traces can be written while the calls go on, and
-    again when it ends, failed or not)."""
+    """Write the run's view.json when the run starts, so that its traces can be written while the calls go on (the
+    run's end writes it again, failed or not: runner.outputs.run_files)."""
+    publishing.write_view(ctx.run_dir, of(ctx, prepared, failed, reason, started_ns))
+
+
+def of(ctx: RunContext, prepared: Prepared, failed: bool, reason: str, started_ns: int) -> dict[str, Any]:
+    """The run's view.json content (see :func:`runner.outputs.publishing.write_view`)."""
     cfg, plan = ctx.cfg, prepared.plan
     members = member_dirs(ctx)
     judges: list[dict[str, Any]]
@@ -43,7 +48,7 @@ def write(ctx: RunContext, prepared: Prepared, failed: bool, reason: str, starte
     if plan.synthesis_template is not None:  # the second round's template belongs to the same prompt option
         prompts.append([f"{cfg.prompt.name}.synthesis", plan.synthesis_template.source,
                         plan.synthesis_template.sha256])
-    publishing.write_view(ctx.run_dir, {
+    return {
         "run_name": ctx.run_name, "params": run_params(ctx, prepared), "tags": dict(ctx.tags), "failed": failed,
         "reason": reason, "traces": cfg.tracking.traces, "prompts": prompts,
         "dataset": [cfg.dataset.name, str(resolve_path(cfg.dataset.path, ctx.project_root))], "judges": judges,
@@ -53,7 +58,7 @@ def write(ctx: RunContext, prepared: Prepared, failed: bool, reason: str, starte
         "pass_threshold": cfg.rubric.pass_threshold if cfg.prompt.mode is PromptMode.pointwise else None,
         # what a trace written while the calls go on needs before results.jsonl exists (publishing.follow)
         "labels": {r.id: {k: v for k, v in (("gold", r.gold), ("human_score", r.human_score)) if v is not None}
-                   for r in prepared.refs}})
+                   for r in prepared.refs}}
 
 
 def item_source(ctx: RunContext, prepared: Prepared) -> dict[str, Any]:

@@ -40,6 +40,8 @@ def test_run_experiment_writes_what_the_cli_writes_and_returns_the_outcome(tmp_p
     # the summary as written: read from summary.json when asked for, not held by the run (issue 12)
     assert outcome.summary == json.loads((tmp_path / "inproc" / "summary.json").read_text())
     assert outcome.summary["summary"]["total_subsets"] == 20 and outcome.summary is outcome.summary
+    # the metrics as written (a sweeper's objective is read from them, not from the file)
+    assert outcome.metrics == json.loads((tmp_path / "inproc" / "metrics.json").read_text())
     run = MlflowClient(mlflow_uri(tmp_path)).get_run(outcome.mlflow_run_id)
     assert run.info.status == "FINISHED"
     assert run.data.tags["hydra.run_dir"] == str((tmp_path / "inproc").resolve())

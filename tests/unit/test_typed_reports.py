@@ -72,7 +72,7 @@ def round_trips(doc: dict[str, Any]) -> None:
         typed = mode.read(variant)
         assert same(variant, typed.to_json())
         assert mode.read(variant, lenient=True) == typed
-        assert mode.console_lines(variant, variant.get("gold"), judge_metrics([]))
+        assert mode.console_lines(variant, judge_metrics([]))
         assert mode.views(variant) is not None and mode.summary_metrics(variant)
         assert len(mode.items(variant)) == len(variant.get("aggregated_results") or variant.get("detailed_results"))
         json.dumps(typed.to_json(), allow_nan=False)
@@ -230,7 +230,7 @@ def test_a_renamed_key_fails_naming_the_section_and_the_key(pairwise_doc: dict[s
         mode_named("pairwise").read(pairwise_doc)
     # and so do the consumers that read it: the console, the metrics (the results API), the items
     mode = mode_named("pairwise")
-    for consume in (lambda d: mode.console_lines(d, None, judge_metrics([])), mode.summary_metrics, mode.items):
+    for consume in (lambda d: mode.console_lines(d, judge_metrics([])), mode.summary_metrics, mode.items):
         with pytest.raises(ReportFormatError, match="final_verdict_distribution"):
             consume(pairwise_doc)
 

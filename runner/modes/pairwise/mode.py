@@ -24,7 +24,7 @@ from runner.modes.base import (
 )
 from runner.modes.drilldown import ItemOutcome
 from runner.modes.pairwise import report, setup, views
-from runner.modes.sections import GoldAccuracy, PairwiseReport
+from runner.modes.sections import PairwiseReport, Record
 
 
 class PairwiseMode(RunMode):
@@ -64,12 +64,12 @@ class PairwiseMode(RunMode):
             out.update(panel_views.ensemble_metrics(rep.ensemble))
         return out
 
-    def console_lines(self, document: Document, gold: Mapping[str, Any] | None,
-                      judge_stats: Mapping[str, Any]) -> list[str]:
-        """Headline, trust, the ensemble's lines (a single judge: bias) and the statistics."""
+    def console_lines(self, document: Document, judge_stats: Mapping[str, Any]) -> list[str]:
+        """Headline (with gold accuracy where the report has it), trust, the ensemble's lines (a single judge: bias)
+        and the statistics."""
         rep = self.read(document)
         ensemble = panel_views.console_lines(rep.ensemble) if rep.ensemble is not None else None
-        return views.console_lines(rep, None if gold is None else GoldAccuracy.of(gold, "gold"), judge_stats, ensemble)
+        return views.console_lines(rep, rep.gold, judge_stats, ensemble)
 
     def views(self, document: Document) -> list[View]:
         """Verdicts, confusion against gold, statistics; an ensemble's aggregations and members."""
@@ -84,6 +84,16 @@ class PairwiseMode(RunMode):
         """``aggregated_results``: item_id, verdicts, final_verdict, confidence, ``verdict_counts.<label>``."""
         results = self.read(document).aggregated_results
         return expand(({"item_id": k, **v.to_json()} for k, v in results.items()), "verdict_counts", fill=0)
+
+    def without_verdict(self, report: Record) -> tuple[int, int] | None:
+        """``summary.failed_items`` of ``summary.total_subsets``."""
+        summary = self.read(report).summary
+        return len(summary.failed_items), summary.total_subsets
+
+    def posteriors(self, report: Record) -> dict[str, Mapping[str, float]]:
+        """``aggregated_results.<id>.details.posterior`` of the items whose aggregation gave one (Dawid-Skene)."""
+        results = self.read(report).aggregated_results
+        return {item: r.posterior for item, r in results.items() if r.posterior is not None}
 
 
 MODE = register(PairwiseMode())

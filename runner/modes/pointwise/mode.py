@@ -25,7 +25,7 @@ from runner.modes.base import (
 )
 from runner.modes.drilldown import ItemOutcome
 from runner.modes.pointwise import report, setup, views
-from runner.modes.sections import PointwiseReport
+from runner.modes.sections import PointwiseReport, Record, ScoreSection
 
 
 class PointwiseMode(RunMode):
@@ -72,8 +72,7 @@ class PointwiseMode(RunMode):
         """The scorecard's metrics (and the ensemble section's)."""
         return report.summary_metrics(self.read(document))
 
-    def console_lines(self, document: Document, gold: Mapping[str, Any] | None,
-                      judge_stats: Mapping[str, Any]) -> list[str]:
+    def console_lines(self, document: Document, judge_stats: Mapping[str, Any]) -> list[str]:
         """Scores, pass rate, tags, consistency, human agreement, checks, calls; the ensemble's lines."""
         rep = self.read(document)
         ensemble = score_panel.console_lines(rep.ensemble) if rep.ensemble is not None else []
@@ -93,6 +92,10 @@ class PointwiseMode(RunMode):
         rows = ({("item_id" if k == "id" else k): v for k, v in d.to_json().items()}
                 for d in self.read(document).detailed_results)
         return expand(rows, "scores")
+
+    def scores(self, report: Record) -> ScoreSection | None:
+        """The report's ``summary``."""
+        return self.read(report).summary
 
 
 MODE = register(PointwiseMode())

@@ -16,7 +16,7 @@ from runner.modes.sections.agreement import (
     WinRate,
 )
 from runner.modes.sections.bias import BiasReport, LengthBias, LengthScoreBias, PositionBias, ScoreBias, SelfPreference
-from runner.modes.sections.documents import Gate, PairwiseReport, PointwiseReport
+from runner.modes.sections.documents import Gate, PairwiseReport, PointwiseReport, RunEnd, with_run_end
 from runner.modes.sections.ensembles import (
     CombineStats,
     DawidSkeneReport,
@@ -52,7 +52,7 @@ __all__ = [
     "HumanCeiling", "InterJudge", "Interval", "JudgePair", "LengthBias", "LengthScoreBias", "MemberAgreement",
     "MemberHeadline", "PairAgreement", "PairErrors", "PairwiseEnsemble", "PairwiseReport", "PassVoteRow", "PassVotes",
     "Pearson",
-    "PointwiseEnsemble", "PointwiseReport", "PointwiseSummary", "PositionBias", "Record", "ReportFormatError",
+    "PointwiseEnsemble", "PointwiseReport", "PointwiseSummary", "PositionBias", "Record", "ReportFormatError", "RunEnd",
     "ScoreAgreement", "ScoreBias", "ScorePair", "ScoreSection", "SelfPreference", "Spearman",
-    "TrustSection", "UnscoredItem", "VerdictSummary", "VersusGold", "VersusMembers", "WinRate",
+    "TrustSection", "UnscoredItem", "VerdictSummary", "VersusGold", "VersusMembers", "WinRate", "with_run_end",
 ]

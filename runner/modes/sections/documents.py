@@ -3,8 +3,10 @@ sections (runner.modes.sections), the registered statistics (runner.modes.statis
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 from runner.modes.record import Record, optional
 from runner.modes.sections.agreement import TrustSection
@@ -15,9 +17,9 @@ from runner.modes.sections.verdicts import AggregatedResult, GoldAccuracy, PairE
 from runner.modes.statistics import Statistics
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Gate(Record):
-    """A gate's outcome (runner.run.gates.GateResult), added when the run ends."""
+    """A gate's outcome (runner.run.gates), added when the run ends."""
 
     name: str
     passed: bool
@@ -57,3 +59,32 @@ class PointwiseReport(Record):
     gates: tuple[Gate, ...] | None = optional()
     partial: bool | None = optional()  # the run was stopped (max_error_rate): this is what completed
     partial_reason: str | None = optional()
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """What the end of a run adds to its report (a None is a key the report leaves out): in ``summary``, the dataset
+    rows left out, the calls that failed and their retries, the batch rows sent again, and why an aborted run is
+    partial; beside it, the gates (none: no ``gates`` key) and the partial mark again."""
+
+    skipped_rows: tuple[str, ...] | None = None
+    failed_calls: int | None = None
+    retries: int | None = None
+    batch_resent: int | None = None
+    gates: tuple[Gate, ...] = ()
+    partial_reason: str | None = None  # an aborted run's summary of what completed: why it stopped
+
+
+ReportT = TypeVar("ReportT", bound=Record)
+
+
+def with_run_end(report: ReportT, end: RunEnd) -> ReportT:
+    """``report`` (a mode's document: a ``summary`` section, then ``gates``, ``partial`` and ``partial_reason``) with
+    what the run's end adds: a new record, the built one is frozen."""
+    partial = True if end.partial_reason is not None else None
+    document = cast(Any, report)  # every mode's document has these fields (PairwiseReport, PointwiseReport)
+    summary = dataclasses.replace(document.summary, skipped_rows=end.skipped_rows, failed_calls=end.failed_calls,
+                                  retries=end.retries, batch_resent=end.batch_resent, partial=partial,
+                                  partial_reason=end.partial_reason)
+    return cast(ReportT, dataclasses.replace(document, summary=summary, gates=end.gates or None, partial=partial,
+                                             partial_reason=end.partial_reason))
