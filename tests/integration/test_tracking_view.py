@@ -318,31 +318,25 @@ def start_publishing_into_a_locked_store(tmp_path: Path, empty_mlflow_store, ser
                 f"{sorted(p.name for p in run_dir.glob('*'))}){tails(finish(proc))}")
 
 
-# --- A: the default run ----------------------------------------------------------------------------------------
+# --- A and B: the default run, then judgesweep sync of it ------------------------------------------------------
 
 
-def test_a_default_run_writes_its_files_then_publishes_one_complete_mlflow_run(tmp_path, empty_mlflow_store):
-    db, run_dir = store(tmp_path, empty_mlflow_store), tmp_path / "run"
-    proc = run(run_args(tmp_path, run_dir, db, "judge=replay_gpt4", f"max_items={ITEMS}"), workdir(tmp_path))
+def test_a_default_run_publishes_one_complete_mlflow_run_and_syncing_it_twice_writes_nothing_twice(
+        tmp_path, empty_mlflow_store):
+    """The default run writes its files, then publishes one complete MLflow run; `judgesweep sync` of it, twice,
+    into the run's own store (its .hydra/config.yaml): nothing lacks, nothing is written twice. One run for both
+    (they were two tests making the same run)."""
+    db, run_dir, cwd = store(tmp_path, empty_mlflow_store), tmp_path / "run", workdir(tmp_path)
+    proc = run(run_args(tmp_path, run_dir, db, "judge=replay_gpt4", f"max_items={ITEMS}"), cwd)
     assert proc.returncode == 0, tails(proc)
     no_traceback(proc)
     assert all((run_dir / name).is_file() for name in FILES), sorted(p.name for p in run_dir.glob("*"))
     assert_files(run_dir, JUDGMENTS, proc)
-    tracked = assert_published(uri_of(db), run_dir, JUDGMENTS, where=tails(proc))
-    assert tracked.data.tags[RUN_DIR_TAG] == str(run_dir.resolve())
-    assert json.loads(tracked.data.tags["mlflow.linkedPrompts"]) == [{"name": "llmbar_vanilla", "version": "1"}]
-    assert [d.dataset.name for d in tracked.inputs.dataset_inputs] == ["llmbar_natural"]
-
-
-# --- B: judgesweep sync -----------------------------------------------------------------------------------------
-
-
-def test_sync_after_a_published_run_and_twice_writes_nothing_twice(tmp_path, empty_mlflow_store):
-    db, run_dir, cwd = store(tmp_path, empty_mlflow_store), tmp_path / "run", workdir(tmp_path)
-    proc = run(run_args(tmp_path, run_dir, db, "judge=replay_gpt4", f"max_items={ITEMS}"), cwd)
-    assert proc.returncode == 0, tails(proc)
     first = assert_published(uri_of(db), run_dir, JUDGMENTS, where=tails(proc))
-    for _ in range(2):  # the run's own store (its .hydra/config.yaml): nothing lacks, nothing is written twice
+    assert first.data.tags[RUN_DIR_TAG] == str(run_dir.resolve())
+    assert json.loads(first.data.tags["mlflow.linkedPrompts"]) == [{"name": "llmbar_vanilla", "version": "1"}]
+    assert [d.dataset.name for d in first.inputs.dataset_inputs] == ["llmbar_natural"]
+    for _ in range(2):
         again = sync(run_dir, cwd)
         assert again.returncode == 0, tails(again)
         no_traceback(again)
