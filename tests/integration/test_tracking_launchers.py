@@ -1,6 +1,7 @@
-"""A sweep in MLflow whatever runs its jobs (issue 28): under the basic, joblib and ray_local launchers each job is
-one MLflow run with a trace per judgment of its results.jsonl, nested under the sweep's parent run; and a sweep made
-with tracking off is published later by `judgesweep sync <sweep dir>`, once, however often it is synced.
+"""A sweep in MLflow whatever runs its jobs (issue 28): under the basic and joblib launchers (ray_local: in
+tests/integration/test_ray_launcher.py, on the one Ray cluster that test starts) each job is one MLflow run with a
+trace per judgment of its results.jsonl, nested under the sweep's parent run; and a sweep made with tracking off is
+published later by `judgesweep sync <sweep dir>`, once, however often it is synced.
 
 judgesweep as a process in a fresh working directory; what MLflow holds read back through MLflow's client."""
 
@@ -8,23 +9,20 @@ from __future__ import annotations
 
 import sys
 import uuid
-from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.integration.conftest import REPO
-from tests.integration.test_tracking_view import assert_published, run, store, sync, tails, traces_of, uri_of, workdir
+from tests.integration.tracking_processes import JOBS, assert_sweep_published, run, store, sync, tails, uri_of, workdir
 
 pytestmark = pytest.mark.slow
 
 SWEEP = ("judge=replay_gpt4", "max_items=5", "prompt=llmbar_vanilla,llmbar_vanilla_norules")
-JOBS = 2
 LAUNCHERS = {
     "basic": ("hydra/launcher=basic",),
     "joblib": ("hydra/launcher=joblib", f"hydra.launcher.n_jobs={JOBS}"),
-    "ray_local": ("hydra/launcher=ray_local",),
 }
 
 
@@ -33,36 +31,9 @@ def sweep_args(tmp_path: Path, sweep_dir: Path, *overrides: str) -> list[str]:
             f"cache.path={tmp_path / 'cache.sqlite'}", f"prompts_dir={REPO / 'prompts'}", *SWEEP, *overrides]
 
 
-def judgments(job_dir: Path) -> int:
-    return len((job_dir / "results.jsonl").read_text().splitlines())
-
-
-def assert_sweep_published(uri: str, sweep_dir: Path, where: str, prompt_versions: bool = True) -> None:
-    """One parent run for the sweep; each job one complete run with all its traces, nested under the parent."""
-    client = MlflowClient(uri)
-    experiments = [e.experiment_id for e in client.search_experiments()]
-    parents = client.search_runs(experiments, filter_string=(f"tags.`judgesweep.kind` = 'sweep' and "
-                                                             f"tags.`judgesweep.sweep` = '{sweep_dir.resolve()}'"))
-    assert len(parents) == 1, f"{len(parents)} parent runs of the sweep{where}"
-    jobs = sorted(p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit())
-    assert len(jobs) == JOBS, (jobs, where)
-    nested = client.search_runs(experiments, filter_string=f"tags.`mlflow.parentRunId` = '{parents[0].info.run_id}'")
-    traced = sorted(len(traces_of(uri, r)) for r in nested)  # before the run_dir tag: what each job's run holds
-    assert traced == sorted(judgments(job) for job in jobs), (
-        f"traces per nested job run {traced}, judgments per job {[judgments(job) for job in jobs]}{where}")
-    for job in jobs:
-        count = judgments(job)
-        assert count == 10, f"{job}: {count} judgments{where}"
-        tracked = assert_published(uri, job, count, where=f"\njob {job.name}{where}", prompt_versions=prompt_versions)
-        assert tracked.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id, (job, where)
-
-
-@pytest.mark.parametrize("launcher", [
-    "basic", "joblib", pytest.param("ray_local", marks=pytest.mark.ray)])
+@pytest.mark.parametrize("launcher", ["basic", "joblib"])
 def test_each_job_of_a_sweep_is_one_run_with_all_its_traces_under_the_parent(tmp_path, empty_mlflow_store,
                                                                              mlflow_server, launcher):
-    if launcher == "ray_local":  # the dev extra installs Ray: without it this test fails instead of skipping
-        assert find_spec("ray") and find_spec("hydra_plugins.hydra_ray_launcher"), "pip install -e '.[dev]'"
     sweep_dir = tmp_path / "multirun"
     if launcher == "basic":  # one process at a time: a sqlite store
         uri, tracking = uri_of(store(tmp_path, empty_mlflow_store)), ["tracking=sqlite"]
