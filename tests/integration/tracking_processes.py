@@ -310,7 +310,7 @@ def start_publishing_into_a_locked_store(tmp_path: Path, empty_mlflow_store, ser
                 f"{sorted(p.name for p in run_dir.glob('*'))}){tails(finish(proc))}")
 
 
-# --- a sweep of JOBS jobs of 10 judgments each --------------------------------------------------------------------
+# --- a sweep of JOBS jobs, each in MLflow --------------------------------------------------------------------------
 
 JOBS = 2
 
@@ -319,9 +319,10 @@ def judgments(job_dir: Path) -> int:
     return len((job_dir / "results.jsonl").read_text().splitlines())
 
 
-def assert_sweep_published(uri: str, sweep_dir: Path, where: str, prompt_versions: bool = True) -> None:
-    """One parent run for the sweep; each of its JOBS jobs one complete run with all its 10 traces, nested under the
-    parent."""
+def assert_sweep_published(uri: str, sweep_dir: Path, where: str, prompt_versions: bool = True,
+                           per_job: int = 10) -> None:
+    """One parent run for the sweep; each of its JOBS jobs one complete run with all its ``per_job`` traces, nested
+    under the parent."""
     client = MlflowClient(uri)
     experiments = [e.experiment_id for e in client.search_experiments()]
     parents = client.search_runs(experiments, filter_string=(f"tags.`judgesweep.kind` = 'sweep' and "
@@ -335,6 +336,6 @@ def assert_sweep_published(uri: str, sweep_dir: Path, where: str, prompt_version
         f"traces per nested job run {traced}, judgments per job {[judgments(job) for job in jobs]}{where}")
     for job in jobs:
         count = judgments(job)
-        assert count == 10, f"{job}: {count} judgments{where}"
+        assert count == per_job, f"{job}: {count} judgments{where}"
         tracked = assert_published(uri, job, count, where=f"\njob {job.name}{where}", prompt_versions=prompt_versions)
         assert tracked.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id, (job, where)
