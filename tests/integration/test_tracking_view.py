@@ -79,26 +79,26 @@ def test_a_default_run_publishes_one_complete_mlflow_run_and_syncing_it_twice_wr
         assert tracked.info.run_id == first.info.run_id
 
 
-def test_a_run_with_tracking_off_syncs_into_two_stores(tmp_path, empty_mlflow_store):
+def test_a_run_with_tracking_off_syncs_into_two_stores_and_a_killed_sync_synced_again_leaves_one_run(
+        tmp_path, empty_mlflow_store):
+    """An untracked run synced into two stores, each then holding it once; a sync into a third store killed with
+    kill -9 leaves no process or open file, and syncing again leaves one complete run. One untracked run of 40 items
+    (long enough a sync to kill) for both (they were two tests, each making an untracked run)."""
     run_dir, cwd = tmp_path / "run", workdir(tmp_path)
-    proc = run(run_args(tmp_path, run_dir, None, "judge=replay_gpt4", f"max_items={ITEMS}", "tracking=off"), cwd)
+    proc = run(run_args(tmp_path, run_dir, None, "judge=replay_gpt4", "max_items=40", "tracking=off"), cwd)
     assert proc.returncode == 0, tails(proc)
+    judgments = 80
     first, second = store(tmp_path, empty_mlflow_store, "first.db"), store(tmp_path, empty_mlflow_store, "second.db")
     one = sync(run_dir, cwd, "tracking=sqlite", f"tracking.uri={uri_of(first)}")
     assert one.returncode == 0, tails(one)
     no_traceback(one)
-    assert_published(uri_of(first), run_dir, JUDGMENTS, experiment="judgesweep", where=tails(one))
+    assert_published(uri_of(first), run_dir, judgments, experiment="judgesweep", where=tails(one))
     two = sync(run_dir, cwd, "tracking.enabled=true", f"tracking.uri={uri_of(second)}", "tracking.experiment=elsewhere")
     assert two.returncode == 0, tails(two)
-    assert_published(uri_of(second), run_dir, JUDGMENTS, experiment="elsewhere", where=tails(two))
-    assert_published(uri_of(first), run_dir, JUDGMENTS, where=tails(two))  # the first store as it was
+    assert_published(uri_of(second), run_dir, judgments, experiment="elsewhere", where=tails(two))
+    assert_published(uri_of(first), run_dir, judgments, where=tails(two))  # the first store as it was
     assert not list(cwd.rglob("mlflow.db")), list(cwd.rglob("*"))
 
-
-def test_kill_9_of_a_sync_then_sync_again_leaves_one_complete_run(tmp_path, empty_mlflow_store):
-    run_dir, cwd = tmp_path / "run", workdir(tmp_path)
-    proc = run(run_args(tmp_path, run_dir, None, "judge=replay_gpt4", "max_items=40", "tracking=off"), cwd)
-    assert proc.returncode == 0, tails(proc)
     db = store(tmp_path, empty_mlflow_store)
     syncing = start([str(JUDGESWEEP), "sync", str(run_dir), "tracking=sqlite", f"tracking.uri={uri_of(db)}"], cwd)
     wait_for_mlflow_run(uri_of(db), run_dir, syncing)
@@ -108,7 +108,7 @@ def test_kill_9_of_a_sync_then_sync_again_leaves_one_complete_run(tmp_path, empt
     assert_nothing_outlives(syncing.pid, children, [run_dir, db], tails(killed))
     again = sync(run_dir, cwd, "tracking=sqlite", f"tracking.uri={uri_of(db)}")
     assert again.returncode == 0, tails(again)
-    assert_published(uri_of(db), run_dir, 80, where=tails(again))
+    assert_published(uri_of(db), run_dir, judgments, where=tails(again))
 
 
 def test_kill_9_of_the_run_while_it_publishes_then_sync_completes_it(tmp_path, empty_mlflow_store):
