@@ -1,14 +1,19 @@
 """Markers by where a test lives: every test under tests/integration is ``integration``; those that run
 judgesweep as a process (the process is their point: exit codes, kill -9 and resume, launchers, a sweep's
 callbacks, Hydra's logging), start an MLflow server or run for tens of seconds are also ``slow``, which
-`make test-fast` leaves out. Also: tmp_path on tmpfs, and the longest modules first."""
+`make test-fast` leaves out. Also: tmp_path on tmpfs, the longest modules first, and the fixtures many modules share
+(``schemas``, ``hydra_conf``: Hydra on conf/ for tests.builders.to_run_config). Hand-built records and configs
+shared by modules are in tests/builders.py; a test module imports nothing from another."""
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from omegaconf import DictConfig
 
 SLOW_MODULES = frozenset({
     "test_calibration",  # Optuna sweeps and their held-out runs
@@ -64,3 +69,37 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:  # noqa: D1
         fixtures = getattr(item, "fixturenames", ())
         if path.stem in SLOW_MODULES or "run_process" in fixtures or "mlflow_server" in fixtures:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def schemas() -> None:
+    """judgesweep's schemas in Hydra's ConfigStore (register_configs: idempotent), as a run registers them."""
+    from runner.core.config_store import register_configs
+
+    register_configs()
+
+
+@functools.cache
+def _composed_with_hydra(cwd: str) -> DictConfig:
+    """The default config with its hydra node as composed in ``cwd`` (its runtime.cwd), composed once: HydraConfig
+    takes a copy of it, and nothing here changes it."""
+    from hydra import compose
+
+    return compose(config_name="config", return_hydra_config=True)
+
+
+@pytest.fixture()
+def hydra_conf(schemas: None) -> Iterator[None]:
+    """Initialise Hydra on conf/ and set HydraConfig, as a real run does, for ${hydra:...} interpolations
+    (tests.builders.to_run_config composes there)."""
+    from hydra import initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+
+    from tests.builders import CONF
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        HydraConfig.instance().set_config(_composed_with_hydra(str(Path.cwd())))
+        try:
+            yield
+        finally:
+            HydraConfig.instance().cfg = None  # type: ignore[assignment]

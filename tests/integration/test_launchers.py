@@ -6,13 +6,15 @@ from __future__ import annotations
 import csv
 import json
 import re
+import sys
 import threading
 from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
 from tests.fakes.openai_server import Reply
-from tests.integration.conftest import live_judge
+from tests.integration.conftest import REPO, live_judge
+from tests.integration.tracking_processes import assert_sweep_published, run, tails, workdir
 
 PARALLEL = ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
 # Every job log line carries the PID of the process that ran the job.
@@ -45,20 +47,24 @@ def job_pids(job_dir: Path) -> set[int]:
     return {int(pid) for pid in re.findall(r"^pid=(\d+) ", (job_dir / "judgesweep.log").read_text(), re.M)}
 
 
-def test_joblib_sweep_runs_jobs_in_parallel_processes_into_one_mlflow_server(run_cli, fake_server, mlflow_server):
+def test_joblib_sweep_runs_jobs_in_parallel_processes_into_one_mlflow_server(fake_server, mlflow_server, tmp_path):
     # Created up front: two jobs that both find no experiment both create it, and one fails with
     # RESOURCE_ALREADY_EXISTS (runner/outputs/tracking.py _experiment_id does not handle that race yet).
     client = MlflowClient(tracking_uri=mlflow_server)
     experiment_id = client.create_experiment("launcher-test")
     rendezvous = Rendezvous({1, 2})
     fake_server.reply = rendezvous
-    result = run_cli(*PARALLEL, PID_LOG, *live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict",
-                     "judge.seed=1,2", "max_items=10", "tracking=server", f"tracking.uri={mlflow_server}",
-                     "tracking.artifact_location=null", "tracking.experiment=launcher-test", multirun=True)
-    assert result.proc.returncode == 0, result.output
-    assert "Joblib.Parallel(n_jobs=2" in result.output
-    jobs = [result.run_dir / "0", result.run_dir / "1"]
-    assert all((job / "summary.json").is_file() for job in jobs), result.output
+    sweep_dir = tmp_path / "multirun"
+    args = [sys.executable, "-m", "runner", "-m", f"hydra.sweep.dir={sweep_dir}", f"cache.path={tmp_path / 'c.sqlite'}",
+            f"prompts_dir={REPO / 'prompts'}", *PARALLEL, PID_LOG, *live_judge(fake_server), "prompt=mtbench_pair",
+            "rubric=mtbench_verdict", "judge.seed=1,2", "max_items=10", "tracking=server",
+            f"tracking.uri={mlflow_server}", "tracking.artifact_location=null", "tracking.experiment=launcher-test"]
+    proc = run(args, workdir(tmp_path))
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, tails(proc)
+    assert "Joblib.Parallel(n_jobs=2" in output
+    jobs = [sweep_dir / "0", sweep_dir / "1"]
+    assert all((job / "summary.json").is_file() for job in jobs), output
     # two worker processes, each job in one of them, and both jobs in flight at once
     pids = [job_pids(job) for job in jobs]
     assert all(len(p) == 1 for p in pids) and pids[0] != pids[1], pids
@@ -68,14 +74,17 @@ def test_joblib_sweep_runs_jobs_in_parallel_processes_into_one_mlflow_server(run
     job_runs = [r for r in runs if "judgesweep.kind" not in r.data.tags]
     assert sorted(r.data.params["judge.seed"] for r in job_runs) == ["1", "2"]
     assert all(r.info.status == "FINISHED" and r.data.metrics["judge/calls"] == 20 for r in job_runs)
-    assert {r.data.tags["judgesweep.sweep"] for r in runs} == {str(result.run_dir.resolve())}
+    assert {r.data.tags["judgesweep.sweep"] for r in runs} == {str(sweep_dir.resolve())}
     (table_run,) = [r for r in runs if r.data.tags.get("judgesweep.kind") == "sweep"]
     assert table_run.data.metrics["sweep/jobs"] == 2 and table_run.data.metrics["sweep/failed"] == 0
     assert "sweep_table.csv" in {a.path for a in client.list_artifacts(table_run.info.run_id)}
 
-    with (result.run_dir / "sweep_table.csv").open(newline="") as fh:
+    with (sweep_dir / "sweep_table.csv").open(newline="") as fh:
         table = list(csv.DictReader(fh))
     assert [(row["job"], row["judge.seed"], row["status"]) for row in table] == [("0", "1", "ok"), ("1", "2", "ok")]
+    # what tests/integration/test_tracking_launchers.py checks of the basic launcher: each job one MLflow run with a
+    # trace per judgment, nested under the sweep's parent run (this sweep runs from a fresh working directory for it)
+    assert_sweep_published(mlflow_server, sweep_dir, tails(proc), prompt_versions=False, per_job=20)
 
 
 def test_joblib_workers_serve_replay_judges_and_a_failed_job_fails_the_multirun(run_cli):

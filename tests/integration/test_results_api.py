@@ -1,10 +1,12 @@
 """``runner.outputs.results.load`` over real runs: a tracked replay sweep of the CLI (by directory and by run id), and
 an untracked pointwise run against the loopback server (in this process), read from its directory (and from its
-journal alone)."""
+journal alone). The same sweep is the one that shows a sweep in MLflow: one parent run with a readable label, its
+jobs nested under it with readable names (a real multirun, ``python -m runner -m``, into a real sqlite store)."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -67,6 +69,22 @@ def swept(runs) -> results.Results:
 def summary(run_dir: str | Path) -> dict:
     """A run directory's summary.json."""
     return json.loads((Path(run_dir) / "summary.json").read_text())
+
+
+def test_a_sweep_is_a_parent_run_with_its_jobs_nested_under_it(runs):
+    """(Was tests/integration/test_sweep_parent.py, on a sweep of its own of the same shape: 2 replay judges, one
+    prompt, a few items; the name of a job with a prompt override is in tests/unit/test_naming.py.)"""
+    client = MlflowClient(tracking_uri=runs.sweep_uri)
+    found = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id])
+    (parent,) = [r for r in found if r.data.tags.get("judgesweep.kind") == "sweep"]
+    jobs = [r for r in found if "judgesweep.kind" not in r.data.tags]
+    assert re.fullmatch(r"sweep \d{4}-\d\d-\d\d \d\d:\d\d · judge", parent.info.run_name), parent.info.run_name
+    assert parent.info.status == "FINISHED" and parent.data.metrics["sweep/jobs"] == 2  # the table is in it
+    assert "sweep_table.csv" in {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {r.data.tags["mlflow.parentRunId"] for r in jobs} == {parent.info.run_id}
+    assert {r.info.run_name for r in jobs} == {"gpt4 · max_items=10", "chatgpt · max_items=10"}
+    # results.load and judgesweep-compare still find the jobs by the sweep's tag
+    assert {r.data.tags["judgesweep.sweep"] for r in found} == {str(runs.sweep_dir.resolve())}
 
 
 def test_a_sweep_dir_gives_one_row_per_run_with_choices_params_and_metrics(swept, runs):

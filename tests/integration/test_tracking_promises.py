@@ -15,7 +15,7 @@ import pytest
 
 from tests.fakes.openai_server import Reply
 from tests.integration.conftest import REPO
-from tests.integration.test_tracking_view import (
+from tests.integration.tracking_processes import (
     StoreLock,
     assert_published,
     finish,
@@ -32,7 +32,7 @@ from tests.integration.test_tracking_view import (
     uri_of,
     workdir,
 )
-from tests.integration.test_tracking_view import run_args as args_of
+from tests.integration.tracking_processes import run_args as args_of
 
 pytestmark = pytest.mark.slow
 

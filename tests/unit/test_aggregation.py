@@ -6,36 +6,12 @@ import pytest
 
 from runner.core.registry import UnknownNameError
 from runner.core.types import (
-    JudgeRequest,
-    JudgeResponse,
-    Judgment,
     Order,
     Status,
-    Verdict,
 )
 from runner.judging.aggregation import AGGREGATIONS, aggregate_items, final_judgments
 from runner.judging.aggregations.builtin import majority_vote, weighted_vote
-
-
-def judgment(
-    item_id: str,
-    winner: str | None,
-    *,
-    repeat: int = 0,
-    order: Order = Order.AB,
-    stage: str = "judge",
-    status: Status | None = None,
-) -> Judgment:
-    """A hand-built judgment; the status defaults to SCORED when there is a winner."""
-    if status is None:
-        status = Status.SCORED if winner is not None else Status.UNSCORED
-    return Judgment(
-        request=JudgeRequest(item_id, repeat, order, stage, ""),
-        response=JudgeResponse(text="..."),
-        verdict=Verdict("A" if winner else None, None if winner else "no_label"),
-        winner=winner,
-        status=status,
-    )
+from tests.builders import won as judgment
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,6 @@ import pytest
 from omegaconf import OmegaConf
 
 from runner.core.config import FunctionRef
-from runner.core.config_store import register_configs
 from runner.core.errors import ConfigurationError, ParamsError
 from runner.core.registry import UnknownNameError
 from runner.core.types import ItemResult
@@ -18,15 +17,9 @@ from runner.judging.aggregations import REGISTRY, AggregationRef, AggregationReg
 from runner.judging.scoring import SCORE_AGGREGATIONS
 from runner.modes import ensemble_check, panel
 from runner.modes.ensemble import LABEL_COMBINERS, SCORE_COMBINERS, combine_labels, combine_scores
-from tests.unit.test_config import hydra_conf  # noqa: F401 - a fixture
-from tests.unit.test_panel import OURS, ensemble_cfg
+from tests.builders import OURS, ensemble_cfg
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "aggregation"
-
-
-@pytest.fixture(autouse=True)
-def _schemas() -> None:
-    register_configs()
 
 
 def test_each_aggregation_is_registered_once_per_meaning_with_its_kind_and_uses() -> None:

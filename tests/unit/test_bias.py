@@ -10,43 +10,16 @@ from pathlib import Path
 import pytest
 from scipy import stats as scipy_stats
 
-from runner.core.types import TIE, JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+from runner.core.types import TIE, JudgeRequest, JudgeResponse, Judgment, Order, Status
 from runner.inputs.datasets import ItemRef
 from runner.judging.parsing import parse_verdict
 from runner.modes.bias import bias_metrics, bias_report
 from runner.modes.summary import gold_metrics
+from tests.builders import AB, BA, BASE, OURS, judgment, picking, ref, shown
 
-OURS, BASE = "ours", "base"
-AB, BA = Order.AB, Order.BA
 LLMBAR = Path(__file__).resolve().parents[2] / "runner" / "data" / "llmbar"
 
 pytestmark = pytest.mark.filterwarnings("error")
-
-
-def shown(order: Order, ours: str = OURS, base: str = BASE) -> tuple[str, str]:
-    """System names as (A, B) for one order."""
-    return (ours, base) if order is AB else (base, ours)
-
-
-def judgment(item_id: str, order: Order, label: str | None, *, repeat: int = 0, stage: str = "judge",
-             status: Status | None = None, ours: str = OURS, base: str = BASE) -> Judgment:
-    """A hand-built judgment whose winner follows from the positional ``label`` (None: unscored)."""
-    if label is None:
-        verdict, winner, status = Verdict(None, "no_match"), None, status or Status.UNSCORED
-    else:
-        a, b = shown(order, ours, base)
-        verdict, winner, status = Verdict(label), {"A": a, "B": b, TIE: TIE}[label], Status.SCORED
-    return Judgment(JudgeRequest(item_id, repeat, order, stage, ""), JudgeResponse(text="..."), verdict,
-                    winner, status)
-
-
-def picking(item_id: str, system: str, order: Order, **kw) -> Judgment:
-    """A scored judgment naming ``system`` as the winner in ``order``."""
-    return judgment(item_id, order, "A" if shown(order)[0] == system else "B", **kw)
-
-
-def ref(item_id: str, gold: str | None = None, lengths: tuple[int, ...] = (100, 100)) -> ItemRef:
-    return ItemRef(item_id, gold, f"test:{item_id}", lengths=lengths)
 
 
 def report(judgments, refs=(), **kw):

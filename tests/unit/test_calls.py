@@ -14,7 +14,7 @@ from runner.core.types import JudgeRequest, JudgeResponse, Message
 from runner.judging.calls import ABORT_MIN_CALLS, BudgetReached, PaidCalls, RunAborted, run_windowed
 from runner.llm.call_slot import CallSlot
 from runner.llm.pacing import RateLimiter
-from tests.unit.test_pacing import VirtualTimeLoop
+from tests.builders import VirtualTimeLoop
 
 MESSAGES: tuple[Message, ...] = (Message(role="user", content="hi"),)
 

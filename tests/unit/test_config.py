@@ -6,23 +6,19 @@ Uses Hydra's compose API on the real conf/ tree; nothing is run.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.hydra_config import HydraConfig
+from hydra import compose
 from hydra.errors import ConfigCompositionException
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from runner.core.choices import OrderPolicy, PromptMode, Strategy
 from runner.core.config import JudgeConfig, PromptConfig, RunConfig
 from runner.core.config_store import register_configs
+from tests.builders import CONF, PROMPTS, to_run_config
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-CONF = PROJECT_ROOT / "conf"
-PROMPTS = PROJECT_ROOT / "prompts"
 GROUPS = ("judge", "prompt", "rubric", "aggregation", "dataset", "tracking")
 DEFAULT_CHOICES = {
     "judge": "replay_gpt4",
@@ -37,36 +33,6 @@ CONFIG_ERRORS = (ConfigCompositionException, OmegaConfBaseException)
 
 def options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _schemas() -> None:
-    register_configs()
-
-
-@functools.cache
-def _composed_with_hydra(cwd: str) -> DictConfig:
-    """The default config with its hydra node as composed in ``cwd`` (its runtime.cwd), composed once: HydraConfig
-    takes a copy of it, and nothing here changes it."""
-    return compose(config_name="config", return_hydra_config=True)
-
-
-@pytest.fixture()
-def hydra_conf() -> Iterator[None]:
-    """Initialise Hydra on conf/ and set HydraConfig, as a real run does, for ${hydra:...} interpolations."""
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        HydraConfig.instance().set_config(_composed_with_hydra(str(Path.cwd())))
-        try:
-            yield
-        finally:
-            HydraConfig.instance().cfg = None  # type: ignore[assignment]
-
-
-def to_run_config(overrides: list[str]) -> RunConfig:
-    cfg = compose(config_name="config", overrides=overrides)
-    obj = OmegaConf.to_object(cfg)
-    assert isinstance(obj, RunConfig)
-    return obj
 
 
 # --- the default config ----------------------------------------------------------------------------

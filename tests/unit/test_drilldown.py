@@ -9,15 +9,17 @@ from runner.modes import drilldown
 from runner.modes.catalog import mode_named
 from runner.modes.drilldown import ItemOutcome
 from runner.outputs import html_report, item_report
+from tests.builders import won
 
 HOSTILE = "<script>alert(1)</script>"
 
 
 def judgment(item: str, order: Order | None, winner: str | None, text: str = "Output (a)", repeat: int = 0,
              status: Status = Status.SCORED, reason: str | None = None) -> Judgment:
+    """tests.builders.won with the label that shows ``winner`` (ours or the baseline) in ``order``."""
     label = None if winner is None else ("A" if (winner == "ours") == (order is Order.AB) else "B")
-    return Judgment(JudgeRequest(item, repeat, order, "judge", "h"), JudgeResponse(text),
-                    Verdict(label, reason), winner, status)
+    return won(item, winner, order, label=label, repeat=repeat, status=status, reason=reason,
+               response=JudgeResponse(text), messages_hash="h")
 
 
 def pairwise_run() -> tuple[list[ItemRef], list[Judgment], list[Item]]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from runner.core.config import JudgeConfig
-from runner.core.types import JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+from runner.core.types import JudgeResponse, Judgment
 from runner.judging.estimate import LIST_UNPRICED, LIST_USD, list_cost, run_list_cost
+from tests.builders import won
 
 # gpt-4 in litellm's local cost map: $30 per million prompt tokens, $60 per million completion tokens
 GPT4_1000_IN_100_OUT = 1000 * 30e-6 + 100 * 60e-6
@@ -19,9 +20,7 @@ def answer(cost: float | None = None, source: str = "call", error: bool = False)
 
 
 def judgment(response: JudgeResponse) -> Judgment:
-    request = JudgeRequest(item_id="i", repeat=0, order=Order.AB, stage="judge", messages_hash="h")
-    return Judgment(request=request, response=response, verdict=Verdict(label="A"), winner="x",
-                    status=Status.SCORED)
+    return won("i", "x", response=response, messages_hash="h")
 
 
 def test_priced_answers_count_at_their_own_cost_whoever_served_them():

@@ -8,25 +8,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import random
-import selectors
 
 import pytest
 
 from runner.llm.limiter_pool import LimiterPool
 from runner.llm.pacing import RateLimiter, estimate_tokens
-
-
-class FakeClock:
-    """A monotonic clock that only moves when told to."""
-
-    def __init__(self, t: float = 0.0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
+from tests.builders import FakeClock, VirtualTimeLoop
 
 
 def booked_starts(limiter: RateLimiter, clock: FakeClock, requests: list[tuple[float, int]]) -> list[float]:
@@ -268,25 +255,6 @@ def test_a_cut_never_goes_below_what_the_last_minute_answered_without_a_429() ->
         clock.advance(1.0)
         penalize(limiter, 0.0, 40)  # enough of the last 100 answers for a rate limit
     assert limiter.learned_rate is not None and limiter.learned_rate >= 500 / 60  # the answers of the last 60 s
-
-
-class VirtualTimeLoop(asyncio.SelectorEventLoop):
-    """An event loop on virtual time: where a real loop would block in select() until its next timer, this one
-    moves the clock forward by that much at once, so minutes of pacing run in milliseconds, deterministically."""
-
-    def __init__(self) -> None:
-        clock = self.clock = FakeClock()
-
-        class Selector(selectors.SelectSelector):
-            def select(self, timeout: float | None = None) -> list:
-                if timeout:
-                    clock.advance(timeout)
-                return []
-
-        super().__init__(Selector())
-
-    def time(self) -> float:
-        return self.clock()
 
 
 def one_second_window_run(limiter_for, limit_per_s: int, calls: int = 300, concurrency: int = 32,

@@ -10,9 +10,7 @@ from runner.core.errors import ConfigurationError
 from runner.judging.pair_policy import apply_pair_error
 from runner.modes.pairwise import report as pairwise_report
 from runner.modes.pairwise.setup import check_pair_error
-from tests.unit.test_bias import AB, BA, judgment
-from tests.unit.test_config import hydra_conf  # noqa: F401 - a fixture
-from tests.unit.test_typed_reports import _schemas, both_orders, pairwise_cfg, refs, round_trips  # noqa: F401
+from tests.builders import AB, BA, both_orders, judgment, pairwise_cfg, refs, round_trips
 
 pytestmark = pytest.mark.usefixtures("hydra_conf")
 

@@ -8,30 +8,11 @@ import dataclasses
 import pytest
 
 from runner.core.choices import OrderPolicy
-from runner.core.config import RunConfig
-from runner.core.config_store import register_configs
 from runner.core.errors import ConfigurationError
 from runner.modes import ensemble_check, panel, panel_views
-from tests.unit.test_bias import AB, BA, judgment, picking, ref
-from tests.unit.test_config import hydra_conf, to_run_config  # noqa: F401 - hydra_conf is a fixture
+from tests.builders import AB, BA, BASE, OURS, ensemble_cfg, judgment, picking, ref
 
-OURS, BASE = "ours", "base"
 pytestmark = pytest.mark.usefixtures("hydra_conf")
-
-
-@pytest.fixture(autouse=True)
-def _schemas() -> None:
-    register_configs()
-
-
-def ensemble_cfg(*overrides: str) -> RunConfig:
-    """judge=ensemble on a dataset whose systems are named ours / base."""
-    cfg = to_run_config(["judge=ensemble", *overrides])
-    if cfg.dataset.ours is None or cfg.dataset.baseline is None:
-        return cfg
-    dataset = dataclasses.replace(cfg.dataset, ours=dataclasses.replace(cfg.dataset.ours, name=OURS),
-                                  baseline=dataclasses.replace(cfg.dataset.baseline, name=BASE))
-    return dataclasses.replace(cfg, dataset=dataset)
 
 
 def test_the_shipped_ensemble_composes_two_replay_members() -> None:

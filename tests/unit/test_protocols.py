@@ -14,10 +14,7 @@ from runner.core.types import TIE
 from runner.inputs.datasets import ItemRef
 from runner.modes import panel
 from runner.modes.pairwise import report as pairwise_report
-from tests.unit.test_bias import AB, BA, judgment
-from tests.unit.test_config import hydra_conf  # noqa: F401 - a fixture
-from tests.unit.test_panel import ensemble_cfg
-from tests.unit.test_typed_reports import BASE, OURS, _schemas, pairwise_cfg, round_trips  # noqa: F401
+from tests.builders import AB, BA, BASE, OURS, ensemble_cfg, judgment, pairwise_cfg, round_trips
 
 pytestmark = pytest.mark.usefixtures("hydra_conf")
 JUDGEBENCH_RUN = Path("/work/shared/data/judgebench/outputs/gpt__arena_hard__o1-mini-2024-09-12.jsonl")

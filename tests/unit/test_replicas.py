@@ -16,7 +16,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the
 import litellm  # noqa: E402
 
 from runner.core.config import JudgeConfig, ReplicaConfig  # noqa: E402
-from runner.core.config_store import register_configs  # noqa: E402
 from runner.core.errors import ConfigurationError  # noqa: E402
 from runner.core.types import Secret  # noqa: E402
 from runner.llm.client import JudgeClient, ReplicaRouter, build_router  # noqa: E402
@@ -27,7 +26,7 @@ from runner.llm.replicas import (  # noqa: E402
     replica_id,
     routing_weights,
 )
-from tests.unit.test_config import hydra_conf, to_run_config  # noqa: E402, F401 - hydra_conf is a fixture
+from tests.builders import to_run_config  # noqa: E402
 
 BASE_1, BASE_2, BASE_3 = "http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1", "http://127.0.0.1:8003/v1"
 KEYS = {"JUDGE_KEY": Secret("sk-judge-0001"), "REPLICA_KEY": Secret("sk-replica-0002")}
@@ -44,11 +43,6 @@ def params(cfg: JudgeConfig, keys: dict[str, Secret] | None = None) -> list[dict
 
 
 # --- the config ---------------------------------------------------------------------------------------
-
-@pytest.fixture(autouse=True)
-def _schemas() -> None:
-    register_configs()
-
 
 @pytest.mark.usefixtures("hydra_conf")
 def test_the_shipped_example_shares_two_local_replicas_by_rpm() -> None:

@@ -13,42 +13,18 @@ from rich.console import Console
 from runner.core.types import (
     Candidate,
     Item,
-    JudgeRequest,
     JudgeResponse,
     Judgment,
     Order,
     Status,
-    Verdict,
 )
 from runner.judging.aggregations.builtin import majority_vote
 from runner.modes.summary import GOLD_KEYS, build_summary, flat_metrics, gold_metrics, judge_metrics
 from runner.outputs.console import render_console
+from tests.builders import won as judgment
 
 OURS, BASE = "ours", "base"
 AB, BA = Order.AB, Order.BA
-
-
-def judgment(
-    item_id: str,
-    winner: str | None,
-    order: Order = AB,
-    *,
-    repeat: int = 0,
-    stage: str = "judge",
-    status: Status | None = None,
-    reason: str | None = "no_label: nothing matched",
-    response: JudgeResponse | None = None,
-) -> Judgment:
-    """A hand-built judgment; SCORED when it has a winner, else UNSCORED unless told."""
-    if status is None:
-        status = Status.SCORED if winner is not None else Status.UNSCORED
-    return Judgment(
-        request=JudgeRequest(item_id, repeat, order, stage, ""),
-        response=response or JudgeResponse(text="..."),
-        verdict=Verdict("A", None) if winner is not None else Verdict(None, reason),
-        winner=winner,
-        status=status,
-    )
 
 
 def item(item_id: str, gold: str | None) -> Item:

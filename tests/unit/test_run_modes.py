@@ -8,22 +8,15 @@ import dataclasses
 import pytest
 
 from runner.core.config import RunConfig
-from runner.core.config_store import register_configs
 from runner.core.types import TIE, ItemResult, Order, Status
 from runner.inputs.datasets import ItemRef
 from runner.modes import statistics
 from runner.modes.base import expand
 from runner.modes.catalog import mode_for, mode_named
 from runner.modes.statistics import Estimate, StatInputs
-from tests.unit.test_bias import judgment
-from tests.unit.test_config import hydra_conf, to_run_config  # noqa: F401 - hydra_conf is a fixture
+from tests.builders import judgment, to_run_config
 
 OURS, BASE = "ours", "base"
-
-
-@pytest.fixture(autouse=True)
-def _schemas() -> None:
-    register_configs()
 
 
 def pairwise_cfg() -> RunConfig:

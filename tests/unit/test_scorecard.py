@@ -22,36 +22,12 @@ from runner.modes.scorecard import (
     score_items,
     section,
 )
-
-CRITERIA = ("accuracy", "completeness")
-
-
-def make_scoring(threshold: float | None = 3.5) -> Scoring:
-    return Scoring.from_config(RubricConfig(
-        name="t", criteria=[CriterionConfig(name=n, min=1.0, max=5.0) for n in CRITERIA], pass_threshold=threshold))
+from tests.builders import CRITERIA, errored, make_scoring, scored, unscored
 
 
 def ref(item_id: str, tags: tuple[str, ...] = (), category: str | None = None,
         human: float | None = None) -> ItemRef:
     return ItemRef(item_id, gold=None, source="x", tags=tags, category=category, human_score=human)
-
-
-def scored(item_id: str, repeat: int, accuracy: float, completeness: float, **extras: Any) -> Judgment:
-    """A scored judgment; the overall is the plain mean of the two equally weighted criteria."""
-    verdict = Verdict(None, scores={"accuracy": accuracy, "completeness": completeness}, extras=extras)
-    return Judgment(JudgeRequest(item_id, repeat, None, "judge", "h"), JudgeResponse(text="{}"), verdict, None,
-                    Status.SCORED, score=(accuracy + completeness) / 2)
-
-
-def unscored(item_id: str, repeat: int, reason: str = "no_json") -> Judgment:
-    return Judgment(JudgeRequest(item_id, repeat, None, "judge", "h"), JudgeResponse(text="I think it is fine"),
-                    Verdict(None, reason=reason), None, Status.UNSCORED)
-
-
-def errored(item_id: str, repeat: int) -> Judgment:
-    response = JudgeResponse(text=None, error_type="RateLimitError", error="429")
-    return Judgment(JudgeRequest(item_id, repeat, None, "judge", "h"), response,
-                    Verdict(None, reason="call_failed: RateLimitError"), None, Status.ERROR)
 
 
 def run_score(refs: list[ItemRef], judgments: list[Judgment], *, aggregation: str = "mean",

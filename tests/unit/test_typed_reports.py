@@ -4,18 +4,15 @@ values), and a document that lacks a key the builder always writes fails naming 
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from runner.core.config import RunConfig
-from runner.core.config_store import register_configs
-from runner.core.types import TIE, Judgment
+from runner.core.types import Judgment
 from runner.inputs.datasets import ItemRef
 from runner.modes import panel, scorecard
 from runner.modes.catalog import mode_named
@@ -35,77 +32,30 @@ from runner.modes.sections import (
     VerdictSummary,
 )
 from runner.modes.summary import judge_metrics
-from tests.unit.test_bias import AB, BA, judgment, picking
-from tests.unit.test_config import hydra_conf, to_run_config  # noqa: F401 - hydra_conf is a fixture
-from tests.unit.test_scorecard import errored, make_scoring, scored, unscored
+from tests.builders import (
+    AB,
+    BA,
+    BASE,
+    OURS,
+    PROMPTS,
+    both_orders,
+    errored,
+    judgment,
+    make_scoring,
+    pairwise_cfg,
+    picking,
+    refs,
+    round_trips,
+    same,
+    scored,
+    to_run_config,
+    unscored,
+)
 
-OURS, BASE = "ours", "base"
-PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
-GATES = [{"name": "gate.min_agreement", "passed": True, "value": 0.9, "threshold": 0.8, "message": "ok"}]
 pytestmark = pytest.mark.usefixtures("hydra_conf")
 
 
-@pytest.fixture(autouse=True)
-def _schemas() -> None:
-    register_configs()
-
-
-def same(doc: dict[str, Any], back: dict[str, Any]) -> bool:
-    """The same JSON text: keys, their order and values (as summary.json writes it)."""
-    return json.dumps(back, indent=2, ensure_ascii=False) == json.dumps(doc, indent=2, ensure_ascii=False)
-
-
-def as_written(doc: dict[str, Any]) -> dict[str, Any]:
-    """``doc`` as a run writes it: the skipped rows added to the summary, the gates at the end."""
-    out = copy.deepcopy(doc)
-    out["summary"]["skipped_rows"] = ["data.jsonl:3: no candidate"]
-    out["gates"] = GATES
-    return out
-
-
-def round_trips(doc: dict[str, Any]) -> None:
-    """Both the builder's document and the one a run writes read strictly and write back identically; the
-    mode reads them the same leniently (the HTML views) and its consumers run on them."""
-    name = "pointwise" if "detailed_results" in doc else "pairwise"
-    mode = mode_named(name)
-    for variant in (doc, as_written(doc)):
-        typed = mode.read(variant)
-        assert same(variant, typed.to_json())
-        assert mode.read(variant, lenient=True) == typed
-        assert mode.console_lines(variant, judge_metrics([]))
-        assert mode.views(variant) is not None and mode.summary_metrics(variant)
-        assert len(mode.items(variant)) == len(variant.get("aggregated_results") or variant.get("detailed_results"))
-        json.dumps(typed.to_json(), allow_nan=False)
-
-
 # --- pairwise ----------------------------------------------------------------------------------------------------
-
-
-def pairwise_cfg(*overrides: str, family: str | None = None) -> RunConfig:
-    """The default run (or an ensemble's) on systems named ours / base; ``family``: ours' model family."""
-    cfg = to_run_config(list(overrides))
-    assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
-    dataset = dataclasses.replace(cfg.dataset, ours=dataclasses.replace(cfg.dataset.ours, name=OURS, family=family),
-                                  baseline=dataclasses.replace(cfg.dataset.baseline, name=BASE, family=None))
-    return dataclasses.replace(cfg, dataset=dataset, judge=dataclasses.replace(cfg.judge, family="openai"))
-
-
-def refs(gold: bool, groups: bool = False, annotations: bool = False) -> list[ItemRef]:
-    out = []
-    for n in range(8):
-        label = (OURS if n % 3 else BASE) if gold else None
-        out.append(ItemRef(f"i{n}", label, f"test:{n}", tags=("hard",) if groups and n % 2 else (),
-                           category=("math" if n < 4 else "code") if groups else None, lengths=(100 + 80 * n, 300),
-                           annotations=(OURS, BASE if n % 4 == 0 else OURS, OURS) if annotations else ()))
-    return out
-
-
-def both_orders(n: int = 8) -> list[Judgment]:
-    """Ours wins most items in both orders; one inconsistent item, one tie, one unreadable answer."""
-    js = [j for i in range(n) for j in (picking(f"i{i}", OURS if i % 3 else BASE, AB),
-                                        picking(f"i{i}", OURS if i % 3 else BASE, BA))]
-    return js + [judgment("i1", AB, "A", repeat=1), judgment("i1", BA, "A", repeat=1),
-                 judgment("i2", AB, TIE, repeat=1), judgment("i2", BA, None, repeat=1)]
 
 
 def test_a_single_judge_with_gold_groups_self_preference_and_human_ceiling_round_trips() -> None:
