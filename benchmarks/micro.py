@@ -124,7 +124,7 @@ def runner_steps(row: dict) -> tuple[dict[str, float], Any]:
     """judgesweep's own per-call work outside litellm; returns the timings and a real judgment."""
     from runner.core.types import JudgeRequest, JudgeResponse, Judgment, Order, Status, hash_messages
     from runner.inputs.prompts import load_template
-    from runner.judging.parsing import parse_verdict
+    from runner.judging.parsers.labels import parse_verdict
     from runner.storage.journal import judgment_record
     from runner.storage.keys import cache_key
 

@@ -123,7 +123,7 @@ class FunctionRef:
 
 @config_record
 class ParserConfig(FunctionRef):
-    """Which registered parser reads the judge output (runner.judging.parsing.PARSERS), and its parameters."""
+    """Which registered parser reads the judge output (runner.judging.parsers.labels.PARSERS), and its parameters."""
 
 
 @config_record

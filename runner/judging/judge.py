@@ -39,8 +39,8 @@ from runner.core.types import (
 )
 from runner.inputs.prompts import Template
 from runner.judging.calls import Admission, AnswerSource, CallClient, CallCounts, PaidCalls, RunAborted
-from runner.judging.parsing import parse_verdict
-from runner.judging.score_parsing import parse_scores
+from runner.judging.parsers.labels import parse_verdict
+from runner.judging.parsers.scores import parse_scores
 from runner.judging.scoring import Scoring
 from runner.llm.responses import NO_ANSWER
 

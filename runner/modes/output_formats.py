@@ -6,8 +6,8 @@ from __future__ import annotations
 from runner.core.choices import PromptMode
 from runner.core.config import RunConfig
 from runner.core.errors import ConfigurationError
-from runner.judging.parsing import PARSERS
-from runner.judging.score_parsing import SCORE_PARSERS
+from runner.judging.parsers.labels import PARSERS
+from runner.judging.parsers.scores import SCORE_PARSERS
 
 # mode -> (what its rubrics read, the registry of its parsers)
 FORMATS = {PromptMode.pairwise: ("a verdict between two candidates", PARSERS),

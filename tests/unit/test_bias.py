@@ -12,7 +12,7 @@ from scipy import stats as scipy_stats
 
 from runner.core.types import TIE, JudgeRequest, JudgeResponse, Judgment, Order, Status
 from runner.inputs.datasets import ItemRef
-from runner.judging.parsing import parse_verdict
+from runner.judging.parsers.labels import parse_verdict
 from runner.modes.bias import bias_metrics, bias_report
 from runner.modes.summary import gold_metrics
 from tests.builders import AB, BA, BASE, OURS, judgment, picking, ref, shown

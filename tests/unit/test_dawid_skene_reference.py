@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.judging.parsing import parse_verdict
+from runner.judging.parsers.labels import parse_verdict
 from runner.stats.dawid_skene import dawid_skene
 
 LLMBAR = Path(__file__).resolve().parents[2] / "runner" / "data" / "llmbar"

@@ -12,7 +12,7 @@ import pytest
 
 from runner.core.registry import UnknownNameError
 from runner.judging.aggregations.builtin import majority_vote
-from runner.judging.parsing import parse_verdict
+from runner.judging.parsers.labels import parse_verdict
 from runner.modes.ensemble import (
     LABEL_COMBINERS,
     SCORE_COMBINERS,

@@ -1,4 +1,4 @@
-"""Unit tests for runner.judging.json_objects: the one JSON extractor behind the label and score parsers."""
+"""Unit tests for runner.judging.parsers.json_objects: the one JSON extractor behind the label and score parsers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from runner.judging.json_objects import MALFORMED, json_objects, scan_objects
+from runner.judging.parsers.json_objects import MALFORMED, json_objects, scan_objects
 
 
 def every_start(text: str) -> list[dict]:

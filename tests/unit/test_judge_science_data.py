@@ -23,7 +23,7 @@ from runner.core.types import Order, hash_messages
 from runner.inputs.datasets import load_items
 from runner.inputs.prompts import load_template
 from runner.judging.judge import pair_variables
-from runner.judging.parsing import parse_verdict
+from runner.judging.parsers.labels import parse_verdict
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DATA = PROJECT_ROOT / "runner" / "data"

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from runner.data.llmbar.build_replay import COT_PARSING, VERDICT_PARSING, parse_winner, statistics_name
-from runner.judging.parsing import parse_verdict
+from runner.judging.parsers.labels import parse_verdict
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LLMBAR = PROJECT_ROOT / "runner" / "data" / "llmbar"

@@ -1,4 +1,4 @@
-"""Unit tests for runner.judging.parsing: hand-written edge cases and real judge outputs from the fixtures."""
+"""Unit tests for runner.judging.parsers.labels: hand-written edge cases and real judge outputs from the fixtures."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from runner.core.registry import UnknownNameError
 from runner.core.types import TIE, Verdict
-from runner.judging.parsing import (
+from runner.judging.parsers.labels import (
     EMPTY,
     INVALID_JSON,
     LABEL_NOT_OFFERED,

@@ -17,9 +17,9 @@ from runner.core.config import DatasetConfig, SystemConfig
 from runner.core.errors import DatasetError
 from runner.core.types import Criterion
 from runner.inputs.datasets import load_items
-from runner.judging.json_objects import json_objects
-from runner.judging.parsing import parse_verdict
-from runner.judging.score_parsing import parse_scores
+from runner.judging.parsers.json_objects import json_objects
+from runner.judging.parsers.labels import parse_verdict
+from runner.judging.parsers.scores import parse_scores
 
 RUBRICS = Path(__file__).resolve().parents[2] / "conf" / "rubric"
 # Fast enough for `make test-fast`: a few hundred examples each, no per-example deadline (a cold import may be slow).

@@ -1,4 +1,4 @@
-"""Unit tests for runner.judging.score_parsing: pointwise judge answers as judges actually write them."""
+"""Unit tests for runner.judging.parsers.scores: pointwise judge answers as judges actually write them."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 from runner.core.registry import UnknownNameError
 from runner.core.types import Criterion, Verdict
-from runner.judging.parsing import EMPTY, INVALID_JSON, MISSING_KEY
-from runner.judging.score_parsing import (
+from runner.judging.parsers.labels import EMPTY, INVALID_JSON, MISSING_KEY
+from runner.judging.parsers.scores import (
     AMBIGUOUS_KEY,
     NOT_A_NUMBER,
     OUT_OF_RANGE,

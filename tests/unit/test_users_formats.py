@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from runner.core.config import CriterionConfig, RubricConfig
 from runner.inputs.prompts import TemplateError, check_variables, load_template
 from runner.judging.checks import ai_phrases
-from runner.judging.score_parsing import parse_scores
+from runner.judging.parsers.scores import parse_scores
 from runner.judging.scoring import RubricError, Scoring
 from runner.modes.pointwise.views import _failed_lines
 from runner.modes.sections import FailedExample

@@ -12,8 +12,8 @@ from omegaconf import OmegaConf
 
 from runner.core.errors import ParamsError
 from runner.core.types import TIE, Verdict
-from runner.judging.parsing import EMPTY, LABEL_NOT_OFFERED, NO_MATCH, PARSERS, parse_verdict
-from runner.judging.token_parsing import AMBIGUOUS
+from runner.judging.parsers.labels import EMPTY, LABEL_NOT_OFFERED, NO_MATCH, PARSERS, parse_verdict
+from runner.judging.parsers.tokens import AMBIGUOUS
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "verdicts"

@@ -34,7 +34,7 @@ from runner.core.types import Order, hash_messages
 from runner.inputs.datasets import load_items
 from runner.inputs.prompts import load_template
 from runner.judging.judge import pair_variables
-from runner.judging.parsing import parse_verdict
+from runner.judging.parsers.labels import parse_verdict
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from runner.core.types import TIE
 from runner.inputs.prompts import Template, check_variables, load_template
 from runner.judging import aggregation
 from runner.judging.judge import PAIRWISE_VARIABLES, SYNTHESIS_VARIABLES
-from runner.judging.parsing import PARSERS, response_schema
+from runner.judging.parsers.labels import PARSERS, response_schema
 from runner.modes import output_formats
 
 POSITIONAL_LABELS = frozenset({"A", "B", TIE})

@@ -16,7 +16,7 @@ from runner.core.types import Item
 from runner.inputs.prompts import Template, check_variables, load_template
 from runner.judging import checks as checks_mod
 from runner.judging.judge import POINTWISE_VARIABLES
-from runner.judging.score_parsing import SCORE_PARSERS, score_schema
+from runner.judging.parsers.scores import SCORE_PARSERS, score_schema
 from runner.judging.scoring import SCORE_AGGREGATIONS, Scoring
 from runner.modes import output_formats, scorecard
 

@@ -1,7 +1,7 @@
 """Find the JSON objects a judge embedded in its answer: bare or fenced, with prose around them.
 
-The one extractor behind the label parsers (:mod:`runner.judging.parsing`, :func:`json_objects`) and the
-score parsers (:mod:`runner.judging.score_parsing`, :func:`scan_objects`). They differ only in what an
+The one extractor behind the label parsers (:mod:`runner.judging.parsers.labels`, :func:`json_objects`) and the
+score parsers (:mod:`runner.judging.parsers.scores`, :func:`scan_objects`). They differ only in what an
 object that does not decode hides: a label parser still reads an object nested in it (``{"winner": "B",
 oops {"winner": "A"}`` reads A), a score parser does not (the inner scores of a broken answer are not its
 answer).

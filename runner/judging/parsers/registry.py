@@ -1,8 +1,8 @@
 """What every verdict parser shares: the :data:`PARSERS` registry, the reasons of an unscored verdict and the
 helpers that read the judge's text.
 
-A leaf of runner.judging: the parser modules (runner.judging.parsing, token_parsing, score_parsing) import it and it
-imports none of them, so a parser registers itself here without a module importing another back.
+A leaf of runner.judging.parsers: the parser modules (labels, tokens, scores) import it and it imports none of
+them, so a parser registers itself here without a module importing another back.
 """
 
 from __future__ import annotations

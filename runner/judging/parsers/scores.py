@@ -4,7 +4,7 @@ A pointwise judge scores one output on several criteria and answers in JSON. Eac
 pure function registered in :data:`SCORE_PARSERS` under the name a rubric YAML uses
 (``parser: json_scores``). It takes the judge text, the criteria that apply to the item and its own
 keyword parameters, and returns a :class:`~runner.core.types.Verdict` whose ``scores`` hold one number per
-criterion. Like the pairwise parsers in :mod:`runner.judging.parsing` it never raises on judge text and never
+criterion. Like the pairwise parsers in :mod:`runner.judging.parsers.labels` it never raises on judge text and never
 guesses: a missing, non-numeric or out-of-range score leaves the whole verdict unscored with a short
 snake_case ``reason`` naming the criterion, because an overall score over a subset of the criteria
 would not be comparable with the others.
@@ -22,8 +22,8 @@ from typing import Any
 
 from runner.core.registry import Registry
 from runner.core.types import Criterion, Verdict
-from runner.judging.json_objects import MALFORMED, scan_objects
-from runner.judging.parser_registry import EMPTY, INVALID_JSON, MISSING_KEY, clip, has_text
+from runner.judging.parsers.json_objects import MALFORMED, scan_objects
+from runner.judging.parsers.registry import EMPTY, INVALID_JSON, MISSING_KEY, clip, has_text
 
 NOT_A_NUMBER = "not_a_number"
 OUT_OF_RANGE = "out_of_range"

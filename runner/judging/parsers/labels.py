@@ -1,6 +1,6 @@
 """Read a verdict out of a judge's raw text.
 
-Each parser is a pure function registered in :data:`PARSERS` (runner.judging.parser_registry) under the name a
+Each parser is a pure function registered in :data:`PARSERS` (runner.judging.parsers.registry) under the name a
 rubric YAML uses (``parser: mtbench_brackets``). A parser takes the judge text, the positional labels the rubric
 offers (a subset of ``("A", "B", "tie")``) and its own keyword parameters, and returns a
 :class:`~runner.core.types.Verdict`. It never raises on judge text and never guesses: when the text does
@@ -19,9 +19,8 @@ from functools import lru_cache
 from typing import Any
 
 from runner.core.types import TIE, Verdict
-from runner.judging import token_parsing  # noqa: F401 - registers the verdict_tokens parser into PARSERS
-from runner.judging.json_objects import json_objects
-from runner.judging.parser_registry import (
+from runner.judging.parsers.json_objects import json_objects
+from runner.judging.parsers.registry import (
     EMPTY,
     INVALID_JSON,
     MISSING_KEY,
@@ -31,7 +30,7 @@ from runner.judging.parser_registry import (
     has_text,
     offered,
 )
-from runner.judging.parser_registry import (
+from runner.judging.parsers.registry import (
     LABEL_NOT_OFFERED as LABEL_NOT_OFFERED,  # a reason the callers of this module name
 )
 
@@ -154,7 +153,7 @@ def parse_json_winner(text: str | None, labels: Sequence[str], *, key: str = "wi
     """Read the winner from a JSON object such as ``{"reason": "...", "winner": "A"}``.
 
     The object may be bare or inside a fenced code block, with prose around it. The last top-level
-    object that has ``key`` decides (see :func:`~runner.judging.json_objects.json_objects`: an object that
+    object that has ``key`` decides (see :func:`~runner.judging.parsers.json_objects.json_objects`: an object that
     does not decode is passed over, one nested in it is still read). Values are matched case-insensitively:
     ``A``, ``Output (a)``, ``Response A``, ``Assistant A``, ``model_a`` (likewise for B) and ``tie``,
     ``C``, ``draw``, ``equal``, ``both`` for a tie.

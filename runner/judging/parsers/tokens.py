@@ -1,6 +1,6 @@
 """Verdict formats read by configuration only: a token table, an optional regex, and a rule.
 
-The ``verdict_tokens`` parser (registered in :data:`runner.judging.parser_registry.PARSERS`) reads any verdict
+The ``verdict_tokens`` parser (registered in :data:`runner.judging.parsers.registry.PARSERS`) reads any verdict
 format whose answer states one of a fixed set of tokens: Arena-Hard's ``[[A>>B]]`` .. ``[[B>>A]]``,
 PRD's bare ``1`` / ``2`` / ``3`` line, FastChat's ``[[A]]`` / ``[[B]]`` / ``[[C]]``. A rubric YAML names
 the tokens, the label each one means and, optionally, its strength::
@@ -38,7 +38,7 @@ from types import MappingProxyType
 from typing import Any
 
 from runner.core.types import TIE, Verdict
-from runner.judging.parser_registry import EMPTY, NO_MATCH, PARSERS, clip, has_text, offered
+from runner.judging.parsers.registry import EMPTY, NO_MATCH, PARSERS, clip, has_text, offered
 
 AMBIGUOUS = "ambiguous"
 RULES = ("last", "first", "priority", "unanimous")
