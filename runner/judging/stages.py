@@ -25,7 +25,7 @@ from runner.inputs.datasets import ItemRef, resolve_path
 from runner.inputs.prompts import Template
 from runner.judging import batching
 from runner.judging.batching import BatchedClient, BatchStage
-from runner.judging.calls import Admission, CallCounts, RunAborted
+from runner.judging.calls import Admission, BudgetReached, CallCounts, RunAborted
 from runner.judging.generation import GENERATIONS_NAME, Generation, Generator
 from runner.judging.judge import Executor, JudgePlan
 from runner.judging.progress import FirstAnswer, ProgressBar, ProgressOptions, Sinks
@@ -140,9 +140,12 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
                 api_keys: Mapping[str, Secret], limiters: Mapping[str, RateLimiter | None],
                 response_formats: Mapping[str, dict[str, Any] | None], seed: int, total: int,
                 priors: Mapping[str, Mapping[tuple, JudgeResponse]], progress: ProgressOptions,
-                answered: threading.Event | None = None, shutdown_grace_s: float = 10.0) -> dict[str, Judgments]:
+                answered: threading.Event | None = None, shutdown_grace_s: float = 10.0,
+                admissions: Mapping[str, Admission] | None = None) -> dict[str, Judgments]:
     """Run the judge stage of an ensemble: every member judges every item, all members at once in one event
     loop, each with its own client (limits, retries), concurrency slots and journal in ``member_dirs[name]``.
+    ``admissions`` (``budget.max_usd``) admits each member's calls before they are sent, all into one budget: once
+    it stops a call, every member finishes the calls it has in flight and sends no other.
 
     Returns:
         Member name -> its judgments in dataset order.
@@ -160,15 +163,17 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
             sources = AnswerSources(priors.get(name, {}), cache, member.model, member.api_base,
                                     client.decoding_params, sent)
             journal = stack.enter_context(Journal(member_dirs[name] / store.JOURNAL_NAME))
-            executors[name] = Executor(plan, client, _sinks(journal, bar, answered), sources, messages)
+            executors[name] = Executor(plan, client, _sinks(journal, bar, answered), sources, messages,
+                                       admission=(admissions or {}).get(name))
 
         async def run_all() -> list[Judgments]:
             tasks = [asyncio.ensure_future(executor.run(items())) for executor in executors.values()]
             try:
                 return list(await asyncio.gather(*tasks))
             except RunAborted as exc:  # one member aborted: stop the others and keep what each completed
-                for task in tasks:
-                    task.cancel()
+                if not isinstance(exc, BudgetReached):  # at the budget, the others' calls in flight finish and are
+                    for task in tasks:  # kept (each member's next call is refused by the same budget)
+                        task.cancel()
                 ended = await asyncio.gather(*tasks, return_exceptions=True)
                 completed = {name: result if isinstance(result, Judgments) else executor.completed
                              for (name, executor), result in zip(executors.items(), ended, strict=True)}
