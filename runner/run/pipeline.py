@@ -78,7 +78,7 @@ def prepare(ctx: RunContext) -> Prepared:
     if cfg.repeats < 1 or cfg.concurrency < 1:
         raise ConfigurationError("repeats and concurrency must be >= 1")
     _check_generator(cfg)
-    batching.check(cfg.judge, bool(cfg.judge.members))
+    batching.check(cfg.judge)
     budget.check(cfg)
     mode = catalog.mode_for(cfg)
     mode_setup = mode.prepare(cfg, locations.directories(cfg.prompts_dir, ctx.input_roots))
@@ -180,12 +180,14 @@ def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
     cfg = ctx.cfg
     admissions = {name: limit.for_judge(member, f"member {name}'s next call")
                   for name, member in cfg.judge.members.items()} if limit is not None else None
+    members = {name: batching.for_member(cfg.judge, member) for name, member in cfg.judge.members.items()}
     return stages.judge_panel(
-        cfg.judge.members, prepared.plan, lambda: candidates(ctx, prepared, generations), prepared.refs,
+        members, prepared.plan, lambda: candidates(ctx, prepared, generations), prepared.refs,
         run_dir=ctx.run_dir, member_dirs=member_dirs(ctx),
         root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiters=ctx.member_limiters,
         response_formats=prepared.member_formats or {}, seed=cfg.seed, total=total, priors=prior,
-        progress=ctx.progress, answered=answered, shutdown_grace_s=cfg.shutdown_grace_s, admissions=admissions)
+        progress=ctx.progress, answered=answered, shutdown_grace_s=cfg.shutdown_grace_s, admissions=admissions,
+        batch_cfg=cfg.batch)
 
 
 def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, answered: threading.Event,
