@@ -22,6 +22,12 @@
    with its reason, tokens, cost at the batch price, MLflow); rows still unanswered (``batch.retry=live``: every
    failed, expired or cancelled row), and a synthesis round's calls (they depend on the first round's answers), are
    sent live. A batch that ended cancelled or failed is logged with what it returned.
+
+An ensemble's members are batched each as a judge is (``judge.batch`` and ``judge.batch_threshold`` of the ensemble
+apply to every member: :func:`for_member`), each in its member directory; their batches are all submitted before the
+first is waited for (:func:`collect`). The whole batch phase runs in one event loop, whose HTTP clients are closed
+before it ends (runner.llm.batches.release_clients). The planner and the client answering from the batches are
+:mod:`runner.judging.batch_answers`.
 """
 
 from __future__ import annotations
@@ -30,53 +36,54 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from runner.core.choices import BatchMode, BatchRetry
 from runner.core.config import BatchConfig, JudgeConfig
 from runner.core.errors import BatchPending, ConfigurationError
-from runner.core.types import (
-    Item,
-    JudgeRequest,
-    JudgeResponse,
-    Judgment,
-    Message,
-    Status,
-    Verdict,
-    hash_messages,
-)
+from runner.core.types import Item, JudgeRequest, JudgeResponse, Message
+from runner.judging.batch_answers import AnswerKey, BatchedClient, Planner, key_of, line_messages
 from runner.judging.batch_progress import BatchBar
 from runner.judging.calls import Admission, AnswerSource
 from runner.judging.estimate import pricing_model
-from runner.judging.judge import Executor, JudgePlan
+from runner.judging.judge import JudgePlan
 from runner.judging.progress import ProgressOptions
 from runner.judging.shutdown import SHUTDOWN, Interrupted, run_stage
-from runner.llm.batches import BatchState, BatchTransport, batch_price, supports_batches
+from runner.llm.batches import BatchState, BatchTransport, batch_price, release_clients, supports_batches
 from runner.llm.client import JudgeClient, count_tokens
 from runner.storage.batch_log import BatchLog, Submission
 
 log = logging.getLogger(__name__)
 
-PLANNED = JudgeResponse(text=None, error_type="batched")  # a planned call's placeholder: never journaled
-AnswerKey = tuple[str, int]  # (messages sha256, repeat): what a batch row answers
+USABLE = "openai/, hosted_vllm/ or litellm_proxy/ models only"
 
 
-def check(judge: JudgeConfig, ensemble: bool) -> None:
+def check(judge: JudgeConfig) -> None:
     """Refuse a batch setting that cannot work, before any call (the ranges of ``batch.poll_s`` and
     ``judge.batch_threshold`` are checked with every number: runner.core.values).
 
     Raises:
-        ConfigurationError: ``judge.batch=on`` for an ensemble or a judge whose provider has no batch API judgesweep
-            can use (runner.llm.batches).
+        ConfigurationError: ``judge.batch=on`` for a judge, or an ensemble member, whose provider has no batch API
+            judgesweep can use (runner.llm.batches).
     """
-    if judge.batch is BatchMode.on and ensemble:
-        raise ConfigurationError("judge.batch=on: an ensemble's members are not batched; use judge.batch=off")
-    if judge.batch is BatchMode.on and not supports_batches(judge.model):
+    if judge.batch is not BatchMode.on:
+        return
+    for name, member in judge.members.items():
+        if not supports_batches(member.model):
+            raise ConfigurationError(f"judge.batch=on: ensemble member {name} ({member.model}) has no batch API "
+                                     f"judgesweep can use ({USABLE}); judge.batch=auto batches the members that "
+                                     "have one and sends the others' calls live")
+    if not judge.members and not supports_batches(judge.model):
         raise ConfigurationError(f"judge.batch=on: judge {judge.name} ({judge.model}) has no batch API judgesweep "
-                                 "can use (openai/, hosted_vllm/ or litellm_proxy/ models only)")
+                                 f"can use ({USABLE})")
+
+
+def for_member(ensemble: JudgeConfig, member: JudgeConfig) -> JudgeConfig:
+    """An ensemble's member as the ensemble's ``judge.batch`` and ``judge.batch_threshold`` batch it."""
+    return replace(member, batch=ensemble.batch, batch_threshold=ensemble.batch_threshold)
 
 
 def wanted(judge: JudgeConfig) -> bool:
@@ -84,83 +91,28 @@ def wanted(judge: JudgeConfig) -> bool:
     return judge.batch is BatchMode.on or (judge.batch is BatchMode.auto and supports_batches(judge.model))
 
 
-class _Unused:
-    """The planner's client and sink: planning sends and journals nothing."""
+def collect(stages: Mapping[str, BatchStage], lives: Mapping[str, JudgeClient],
+            progress: ProgressOptions | None = None) -> dict[str, BatchedClient]:
+    """Collect the planned batches of one judge or several (an ensemble's members, by name) in one event loop: every
+    batch is submitted first, then each is waited for, saved and read in turn (:meth:`BatchStage.gather`). The
+    clients answering each judge's calls from its batches, live for the rest.
 
-    async def complete(self, messages: tuple[Message, ...], repeat: int = 0) -> JudgeResponse:
-        raise AssertionError("a planner sends no call")
-
-    def append(self, judgment: Judgment) -> int | None:
-        raise AssertionError("a planner journals nothing")
-
-
-class Planner(Executor):
-    """The executor's rendering of every first-round call, each call no source answers handed to ``planned``."""
-
-    def __init__(self, plan: JudgePlan, sources: AnswerSource | None,
-                 planned: Callable[[JudgeRequest, tuple[Message, ...]], None]) -> None:
-        super().__init__(plan, _Unused(), _Unused(), sources)
-        self.planned = planned
-
-    async def _call(self, item: Item, repeat: int, order: Any, stage: str,
-                    messages: tuple[Message, ...]) -> Judgment:
-        request = JudgeRequest(item.id, repeat, order, stage, hash_messages(messages))
-        if self.sources is None or self.sources.get(request, messages) is None:
-            self.planned(request, messages)
-        # no winner: no synthesis round is planned (it depends on the answers)
-        return Judgment(request, PLANNED, Verdict(label=None, reason="batched"), None, Status.ERROR, None)
-
-
-@dataclass
-class BatchedClient:
-    """A judge client answering from a collected batch, live for what the batch did not answer."""
-
-    live: JudgeClient
-    answers: Mapping[AnswerKey, JudgeResponse]
-    unanswered: frozenset[AnswerKey]  # the batch's rows the provider failed, expired or cancelled
-    sent_again: int = 0  # rows of the batch sent live
-    admission: Admission | None = None  # budget.max_usd: admits each live call (the batch was booked whole)
-
-    async def complete(self, messages: tuple[Message, ...], repeat: int = 0) -> JudgeResponse:
-        """The batch's answer to this call, else a live call (admitted by the budget first, if any).
-
-        Raises:
-            BudgetReached: The live call's worst case would take the run over ``budget.max_usd``.
-        """
-        key = (hash_messages(messages), repeat)
-        found = self.answers.get(key)
-        if found is not None:
-            return found
-        reserved = self.admission.admit(messages) if self.admission is not None else 0.0
-        self.sent_again += key in self.unanswered
-        response = None
+    Raises:
+        BatchPending: ``batch.wait=false`` and a batch has not ended.
+        Interrupted: SIGINT/SIGTERM while waiting (the batches go on; ``resume=<run dir>`` collects them).
+    """
+    async def phase() -> dict[str, tuple[dict[AnswerKey, JudgeResponse], frozenset[AnswerKey]]]:
         try:
-            response = await self.live.complete(messages, repeat)
+            for stage in stages.values():  # all at the provider before the first is waited for
+                await stage.submit()
+            return {name: await stage.gather(progress) for name, stage in stages.items()}
         finally:
-            if self.admission is not None:
-                self.admission.settle(reserved, response.cost_usd if response is not None else None)
-        return response
+            await release_clients()
 
-    @property
-    def resent(self) -> int:
-        """Retries of the live calls."""
-        return self.live.resent
-
-    @property
-    def rate_limited(self) -> int:
-        """429s of the live calls."""
-        return self.live.rate_limited
-
-    @property
-    def long_waits(self) -> Any:
-        """The live client's long waits (the progress bar watches them)."""
-        return self.live.long_waits
-
-
-def _key_of(custom_id: str) -> AnswerKey:
-    """What a row answers, from its ``custom_id`` (a journal key: item, repeat, order, stage, messages sha256)."""
-    _item, repeat, _order, _stage, sha = json.loads(custom_id)
-    return sha, int(repeat)
+    # no grace period: nothing paid is in flight while waiting (a poll is free), the batches go on regardless
+    got = asyncio.run(run_stage(phase(), 0.0))
+    return {name: BatchedClient(lives[name], answers, unanswered, admission=stages[name].admission)
+            for name, (answers, unanswered) in got.items()}
 
 
 class BatchStage:
@@ -184,6 +136,7 @@ class BatchStage:
         self.log = BatchLog(run_dir)
         self.submission: Submission | None = None
         self.state: BatchState | None = None
+        self.submitted: BatchState | None = None  # the current batch's state right after its submission
 
     def plan(self, plan: JudgePlan, items: Iterable[Item], sources: AnswerSource | None) -> int:
         """Write the next batch's input file when the run has none in flight; returns its calls (0: nothing to
@@ -243,8 +196,13 @@ class BatchStage:
         self.submission = Submission(s.n, s.input_path, file_id, batch_id)
         return await self.transport.retrieve(batch_id)
 
+    async def submit(self) -> None:
+        """Upload the planned batch and create it, as far as the batch journal lacks them (see :meth:`_submit`)."""
+        self.submitted = await self._submit()
+
     async def _wait(self, bar: BatchBar) -> BatchState:
-        state, started = await self._submit(), time.monotonic()
+        state = self.submitted or await self._submit()
+        self.submitted, started = None, time.monotonic()
         bar.start(state)
         while True:
             bar.update(state)
@@ -259,20 +217,20 @@ class BatchStage:
             await _sleep(self.cfg.poll_s)
             state = await self.transport.retrieve(state.batch_id)
 
-    def _round(self, progress: ProgressOptions | None) -> tuple[dict[AnswerKey, JudgeResponse], set[AnswerKey]]:
+    async def _round(self, progress: ProgressOptions | None
+                     ) -> tuple[dict[AnswerKey, JudgeResponse], set[AnswerKey]]:
         """Wait for the current batch (Ctrl-C: Interrupted, the batch is collected by a resume), save its files;
         its answers and the rows it was asked."""
         assert self.submission is not None
         bar = BatchBar(self.judge.name, progress)
         with bar:
-            # no grace period: nothing paid is in flight while waiting (a poll is free), the batch goes on regardless
-            self.state = state = asyncio.run(run_stage(self._wait(bar), 0.0))
+            self.state = state = await self._wait(bar)
         n = self.submission.n
         for name, file_id in ((f"batch_output_{n}.jsonl", state.output_file_id),
                               (f"batch_errors_{n}.jsonl", state.error_file_id)):
             path = self.run_dir / name
             if file_id and not path.is_file():  # saved before it is read: the answers are paid for
-                data = asyncio.run(self.transport.content(file_id))
+                data = await self.transport.content(file_id)
                 tmp = path.with_suffix(".part")
                 tmp.write_bytes(data)
                 tmp.replace(path)
@@ -294,15 +252,20 @@ class BatchStage:
                 row = json.loads(line) if line.strip() else {}
                 response = row.get("response") or {}
                 if response.get("status_code") == 200 and isinstance(response.get("body"), dict):
-                    answers[_key_of(row["custom_id"])] = self.transport.read_answer(response["body"])
-        asked = {_key_of(json.loads(line)["custom_id"])
+                    answers[key_of(row["custom_id"])] = self.transport.read_answer(response["body"])
+        asked = {key_of(json.loads(line)["custom_id"])
                  for line in (self.run_dir / s.input_path).read_text(encoding="utf-8").splitlines()}
         return answers, asked
 
     def collect(self, live: JudgeClient, progress: ProgressOptions | None = None) -> BatchedClient:
+        """This judge's batches collected (:func:`collect`): the client that answers from them, live for the rest."""
+        return collect({self.judge.name: self}, {self.judge.name: live}, progress)[self.judge.name]
+
+    async def gather(self, progress: ProgressOptions | None = None
+                     ) -> tuple[dict[AnswerKey, JudgeResponse], frozenset[AnswerKey]]:
         """Wait for the batch (or raise BatchPending), save and read its files; with ``batch.retry=batch`` the rows it
         left unanswered go in a new batch, waited for and read the same way, as long as a batch answers any of its
-        rows. The client that answers from every batch of the run not yet journaled.
+        rows. The answers of every batch of the run not yet journaled, and the rows they left unanswered.
 
         Raises:
             BatchPending: ``batch.wait=false`` and the batch has not ended.
@@ -317,7 +280,7 @@ class BatchStage:
                 answers.update(got)
                 asked |= rows
         while True:
-            got, rows = self._round(progress)
+            got, rows = await self._round(progress)
             answers.update(got)
             asked |= rows
             unanswered = asked - set(answers)
@@ -328,7 +291,7 @@ class BatchStage:
                     self.state.batch_id, self.state.status, len(got), len(unanswered),
                     "again in a new batch" if again else "live")
             if not again:
-                return BatchedClient(live, answers, frozenset(unanswered), admission=self.admission)
+                return answers, frozenset(unanswered)
             self._next(unanswered)
 
     def _next(self, unanswered: set[AnswerKey]) -> None:
@@ -337,9 +300,9 @@ class BatchStage:
         assert self.submission is not None
         n = self.submission.n + 1
         lines = [line for line in (self.run_dir / self.submission.input_path).read_text(encoding="utf-8")
-                 .splitlines(keepends=True) if _key_of(json.loads(line)["custom_id"]) in unanswered]
+                 .splitlines(keepends=True) if key_of(json.loads(line)["custom_id"]) in unanswered]
         if self.admission is not None:
-            worst = sum(batch_price(pricing_model(self.judge), count_tokens(self.judge.model, _messages(line)),
+            worst = sum(batch_price(pricing_model(self.judge), count_tokens(self.judge.model, line_messages(line)),
                                     self.judge.max_tokens) or 0.0 for line in lines)
             self.booked = self.admission.book(worst, f"a batch of {len(lines)} calls sent again")
         path = self.run_dir / f"batch_input_{n}.jsonl"
@@ -358,11 +321,6 @@ class BatchStage:
             self.log.append(event="collected", n=s.n, batch_id=s.batch_id, status=e.get("status"),
                             answered=e.get("answered", 0),
                             resent=client.sent_again if last else e.get("unanswered", 0))
-
-
-def _messages(line: str) -> tuple[Message, ...]:
-    """The messages of a batch input line (what its call's worst case is counted on)."""
-    return tuple(Message(m["role"], m["content"]) for m in json.loads(line)["body"]["messages"])
 
 
 async def _sleep(seconds: float) -> None:

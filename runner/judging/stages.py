@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -24,15 +24,16 @@ from runner.core.types import Item, JudgeResponse, Order, Secret
 from runner.inputs.datasets import ItemRef, resolve_path
 from runner.inputs.prompts import Template
 from runner.judging import batching
-from runner.judging.batching import BatchedClient, BatchStage
-from runner.judging.calls import Admission, CallCounts, RunAborted
+from runner.judging.batch_answers import BatchedClient
+from runner.judging.batching import BatchStage
+from runner.judging.calls import Admission, BudgetReached, CallCounts, RunAborted
 from runner.judging.generation import GENERATIONS_NAME, Generation, Generator
 from runner.judging.judge import Executor, JudgePlan
 from runner.judging.progress import FirstAnswer, ProgressBar, ProgressOptions, Sinks
 from runner.judging.shutdown import run_stage
 from runner.llm import recorded
 from runner.llm.batches import BatchTransport
-from runner.llm.client import JudgeClient
+from runner.llm.client import JudgeClient, release_loop_clients
 from runner.llm.pacing import RateLimiter
 from runner.storage import store
 from runner.storage.cache import ResponseCache
@@ -40,6 +41,8 @@ from runner.storage.journal import Journal, JournalAnswers
 from runner.storage.messages import MESSAGES_NAME, MessageStore
 from runner.storage.sent import SENT_NAME, SentLog
 from runner.storage.sources import AnswerSources
+
+R = TypeVar("R")
 
 
 @contextmanager
@@ -77,7 +80,7 @@ def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, r
             bar.watch(client)
             generator = Generator(template, client, _sinks(journal, bar, answered), sources, concurrency,
                                   max_error_rate=max_error_rate, neutralize=neutralize)
-            return asyncio.run(run_stage(generator.run(items), shutdown_grace_s))
+            return asyncio.run(run_stage(_released(generator.run(items)), shutdown_grace_s))
 
 
 def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Callable[[], Iterable[Item]], refs: tuple[ItemRef, ...],
@@ -112,7 +115,7 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Callable[[], Iterable[
             executor = Executor(plan, client, _sinks(journal, bar, answered), sources, messages,
                                 admission=admission if batch is None else None)
             try:
-                judgments = asyncio.run(run_stage(executor.run(items()), shutdown_grace_s))
+                judgments = asyncio.run(run_stage(_released(executor.run(items())), shutdown_grace_s))
             except RunAborted as exc:
                 if isinstance(exc.completed, Judgments):
                     exc.completed = _in_dataset_order(exc.completed, refs)
@@ -140,42 +143,76 @@ def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Call
                 api_keys: Mapping[str, Secret], limiters: Mapping[str, RateLimiter | None],
                 response_formats: Mapping[str, dict[str, Any] | None], seed: int, total: int,
                 priors: Mapping[str, Mapping[tuple, JudgeResponse]], progress: ProgressOptions,
-                answered: threading.Event | None = None, shutdown_grace_s: float = 10.0) -> dict[str, Judgments]:
+                answered: threading.Event | None = None, shutdown_grace_s: float = 10.0,
+                admissions: Mapping[str, Admission] | None = None,
+                batch_cfg: BatchConfig | None = None) -> dict[str, Judgments]:
     """Run the judge stage of an ensemble: every member judges every item, all members at once in one event
     loop, each with its own client (limits, retries), concurrency slots and journal in ``member_dirs[name]``.
+    ``admissions`` (``budget.max_usd``) admits each member's calls before they are sent, all into one budget: once
+    it stops a call, every member finishes the calls it has in flight and sends no other. With ``batch_cfg``, the
+    members whose ``batch`` wants it (runner.judging.batching.for_member) have their planned calls batched first, each
+    in its member directory, as :func:`judge` does for one judge.
 
     Returns:
         Member name -> its judgments in dataset order.
     """
+    admissions = admissions or {}
     with _cache(cache_cfg, root) as cache, ExitStack() as stack:
+        clients: dict[str, Any] = {}
+        sources: dict[str, AnswerSources] = {}
+        batches: dict[str, BatchStage] = {}
+        for name, member in members.items():
+            clients[name] = JudgeClient(member, api_keys, limiters.get(name), response_formats.get(name), seed)
+            member_dirs[name].mkdir(parents=True, exist_ok=True)
+            sent = stack.enter_context(SentLog(member_dirs[name] / SENT_NAME))  # a member's keys are its own
+            sources[name] = AnswerSources(priors.get(name, {}), cache, member.model, member.api_base,
+                                          clients[name].decoding_params, sent)
+            if batch_cfg is not None and batching.wanted(member):
+                stage = BatchStage(member, batch_cfg, member_dirs[name], BatchTransport(member, api_keys),
+                                   clients[name].decoding_params, admissions.get(name))
+                if stage.plan(plan, items(), sources[name]):
+                    batches[name] = stage
+        if batches:  # a CallClient, as JudgeClient is
+            clients.update(batching.collect(batches, {name: clients[name] for name in batches}, progress))
         bar = stack.enter_context(ProgressBar(total * len(members), progress))
         # one store for every member: they are shown the same messages, stored once
         messages = stack.enter_context(MessageStore(run_dir / MESSAGES_NAME))
         executors = {}
-        for name, member in members.items():
-            client = JudgeClient(member, api_keys, limiters.get(name), response_formats.get(name), seed)
-            bar.watch(client)
-            member_dirs[name].mkdir(parents=True, exist_ok=True)
-            sent = stack.enter_context(SentLog(member_dirs[name] / SENT_NAME))  # a member's keys are its own
-            sources = AnswerSources(priors.get(name, {}), cache, member.model, member.api_base,
-                                    client.decoding_params, sent)
+        for name in members:
+            bar.watch(clients[name])
             journal = stack.enter_context(Journal(member_dirs[name] / store.JOURNAL_NAME))
-            executors[name] = Executor(plan, client, _sinks(journal, bar, answered), sources, messages)
-
-        async def run_all() -> list[Judgments]:
-            tasks = [asyncio.ensure_future(executor.run(items())) for executor in executors.values()]
-            try:
-                return list(await asyncio.gather(*tasks))
-            except RunAborted as exc:  # one member aborted: stop the others and keep what each completed
-                for task in tasks:
-                    task.cancel()
-                ended = await asyncio.gather(*tasks, return_exceptions=True)
-                completed = {name: result if isinstance(result, Judgments) else executor.completed
-                             for (name, executor), result in zip(executors.items(), ended, strict=True)}
-                exc.completed_by_member = {name: _in_dataset_order(js, refs) for name, js in completed.items()
-                                           if js is not None}
-                exc.calls = sum((executor.calls for executor in executors.values()), CallCounts())
-                raise
-
-        done = asyncio.run(run_stage(run_all(), shutdown_grace_s))
+            executors[name] = Executor(plan, clients[name], _sinks(journal, bar, answered), sources[name], messages,
+                                       admission=None if name in batches else admissions.get(name))
+        done = asyncio.run(run_stage(_released(_all_members(executors, items, refs)), shutdown_grace_s))
+    for name, stage in batches.items():
+        stage.finished(clients[name])
     return {name: _in_dataset_order(judgments, refs) for name, judgments in zip(executors, done, strict=True)}
+
+
+async def _all_members(executors: Mapping[str, Executor], items: Callable[[], Iterable[Item]],
+                       refs: tuple[ItemRef, ...]) -> list[Judgments]:
+    """Every member's executor at once; when one aborts, the others are stopped (at the budget: they stop sending,
+    their calls in flight finish) and what each completed goes with the abort."""
+    tasks = [asyncio.ensure_future(executor.run(items())) for executor in executors.values()]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except RunAborted as exc:  # one member aborted: stop the others and keep what each completed
+        if not isinstance(exc, BudgetReached):  # at the budget, the others' calls in flight finish and are
+            for task in tasks:  # kept (each member's next call is refused by the same budget)
+                task.cancel()
+        ended = await asyncio.gather(*tasks, return_exceptions=True)
+        completed = {name: result if isinstance(result, Judgments) else executor.completed
+                     for (name, executor), result in zip(executors.items(), ended, strict=True)}
+        exc.completed_by_member = {name: _in_dataset_order(js, refs) for name, js in completed.items()
+                                   if js is not None}
+        exc.calls = sum((executor.calls for executor in executors.values()), CallCounts())
+        raise
+
+
+async def _released(main: Awaitable[R]) -> R:
+    """Await a stage's ``main``, then close the HTTP clients litellm cached for this event loop before it ends
+    (runner.llm.client.release_loop_clients)."""
+    try:
+        return await main
+    finally:
+        await release_loop_clients()

@@ -16,6 +16,8 @@ price: litellm's ``batch_cost_calculator``); a model the cost map does not list 
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import time
 from collections.abc import Mapping
@@ -29,7 +31,7 @@ from litellm.types.utils import OPENAI_COMPATIBLE_BATCH_AND_FILES_PROVIDERS, Mod
 from runner.core.config import JudgeConfig
 from runner.core.errors import BatchFailed, ConfigurationError
 from runner.core.types import JudgeResponse, Message, Secret
-from runner.llm.client import LOCAL_PREFIXES
+from runner.llm.client import LOCAL_PREFIXES, release_loop_clients
 from runner.llm.responses import answer, malformed
 from runner.storage.keys import repeat_params
 
@@ -49,6 +51,23 @@ def provider_of(model: str) -> str | None:
 def supports_batches(model: str) -> bool:
     """Whether judgesweep can send ``model``'s calls through a batch API (see the module docstring)."""
     return provider_of(model) in OPENAI_COMPATIBLE_BATCH_AND_FILES_PROVIDERS
+
+
+async def release_clients() -> None:
+    """Close the HTTP clients of this event loop's batch calls before the loop ends (and litellm's cached ones).
+
+    litellm's Files and Batches calls to an OpenAI-compatible server each build an ``AsyncOpenAI`` of their own and
+    never close it; the SDK closes one when it is garbage-collected, by scheduling its ``aclose`` on whatever loop runs
+    then. Collected while a later stage's loop runs, that close fails on the connections of this closed loop ("Task
+    exception was never retrieved ... RuntimeError('Event loop is closed')"). Collected here, their closes run and
+    finish on the loop their connections belong to.
+    """
+    gc.collect()
+    me = asyncio.current_task()
+    closing = [task for task in asyncio.all_tasks()
+               if task is not me and getattr(task.get_coro(), "__qualname__", "").endswith(".aclose")]
+    await asyncio.gather(*closing, return_exceptions=True)
+    await release_loop_clients()
 
 
 def batch_price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:

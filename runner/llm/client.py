@@ -131,6 +131,30 @@ def configure() -> None:
                                    {"provider": recorded.RECORDED_PROVIDER, "custom_handler": RecordedProvider()}]
 
 
+async def release_loop_clients() -> None:
+    """Close and forget the HTTP clients litellm cached for the running event loop, before it ends.
+
+    litellm keys its cached clients by the id of the loop that made them (``LLMClientCache``); a stage's loop ends with
+    its ``asyncio.run``, and a later loop (the next stage, a sweep's next job in this process) may get the same id and
+    be handed a client whose connections belong to the closed one. Closed here, on their own loop, they are not.
+    """
+    cache = getattr(litellm, "in_memory_llm_clients_cache", None)
+    entries = getattr(cache, "cache_dict", None)
+    if cache is None or not isinstance(entries, dict):
+        return
+    suffix = f"-{id(asyncio.get_running_loop())}"
+    for key in [k for k in entries if isinstance(k, str) and k.endswith(suffix)]:
+        client = entries.get(key)
+        cache.delete_cache(key)
+        close = getattr(client, "aclose", None) or getattr(client, "close", None)
+        try:
+            closing = close() if callable(close) else None
+            if asyncio.iscoroutine(closing):
+                await closing
+        except Exception:  # noqa: BLE001 - a client that fails to close is dropped all the same
+            log.debug("closing litellm's cached client %s failed", type(client).__name__, exc_info=True)
+
+
 def litellm_version() -> str:
     """The installed litellm version, recorded with every run."""
     return metadata.version("litellm")

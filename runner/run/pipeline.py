@@ -7,6 +7,7 @@ resumed run's config matches the one that was interrupted.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import threading
@@ -77,7 +78,7 @@ def prepare(ctx: RunContext) -> Prepared:
     if cfg.repeats < 1 or cfg.concurrency < 1:
         raise ConfigurationError("repeats and concurrency must be >= 1")
     _check_generator(cfg)
-    batching.check(cfg.judge, bool(cfg.judge.members))
+    batching.check(cfg.judge)
     budget.check(cfg)
     mode = catalog.mode_for(cfg)
     mode_setup = mode.prepare(cfg, locations.directories(cfg.prompts_dir, ctx.input_roots))
@@ -174,14 +175,19 @@ def _generate(ctx: RunContext, prepared: Prepared, answered: threading.Event) ->
 
 
 def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
-                 generations: dict[str, Generation] | None, answered: threading.Event) -> dict[str, Judgments]:
+                 generations: dict[str, Generation] | None, answered: threading.Event,
+                 limit: budget.Budget | None) -> dict[str, Judgments]:
     cfg = ctx.cfg
+    admissions = {name: limit.for_judge(member, f"member {name}'s next call")
+                  for name, member in cfg.judge.members.items()} if limit is not None else None
+    members = {name: batching.for_member(cfg.judge, member) for name, member in cfg.judge.members.items()}
     return stages.judge_panel(
-        cfg.judge.members, prepared.plan, lambda: candidates(ctx, prepared, generations), prepared.refs,
+        members, prepared.plan, lambda: candidates(ctx, prepared, generations), prepared.refs,
         run_dir=ctx.run_dir, member_dirs=member_dirs(ctx),
         root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiters=ctx.member_limiters,
         response_formats=prepared.member_formats or {}, seed=cfg.seed, total=total, priors=prior,
-        progress=ctx.progress, answered=answered, shutdown_grace_s=cfg.shutdown_grace_s)
+        progress=ctx.progress, answered=answered, shutdown_grace_s=cfg.shutdown_grace_s, admissions=admissions,
+        batch_cfg=cfg.batch)
 
 
 def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, answered: threading.Event,
@@ -194,7 +200,7 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, answered: thr
         generations = _generate(ctx, prepared, answered) if cfg.generator is not None else None
         total = planned_calls(cfg.order, cfg.repeats, len(prepared.refs), pointwise=not prepared.mode.ordered)
         if prepared.member_formats is not None:
-            by_member = _judge_panel(ctx, prepared, prior, total, generations, answered)
+            by_member = _judge_panel(ctx, prepared, prior, total, generations, answered, limit)
             return outcome.Judged(generations, Judgments(j for js in by_member.values() for j in js), by_member)
         judgments = stages.judge(
             resolved_judge(cfg.judge, ctx.input_roots), prepared.plan, lambda: candidates(ctx, prepared, generations),
@@ -233,8 +239,9 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     if cfg.budget.max_usd is not None:
         sweep_dir = ctx.tags.get("judgesweep.sweep")  # a sweep's jobs share its limit
         ledger = budget_ledger.Ledger(Path(sweep_dir), str(ctx.run_dir)) if sweep_dir else None
-        limit = budget.Budget(cfg.budget.max_usd, budget.worst_case(resolved_judge(cfg.judge, ctx.input_roots)),
-                              ledger)
+        # an ensemble's members are admitted each at its own worst case (budget.Budget.for_judge)
+        single = None if cfg.judge.members else budget.worst_case(resolved_judge(cfg.judge, ctx.input_roots))
+        limit = budget.Budget(cfg.budget.max_usd, single, ledger)
     if cfg.tracking.enabled and not ctx.publish_here:  # traces written as the answers come: view.json first
         view.write(ctx, prepared, False, "", started_ns)
         helper = publication.Helper(ctx, answered)
@@ -290,10 +297,12 @@ def _warn_identical_repeats(cfg: RunConfig) -> None:
 def run(ctx: RunContext) -> RunOutcome | None:
     """Prepare (validate) then execute one run; with dry_run, print the estimate and call nothing."""
     prepared = prepare(ctx)
-    if ctx.cfg.dry_run:
-        for estimate in estimate_run(ctx.cfg.judge, prepared.plan, prepared.dataset.iter_items(), ctx.cfg.generator,
-                                     prepared.setup.generator_template):
-            console.render_estimate(estimate)
+    if ctx.cfg.dry_run:  # an ensemble's members each at their own price
+        members = [dataclasses.replace(m, name=f"member {name}") for name, m in ctx.cfg.judge.members.items()]
+        for n, judge in enumerate(members or [ctx.cfg.judge]):
+            for estimate in estimate_run(judge, prepared.plan, prepared.dataset.iter_items(),
+                                         ctx.cfg.generator if n == 0 else None, prepared.setup.generator_template):
+                console.render_estimate(estimate)
         return None
     _warn_identical_repeats(ctx.cfg)
     how = f"order={ctx.cfg.order.value}" if prepared.mode.ordered else prepared.mode.name

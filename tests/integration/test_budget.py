@@ -15,6 +15,7 @@ from runner.core.errors import BUDGET_REACHED
 from runner.storage import store
 from tests.fakes.openai_server import Reply
 from tests.integration.conftest import live_judge
+from tests.integration.test_ensemble import live_members
 
 ITEMS = 8  # chat_vs_simple's first items, one order each: 8 calls
 ANSWER = Reply(content="[[A]]", prompt_tokens=300, completion_tokens=100)
@@ -119,3 +120,53 @@ def test_a_sweeps_jobs_share_one_budget_through_its_ledger(run_process, fake_ser
     assert ledger["reserved"] == {}  # every reservation settled
     spent, said_limit, _, _ = stop_line(run.proc.stderr).groups()
     assert float(spent) == pytest.approx(5 * PER_CALL, abs=1e-6) and float(said_limit) == pytest.approx(limit, abs=1e-6)
+
+
+def panel(server, *extra: str) -> list[str]:
+    """An ensemble of two members on the fake server (told apart by their seed), each priced as gpt-4o-mini."""
+    return [*live_members(server), "judge.members.a.price_as=gpt-4o-mini", "judge.members.b.price_as=gpt-4o-mini",
+            "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple", f"max_items={ITEMS}",
+            "order=fixed", "cache.mode=off", "tracking=off", "concurrency=1", *extra]
+
+
+def test_a_panel_s_members_spend_from_one_budget_and_a_resume_with_more_pays_nothing_twice(run_cli, fake_server):
+    """budget.max_usd for an ensemble: every member's calls are admitted into one limit; below the dry run's
+    estimate (both members' upper bounds) the run stops with the member whose next call did not fit named, writes its
+    partial summary; resumed with more it finishes, the fake server having seen each member's call once."""
+    dry = run_cli(*panel(fake_server, "dry_run=true"))
+    assert dry.proc.returncode == 0, dry.output
+    bounds = re.findall(r"^cost: prompts \$[\d.]+, at most \$([\d.]+)$", dry.proc.stdout, re.M)
+    assert len(bounds) == 2, dry.proc.stdout  # one estimate per member, at its own price
+    assert "judge member a (openai/fake-judge)" in dry.proc.stdout
+    limit = sum(map(float, bounds)) / 2
+    fake_server.reply = lambda body: LONG
+    stopped = run_cli(*panel(fake_server, f"budget.max_usd={limit}"))
+    assert stopped.proc.returncode == BUDGET_REACHED, stopped.output
+    found = re.search(r"budget\.max_usd reached: spent \$([\d.]+) of \$([\d.]+); member [ab]'s next call could cost "
+                      r"up to \$[\d.]+, so nothing more was sent\. Every answer is kept: continue with resume=(\S+) "
+                      r"budget\.max_usd=<more>", stopped.output)
+    assert found, stopped.output
+    spent, said_limit, resume = float(found[1]), float(found[2]), found[3]
+    paid_first = len(fake_server.requests)
+    assert 0 < paid_first < 2 * ITEMS and spent <= limit and resume == str(stopped.run_dir)
+    assert said_limit == pytest.approx(limit, abs=1e-6)
+    assert spent == pytest.approx(paid_first * PER_LONG_CALL, abs=1e-6)
+    assert {body["seed"] for body in fake_server.requests} == {1, 2}  # both members paid from the one budget
+    members = stopped.run_dir / "members"
+    assert journal_lines(members / "a") + journal_lines(members / "b") == paid_first  # every paid answer kept
+    summary = json.loads((stopped.run_dir / store.SUMMARY_NAME).read_text())
+    assert "stopped by budget.max_usd" in json.dumps(summary), summary
+
+    resumed = run_cli(*panel(fake_server, f"budget.max_usd={2 * ITEMS * PER_LONG_CALL}"),
+                      f"resume={stopped.run_dir}", run_dir=stopped.run_dir)
+    assert resumed.proc.returncode == 0, resumed.output
+    calls = [(body["seed"], json.dumps(body["messages"])) for body in fake_server.requests]
+    assert len(calls) == 2 * ITEMS == len(set(calls))  # each member's each call made once, across both processes
+    assert len((resumed.run_dir / "results.jsonl").read_text().splitlines()) == 2 * ITEMS
+
+
+def test_a_panel_with_an_unpriced_member_and_a_budget_is_refused_naming_it(run_cli, fake_server):
+    run = run_cli(*[o for o in panel(fake_server, "budget.max_usd=1") if o != "judge.members.b.price_as=gpt-4o-mini"])
+    assert run.proc.returncode != 0
+    assert "no price for judge.members.b.model=openai/fake-judge: set judge.members.b.price_as=" in run.output
+    assert fake_server.requests == []
