@@ -11,7 +11,7 @@ import threading
 from array import array
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -45,6 +45,32 @@ from runner.storage.sources import AnswerSources
 R = TypeVar("R")
 
 
+@dataclass(frozen=True)
+class StageEnv:
+    """What every paid stage of a run shares: where it writes, its cache, keys, seed, progress and how it stops."""
+
+    run_dir: Path
+    root: Path  # the project root a relative cache path resolves against
+    cache: CacheConfig
+    api_keys: Mapping[str, Secret]
+    seed: int
+    progress: ProgressOptions
+    answered: threading.Event | None = None  # set at the stage's first answer
+    shutdown_grace_s: float = 10.0  # SIGINT/SIGTERM: how long the answers in flight may take to arrive
+    batch: BatchConfig | None = None  # judge.batch's settings (runner.judging.batching); None: never batched
+
+
+@dataclass(frozen=True)
+class Seat:
+    """One model of a stage (the judge, a panel's member, the generator) and what it is given."""
+
+    cfg: JudgeConfig
+    limiter: RateLimiter | None = None
+    response_format: dict[str, Any] | None = None  # the structured output the judge is asked for
+    prior: Mapping[tuple, JudgeResponse] = field(default_factory=dict)  # an interrupted run's answers
+    admission: Admission | None = None  # budget.max_usd (runner.judging.budget): admits each live call
+
+
 @contextmanager
 def _cache(cfg: CacheConfig, root: Path) -> Iterator[ResponseCache | None]:
     cache = None if cfg.mode is CacheMode.off else ResponseCache(resolve_path(cfg.path, root), cfg.mode)
@@ -64,46 +90,41 @@ def prior_answers(run_dir: Path, name: str) -> Mapping[tuple, JudgeResponse]:
     return JournalAnswers(run_dir / name)
 
 
-def generate(model: JudgeConfig, template: Template, items: Iterable[Item], *, run_dir: Path, root: Path,
-             cache_cfg: CacheConfig, api_keys: Mapping[str, Secret], limiter: RateLimiter | None, seed: int,
-             concurrency: int, total: int, prior: Mapping[tuple, JudgeResponse], max_error_rate: float,
-             progress: ProgressOptions, neutralize: bool, answered: threading.Event | None = None,
-             shutdown_grace_s: float = 10.0) -> dict[str, Generation]:
+def generate(seat: Seat, template: Template, items: Iterable[Item], env: StageEnv, *, concurrency: int, total: int,
+             max_error_rate: float, neutralize: bool) -> dict[str, Generation]:
     """Run the generation stage: one output per item, journaled to generations.jsonl as it completes;
-    ``answered`` is set at its first answer. SIGINT/SIGTERM stop it (runner.judging.shutdown: Interrupted) once the
-    answers in flight arrived or ``shutdown_grace_s`` passed."""
-    client = JudgeClient(model, api_keys, limiter, None, seed)
-    with _cache(cache_cfg, root) as cache, SentLog(run_dir / SENT_NAME) as sent:
-        sources = AnswerSources(prior, cache, model.model, model.api_base, client.decoding_params, sent)
-        with Journal(run_dir / GENERATIONS_NAME) as journal, \
-                ProgressBar(total, progress, label="generating") as bar:
+    ``env.answered`` is set at its first answer. SIGINT/SIGTERM stop it (runner.judging.shutdown: Interrupted) once
+    the answers in flight arrived or ``env.shutdown_grace_s`` passed."""
+    model = seat.cfg
+    client = JudgeClient(model, env.api_keys, seat.limiter, None, env.seed)
+    with _cache(env.cache, env.root) as cache, SentLog(env.run_dir / SENT_NAME) as sent:
+        sources = AnswerSources(seat.prior, cache, model.model, model.api_base, client.decoding_params, sent)
+        with Journal(env.run_dir / GENERATIONS_NAME) as journal, \
+                ProgressBar(total, env.progress, label="generating") as bar:
             bar.watch(client)
-            generator = Generator(template, client, _sinks(journal, bar, answered), sources, concurrency,
+            generator = Generator(template, client, _sinks(journal, bar, env.answered), sources, concurrency,
                                   max_error_rate=max_error_rate, neutralize=neutralize)
-            return asyncio.run(run_stage(_released(generator.run(items)), shutdown_grace_s))
+            return asyncio.run(run_stage(_released(generator.run(items)), env.shutdown_grace_s))
 
 
-def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Callable[[], Iterable[Item]], refs: tuple[ItemRef, ...],
-          *, run_dir: Path, root: Path, cache_cfg: CacheConfig, api_keys: Mapping[str, Secret],
-          limiter: RateLimiter | None, response_format: dict[str, Any] | None, seed: int, total: int,
-          prior: Mapping[tuple, JudgeResponse], progress: ProgressOptions,
-          answered: threading.Event | None = None, shutdown_grace_s: float = 10.0,
-          batch_cfg: BatchConfig | None = None, admission: Admission | None = None) -> Judgments:
+def judge(seat: Seat, plan: JudgePlan, items: Callable[[], Iterable[Item]], refs: tuple[ItemRef, ...], env: StageEnv,
+          total: int) -> Judgments:
     """Run the judge stage over ``items()``; judgments come back in dataset order (item, repeat, order, stage).
-    ``answered`` is set at the first answer. SIGINT/SIGTERM stop it as :func:`generate` says. With ``judge.batch``
-    the calls left to pay for go through the provider's batch API first (runner.judging.batching). ``admission``
-    (``budget.max_usd``: runner.judging.budget) admits each call sent live before it is sent."""
-    live = client = JudgeClient(judge_cfg, api_keys, limiter, response_format, seed)
+    ``env.answered`` is set at the first answer. SIGINT/SIGTERM stop it as :func:`generate` says. With ``judge.batch``
+    the calls left to pay for go through the provider's batch API first (runner.judging.batching). The seat's
+    ``admission`` (``budget.max_usd``: runner.judging.budget) admits each call sent live before it is sent."""
+    judge_cfg, admission, run_dir, cache_cfg, progress = seat.cfg, seat.admission, env.run_dir, env.cache, env.progress
+    live = client = JudgeClient(judge_cfg, env.api_keys, seat.limiter, seat.response_format, env.seed)
     batch = None
     if recorded.is_recorded(judge_cfg.model):
         # a recorded answer is keyed by its call, not by the messages the cache keys on (and costs nothing): cached,
         # another recordings file's answer to the same messages would be served
         cache_cfg = replace(cache_cfg, mode=CacheMode.off)
-    with _cache(cache_cfg, root) as cache, SentLog(run_dir / SENT_NAME) as sent:
-        sources = AnswerSources(prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params, sent)
-        if batch_cfg is not None and batching.wanted(judge_cfg):
-            batch = BatchStage(judge_cfg, batch_cfg, run_dir, BatchTransport(judge_cfg, api_keys), live.decoding_params,
-                               admission)
+    with _cache(cache_cfg, env.root) as cache, SentLog(run_dir / SENT_NAME) as sent:
+        sources = AnswerSources(seat.prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params, sent)
+        if env.batch is not None and batching.wanted(judge_cfg):
+            batch = BatchStage(judge_cfg, env.batch, run_dir, BatchTransport(judge_cfg, env.api_keys),
+                               live.decoding_params, admission)
             if batch.plan(plan, items(), sources):
                 # a CallClient, as JudgeClient is
                 client = batch.collect(live, progress)  # type: ignore[assignment]
@@ -112,10 +133,10 @@ def judge(judge_cfg: JudgeConfig, plan: JudgePlan, items: Callable[[], Iterable[
         with Journal(run_dir / store.JOURNAL_NAME) as journal, MessageStore(run_dir / MESSAGES_NAME) as messages, \
                 ProgressBar(total, progress) as bar:
             bar.watch(client)
-            executor = Executor(plan, client, _sinks(journal, bar, answered), sources, messages,
+            executor = Executor(plan, client, _sinks(journal, bar, env.answered), sources, messages,
                                 admission=admission if batch is None else None)
             try:
-                judgments = asyncio.run(run_stage(_released(executor.run(items())), shutdown_grace_s))
+                judgments = asyncio.run(run_stage(_released(executor.run(items())), env.shutdown_grace_s))
             except RunAborted as exc:
                 if isinstance(exc.completed, Judgments):
                     exc.completed = _in_dataset_order(exc.completed, refs)
@@ -137,53 +158,47 @@ def _in_dataset_order(judgments: Judgments, refs: tuple[ItemRef, ...]) -> Judgme
     return judgments
 
 
-def judge_panel(members: Mapping[str, JudgeConfig], plan: JudgePlan, items: Callable[[], Iterable[Item]],
-                refs: tuple[ItemRef, ...], *, run_dir: Path, member_dirs: Mapping[str, Path], root: Path,
-                cache_cfg: CacheConfig,
-                api_keys: Mapping[str, Secret], limiters: Mapping[str, RateLimiter | None],
-                response_formats: Mapping[str, dict[str, Any] | None], seed: int, total: int,
-                priors: Mapping[str, Mapping[tuple, JudgeResponse]], progress: ProgressOptions,
-                answered: threading.Event | None = None, shutdown_grace_s: float = 10.0,
-                admissions: Mapping[str, Admission] | None = None,
-                batch_cfg: BatchConfig | None = None) -> dict[str, Judgments]:
+def judge_panel(seats: Mapping[str, Seat], member_dirs: Mapping[str, Path], plan: JudgePlan,
+                items: Callable[[], Iterable[Item]], refs: tuple[ItemRef, ...], env: StageEnv,
+                total: int) -> dict[str, Judgments]:
     """Run the judge stage of an ensemble: every member judges every item, all members at once in one event
     loop, each with its own client (limits, retries), concurrency slots and journal in ``member_dirs[name]``.
-    ``admissions`` (``budget.max_usd``) admits each member's calls before they are sent, all into one budget: once
-    it stops a call, every member finishes the calls it has in flight and sends no other. With ``batch_cfg``, the
-    members whose ``batch`` wants it (runner.judging.batching.for_member) have their planned calls batched first, each
-    in its member directory, as :func:`judge` does for one judge.
+    The seats' ``admission`` (``budget.max_usd``) admits each member's calls before they are sent, all into one
+    budget: once it stops a call, every member finishes the calls it has in flight and sends no other. With
+    ``env.batch``, the members whose ``batch`` wants it (runner.judging.batching.for_member) have their planned calls
+    batched first, each in its member directory, as :func:`judge` does for one judge.
 
     Returns:
         Member name -> its judgments in dataset order.
     """
-    admissions = admissions or {}
-    with _cache(cache_cfg, root) as cache, ExitStack() as stack:
+    with _cache(env.cache, env.root) as cache, ExitStack() as stack:
         clients: dict[str, Any] = {}
         sources: dict[str, AnswerSources] = {}
         batches: dict[str, BatchStage] = {}
-        for name, member in members.items():
-            clients[name] = JudgeClient(member, api_keys, limiters.get(name), response_formats.get(name), seed)
+        for name, seat in seats.items():
+            member = seat.cfg
+            clients[name] = JudgeClient(member, env.api_keys, seat.limiter, seat.response_format, env.seed)
             member_dirs[name].mkdir(parents=True, exist_ok=True)
             sent = stack.enter_context(SentLog(member_dirs[name] / SENT_NAME))  # a member's keys are its own
-            sources[name] = AnswerSources(priors.get(name, {}), cache, member.model, member.api_base,
+            sources[name] = AnswerSources(seat.prior, cache, member.model, member.api_base,
                                           clients[name].decoding_params, sent)
-            if batch_cfg is not None and batching.wanted(member):
-                stage = BatchStage(member, batch_cfg, member_dirs[name], BatchTransport(member, api_keys),
-                                   clients[name].decoding_params, admissions.get(name))
+            if env.batch is not None and batching.wanted(member):
+                stage = BatchStage(member, env.batch, member_dirs[name], BatchTransport(member, env.api_keys),
+                                   clients[name].decoding_params, seat.admission)
                 if stage.plan(plan, items(), sources[name]):
                     batches[name] = stage
         if batches:  # a CallClient, as JudgeClient is
-            clients.update(batching.collect(batches, {name: clients[name] for name in batches}, progress))
-        bar = stack.enter_context(ProgressBar(total * len(members), progress))
+            clients.update(batching.collect(batches, {name: clients[name] for name in batches}, env.progress))
+        bar = stack.enter_context(ProgressBar(total * len(seats), env.progress))
         # one store for every member: they are shown the same messages, stored once
-        messages = stack.enter_context(MessageStore(run_dir / MESSAGES_NAME))
+        messages = stack.enter_context(MessageStore(env.run_dir / MESSAGES_NAME))
         executors = {}
-        for name in members:
+        for name, seat in seats.items():
             bar.watch(clients[name])
             journal = stack.enter_context(Journal(member_dirs[name] / store.JOURNAL_NAME))
-            executors[name] = Executor(plan, clients[name], _sinks(journal, bar, answered), sources[name], messages,
-                                       admission=None if name in batches else admissions.get(name))
-        done = asyncio.run(run_stage(_released(_all_members(executors, items, refs)), shutdown_grace_s))
+            executors[name] = Executor(plan, clients[name], _sinks(journal, bar, env.answered), sources[name],
+                                       messages, admission=None if name in batches else seat.admission)
+        done = asyncio.run(run_stage(_released(_all_members(executors, items, refs)), env.shutdown_grace_s))
     for name, stage in batches.items():
         stage.finished(clients[name])
     return {name: _in_dataset_order(judgments, refs) for name, judgments in zip(executors, done, strict=True)}

@@ -161,33 +161,34 @@ def _resume_state(ctx: RunContext) -> tuple[dict, store.Manifest | None]:
     return answers, manifest
 
 
+def _env(ctx: RunContext, answered: threading.Event) -> stages.StageEnv:
+    cfg = ctx.cfg
+    return stages.StageEnv(ctx.run_dir, ctx.project_root, cfg.cache, ctx.api_keys, cfg.seed, ctx.progress, answered,
+                           cfg.shutdown_grace_s, cfg.batch)
+
+
 def _generate(ctx: RunContext, prepared: Prepared, answered: threading.Event) -> dict[str, Generation]:
     cfg, gen = ctx.cfg, ctx.cfg.generator
     template = prepared.setup.generator_template
     assert gen is not None and template is not None  # prepare loaded it for the run's generator
+    prior = stages.prior_answers(ctx.run_dir, GENERATIONS_NAME) if cfg.resume else {}
     return stages.generate(
-        gen, template, prepared.dataset.iter_items(), run_dir=ctx.run_dir,
-        root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.generator_limiter,
-        seed=cfg.seed, concurrency=gen.concurrency, total=len(prepared.refs),
-        prior=stages.prior_answers(ctx.run_dir, GENERATIONS_NAME) if cfg.resume else {},
-        max_error_rate=cfg.max_error_rate, progress=ctx.progress, neutralize=cfg.prompt.neutralize_delimiters,
-        answered=answered, shutdown_grace_s=cfg.shutdown_grace_s)
+        stages.Seat(gen, ctx.generator_limiter, prior=prior), template, prepared.dataset.iter_items(),
+        _env(ctx, answered), concurrency=gen.concurrency, total=len(prepared.refs), max_error_rate=cfg.max_error_rate,
+        neutralize=cfg.prompt.neutralize_delimiters)
 
 
 def _judge_panel(ctx: RunContext, prepared: Prepared, prior: dict, total: int,
                  generations: dict[str, Generation] | None, answered: threading.Event,
                  limit: budget.Budget | None) -> dict[str, Judgments]:
     cfg = ctx.cfg
-    admissions = {name: limit.for_judge(member, f"member {name}'s next call")
-                  for name, member in cfg.judge.members.items()} if limit is not None else None
-    members = {name: batching.for_member(cfg.judge, member) for name, member in cfg.judge.members.items()}
-    return stages.judge_panel(
-        members, prepared.plan, lambda: candidates(ctx, prepared, generations), prepared.refs,
-        run_dir=ctx.run_dir, member_dirs=member_dirs(ctx),
-        root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiters=ctx.member_limiters,
-        response_formats=prepared.member_formats or {}, seed=cfg.seed, total=total, priors=prior,
-        progress=ctx.progress, answered=answered, shutdown_grace_s=cfg.shutdown_grace_s, admissions=admissions,
-        batch_cfg=cfg.batch)
+    formats = prepared.member_formats or {}
+    seats = {name: stages.Seat(batching.for_member(cfg.judge, member), ctx.member_limiters.get(name),
+                               formats.get(name), prior.get(name, {}),
+                               limit.for_judge(member, f"member {name}'s next call") if limit is not None else None)
+             for name, member in cfg.judge.members.items()}
+    return stages.judge_panel(seats, member_dirs(ctx), prepared.plan, lambda: candidates(ctx, prepared, generations),
+                              prepared.refs, _env(ctx, answered), total)
 
 
 def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, answered: threading.Event,
@@ -202,12 +203,10 @@ def _paid_stages(ctx: RunContext, prepared: Prepared, prior: dict, answered: thr
         if prepared.member_formats is not None:
             by_member = _judge_panel(ctx, prepared, prior, total, generations, answered, limit)
             return outcome.Judged(generations, Judgments(j for js in by_member.values() for j in js), by_member)
-        judgments = stages.judge(
-            resolved_judge(cfg.judge, ctx.input_roots), prepared.plan, lambda: candidates(ctx, prepared, generations),
-            prepared.refs, run_dir=ctx.run_dir,
-            root=ctx.project_root, cache_cfg=cfg.cache, api_keys=ctx.api_keys, limiter=ctx.limiter,
-            response_format=prepared.response_format, seed=cfg.seed, total=total, prior=prior, progress=ctx.progress,
-            answered=answered, shutdown_grace_s=cfg.shutdown_grace_s, batch_cfg=cfg.batch, admission=limit)
+        seat = stages.Seat(resolved_judge(cfg.judge, ctx.input_roots), ctx.limiter, prepared.response_format, prior,
+                           limit)
+        judgments = stages.judge(seat, prepared.plan, lambda: candidates(ctx, prepared, generations), prepared.refs,
+                                 _env(ctx, answered), total)
     except RunAborted as exc:
         exc.generations = generations  # type: ignore[attr-defined]  # what the partial summary needs
         raise
