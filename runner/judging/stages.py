@@ -11,7 +11,7 @@ import threading
 from array import array
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,7 +24,6 @@ from runner.core.types import Item, JudgeResponse, Order, Secret
 from runner.inputs.datasets import ItemRef, resolve_path
 from runner.inputs.prompts import Template
 from runner.judging import batching
-from runner.judging.batch_answers import BatchedClient
 from runner.judging.batching import BatchStage
 from runner.judging.calls import Admission, BudgetReached, CallCounts, RunAborted
 from runner.judging.generation import GENERATIONS_NAME, Generation, Generator
@@ -109,41 +108,16 @@ def generate(seat: Seat, template: Template, items: Iterable[Item], env: StageEn
 
 def judge(seat: Seat, plan: JudgePlan, items: Callable[[], Iterable[Item]], refs: tuple[ItemRef, ...], env: StageEnv,
           total: int) -> Judgments:
-    """Run the judge stage over ``items()``; judgments come back in dataset order (item, repeat, order, stage).
-    ``env.answered`` is set at the first answer. SIGINT/SIGTERM stop it as :func:`generate` says. With ``judge.batch``
-    the calls left to pay for go through the provider's batch API first (runner.judging.batching). The seat's
-    ``admission`` (``budget.max_usd``: runner.judging.budget) admits each call sent live before it is sent."""
-    judge_cfg, admission, run_dir, cache_cfg, progress = seat.cfg, seat.admission, env.run_dir, env.cache, env.progress
-    live = client = JudgeClient(judge_cfg, env.api_keys, seat.limiter, seat.response_format, env.seed)
-    batch = None
-    if recorded.is_recorded(judge_cfg.model):
-        # a recorded answer is keyed by its call, not by the messages the cache keys on (and costs nothing): cached,
-        # another recordings file's answer to the same messages would be served
-        cache_cfg = replace(cache_cfg, mode=CacheMode.off)
-    with _cache(cache_cfg, env.root) as cache, SentLog(run_dir / SENT_NAME) as sent:
-        sources = AnswerSources(seat.prior, cache, judge_cfg.model, judge_cfg.api_base, client.decoding_params, sent)
-        if env.batch is not None and batching.wanted(judge_cfg):
-            batch = BatchStage(judge_cfg, env.batch, run_dir, BatchTransport(judge_cfg, env.api_keys),
-                               live.decoding_params, admission)
-            if batch.plan(plan, items(), sources):
-                # a CallClient, as JudgeClient is
-                client = batch.collect(live, progress)  # type: ignore[assignment]
-            else:
-                batch = None
-        with Journal(run_dir / store.JOURNAL_NAME) as journal, MessageStore(run_dir / MESSAGES_NAME) as messages, \
-                ProgressBar(total, progress) as bar:
-            bar.watch(client)
-            executor = Executor(plan, client, _sinks(journal, bar, env.answered), sources, messages,
-                                admission=admission if batch is None else None)
-            try:
-                judgments = asyncio.run(run_stage(_released(executor.run(items())), env.shutdown_grace_s))
-            except RunAborted as exc:
-                if isinstance(exc.completed, Judgments):
-                    exc.completed = _in_dataset_order(exc.completed, refs)
-                raise
-    if batch is not None and isinstance(client, BatchedClient):
-        batch.finished(client)
-    return _in_dataset_order(judgments, refs)
+    """Run the judge stage over ``items()``: a panel of one (:func:`judge_panel`) whose journal is the run's own.
+    Judgments come back in dataset order (item, repeat, order, stage); on an abort its ``completed`` is the
+    judge's judgments so far, in that order."""
+    name = seat.cfg.name or "judge"
+    try:
+        return judge_panel({name: seat}, {name: env.run_dir}, plan, items, refs, env, total)[name]
+    except RunAborted as exc:
+        if exc.completed_by_member is not None:  # a single judge's abort carries its judgments, not a panel's
+            exc.completed, exc.completed_by_member = exc.completed_by_member.get(name, exc.completed), None
+        raise
 
 
 def _in_dataset_order(judgments: Judgments, refs: tuple[ItemRef, ...]) -> Judgments:
@@ -161,8 +135,9 @@ def _in_dataset_order(judgments: Judgments, refs: tuple[ItemRef, ...]) -> Judgme
 def judge_panel(seats: Mapping[str, Seat], member_dirs: Mapping[str, Path], plan: JudgePlan,
                 items: Callable[[], Iterable[Item]], refs: tuple[ItemRef, ...], env: StageEnv,
                 total: int) -> dict[str, Judgments]:
-    """Run the judge stage of an ensemble: every member judges every item, all members at once in one event
-    loop, each with its own client (limits, retries), concurrency slots and journal in ``member_dirs[name]``.
+    """Run the judge stage: every member judges every item (a single judge is a panel of one), all members at once in
+    one event loop, each with its own client (limits, retries), concurrency slots and journal in ``member_dirs[name]``.
+    ``env.answered`` is set at the first answer; SIGINT/SIGTERM stop it as :func:`generate` says.
     The seats' ``admission`` (``budget.max_usd``) admits each member's calls before they are sent, all into one
     budget: once it stops a call, every member finishes the calls it has in flight and sends no other. With
     ``env.batch``, the members whose ``batch`` wants it (runner.judging.batching.for_member) have their planned calls
@@ -180,8 +155,10 @@ def judge_panel(seats: Mapping[str, Seat], member_dirs: Mapping[str, Path], plan
             clients[name] = JudgeClient(member, env.api_keys, seat.limiter, seat.response_format, env.seed)
             member_dirs[name].mkdir(parents=True, exist_ok=True)
             sent = stack.enter_context(SentLog(member_dirs[name] / SENT_NAME))  # a member's keys are its own
-            sources[name] = AnswerSources(seat.prior, cache, member.model, member.api_base,
-                                          clients[name].decoding_params, sent)
+            # a recorded answer is keyed by its call, not by the messages the cache keys on (and costs nothing):
+            # cached, another recordings file's answer to the same messages would be served
+            sources[name] = AnswerSources(seat.prior, None if recorded.is_recorded(member.model) else cache,
+                                          member.model, member.api_base, clients[name].decoding_params, sent)
             if env.batch is not None and batching.wanted(member):
                 stage = BatchStage(member, env.batch, member_dirs[name], BatchTransport(member, env.api_keys),
                                    clients[name].decoding_params, seat.admission)
