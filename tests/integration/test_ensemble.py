@@ -10,7 +10,7 @@ from mlflow.tracking import MlflowClient
 
 from runner.outputs import results
 from runner.stats.dawid_skene import dawid_skene
-from tests.integration.test_launchers import Rendezvous
+from tests.integration.launching import Rendezvous
 
 COMBINES = ("majority_vote", "weighted", "mean", "median", "dawid_skene")
 

@@ -5,47 +5,15 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 import sys
-import threading
-from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from tests.fakes.openai_server import Reply
 from tests.integration.conftest import REPO, live_judge
+from tests.integration.launching import PID_LOG, Rendezvous, job_pids
 from tests.integration.tracking_processes import assert_sweep_published, run, tails, workdir
 
 PARALLEL = ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
-# Every job log line carries the PID of the process that ran the job.
-PID_LOG = "hydra.job_logging.formatters.simple.format='pid=%(process)d %(name)s %(message)s'"
-RENDEZVOUS_TIMEOUT_S = 30.0
-
-
-class Rendezvous:
-    """Reply policy that holds every request until requests of all ``seeds`` have arrived.
-
-    Each job of the sweep has its own ``judge.seed``, sent with each of its requests: the barrier opens
-    only if the jobs are in flight at the same time, which jobs run one after another never are.
-    """
-
-    def __init__(self, seeds: set[int]) -> None:
-        self.seeds, self.seen = seeds, set()
-        self.lock, self.met = threading.Lock(), threading.Event()
-
-    def __call__(self, body: dict) -> Reply:
-        with self.lock:
-            self.seen.add(body.get("seed"))
-            if self.seen >= self.seeds:
-                self.met.set()
-        self.met.wait(RENDEZVOUS_TIMEOUT_S)
-        return Reply(content="Assistant A follows the instruction. [[A]]")
-
-
-def job_pids(job_dir: Path) -> set[int]:
-    """The PIDs that wrote a job's judgesweep.log (with PID_LOG)."""
-    return {int(pid) for pid in re.findall(r"^pid=(\d+) ", (job_dir / "judgesweep.log").read_text(), re.M)}
-
 
 def test_joblib_sweep_runs_jobs_in_parallel_processes_into_one_mlflow_server(fake_server, mlflow_server, tmp_path):
     # Created up front: two jobs that both find no experiment both create it, and one fails with

@@ -12,8 +12,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.integration.conftest import REPO, live_judge
-from tests.integration.test_launchers import PID_LOG, Rendezvous, job_pids
-from tests.integration.test_run_dir_owner import killed_sweep_goes_quiet
+from tests.integration.launching import PID_LOG, Rendezvous, job_pids, killed_sweep_goes_quiet
 from tests.integration.tracking_processes import assert_sweep_published, run, tails, workdir
 
 pytestmark = pytest.mark.ray

@@ -6,27 +6,15 @@ seconds of the death of the process that launched them."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import threading
 import time
 
 from tests.fakes.openai_server import Reply
-from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
+from tests.integration.conftest import REPO, cli_args, offline_env
+from tests.integration.launching import ITEMS, killed_sweep_goes_quiet, overrides, write_dataset
 
-ITEMS = 12
 RUN_DIR_BUSY = 4
-
-
-def write_dataset(path, items: int = ITEMS) -> None:
-    path.write_text("".join(json.dumps({"id": f"q{n}", "prompt": f"question {n}", "chat": f"chat {n}",
-                                        "simple_chat": f"simple {n}"}) + "\n" for n in range(items)))
-
-
-def overrides(server, dataset, *extra: str) -> tuple[str, ...]:
-    return (*live_judge(server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
-            f"dataset.path={dataset}", "order=fixed", "concurrency=2", "cache.mode=off", "tracking=off", *extra)
 
 
 class Gate:
@@ -105,43 +93,6 @@ def test_the_lock_dies_with_its_owner_so_a_resume_after_kill_9_runs(fake_server,
                              cwd=REPO, env=offline_env(), capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert len((run_dir / "results.jsonl").read_text().splitlines()) == ITEMS
-
-
-def killed_sweep_goes_quiet(fake_server, tmp_path, *launcher: str) -> int:
-    """Start a 2-job sweep (``judge.seed=1,2``, 400 items at 0.2 s a call) with the ``launcher`` overrides in its own
-    process group, kill -9 the launching process alone once both jobs send, and wait until the server has seen no
-    request for 3 s running (the workers stopped; their answers in flight still arrive). Returns the requests the
-    server saw; every process of the group is killed on the way out. The sweep's output is in tmp_path/sweep.log."""
-    dataset = tmp_path / "pairs.jsonl"
-    write_dataset(dataset, 400)  # minutes of calls at this pace: the sweep is far from its end when killed
-    fake_server.reply = lambda _body: Reply(content="Verdict: [[A]]", delay_s=0.2)
-    args = cli_args(tmp_path, tmp_path / "multirun", (*overrides(fake_server, dataset), *launcher, "judge.seed=1,2"),
-                    multirun=True)
-    log = (tmp_path / "sweep.log").open("w")  # not a pipe: the workers would hold it open after the kill
-    sweep = subprocess.Popen(args, cwd=REPO, env=offline_env(), stdout=log, stderr=subprocess.STDOUT,
-                             start_new_session=True)
-    try:
-        deadline = time.monotonic() + 180
-        while {r.get("seed") for r in fake_server.requests} != {1, 2} and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert {r.get("seed") for r in fake_server.requests} == {1, 2}, "both workers never sent"
-        sweep.kill()  # kill -9 of the launching process alone; its workers are not signalled
-        sweep.wait(timeout=60)
-        quiet_since, last = time.monotonic(), fake_server.stats()["requests"]
-        deadline = time.monotonic() + 30
-        while time.monotonic() - quiet_since < 3 and time.monotonic() < deadline:
-            time.sleep(0.2)
-            now = fake_server.stats()["requests"]
-            if now != last:
-                quiet_since, last = time.monotonic(), now
-        assert time.monotonic() - quiet_since >= 3, f"the workers kept sending: {last} requests"
-        return last
-    finally:
-        log.close()
-        try:
-            os.killpg(sweep.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def test_joblib_workers_stop_paying_once_the_sweeps_process_is_killed(fake_server, tmp_path):
