@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from runner.core.config import RunConfig
 from runner.core.types import Item, Judgment
@@ -25,7 +25,7 @@ from runner.inputs.datasets import ItemRef
 from runner.inputs.prompts import Template
 from runner.modes.drilldown import ItemOutcome
 from runner.modes.record import Record
-from runner.modes.sections import Gate, GoldAccuracy, RunEnd, ScoreSection, with_run_end
+from runner.modes.sections import EndedReport, Gate, GoldAccuracy, RunEnd, ScoreSection, run_end_missing, with_run_end
 from runner.modes.view import View as View  # re-exported: the outputs layer draws a View
 from runner.modes.view import cell as cell
 
@@ -90,12 +90,12 @@ class Report:
     @property
     def gates(self) -> tuple[Gate, ...]:
         """The gates the run's end checked (RunEnd), none before."""
-        return getattr(self.typed, "gates", None) or ()
+        return cast(EndedReport, self.typed).gates or ()  # every mode's report is one: checked by register
 
     @property
     def partial_reason(self) -> str | None:
         """Why an aborted run stopped (its report is of what completed), or None."""
-        return getattr(self.typed, "partial_reason", None)
+        return cast(EndedReport, self.typed).partial_reason
 
     def ended(self, end: RunEnd) -> Report:
         """This report with what the run's end adds (skipped rows, failed calls, gates, partial: see RunEnd)."""
@@ -106,6 +106,7 @@ class RunMode(ABC):
     """One kind of run. Subclasses are stateless; :data:`MODES` holds one instance of each."""
 
     name: ClassVar[str]
+    report_type: ClassVar[type[Record]]  # its typed report: an EndedReport (runner.modes.sections), checked by register
     items_take_gold: ClassVar[bool] = False  # the results API adds each item's gold label (from its judgments)
     ordered: ClassVar[bool] = False  # the judge sees candidates in an order (order=fixed|both|random applies)
 
@@ -170,9 +171,18 @@ MODES: dict[str, RunMode] = {}
 
 
 def register(mode: RunMode) -> RunMode:
-    """Add a mode to :data:`MODES` under its name (``prompt.mode``)."""
+    """Add a mode to :data:`MODES` under its name (``prompt.mode``).
+
+    Raises:
+        ValueError: The name is taken.
+        TypeError: The mode's report type lacks a field the run's end replaces (runner.modes.sections.EndedReport).
+    """
     if mode.name in MODES:
         raise ValueError(f"run mode {mode.name!r} is registered twice")
+    missing = run_end_missing(mode.report_type)
+    if missing:
+        raise TypeError(f"run mode {mode.name!r}: its report type {mode.report_type.__name__} lacks what the run's "
+                        f"end sets: {missing}")
     MODES[mode.name] = mode
     return mode
 

@@ -31,6 +31,7 @@ class PairwiseMode(RunMode):
     """Pairwise runs (``prompt.mode: pairwise``)."""
 
     name = report.MODE
+    report_type = PairwiseReport
     items_take_gold = True
     ordered = True
 

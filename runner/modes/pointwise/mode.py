@@ -32,6 +32,7 @@ class PointwiseMode(RunMode):
     """Pointwise runs (``prompt.mode: pointwise``)."""
 
     name = report.MODE
+    report_type = PointwiseReport
 
     def prepare(self, cfg: RunConfig, prompts_dirs: Sequence[Path]) -> ModeSetup:
         """The scored rubric, parser, aggregation, checks, templates and the generator's template."""
