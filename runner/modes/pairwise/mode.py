@@ -51,11 +51,11 @@ class PairwiseMode(RunMode):
         """A single judge's report, or an ensemble's with each member's own."""
         cfg, refs = inputs.cfg, inputs.refs
         if inputs.by_member is None:
-            _, typed, metrics = report.build(cfg, refs, inputs.judgments)
+            typed, metrics = report.build(cfg, refs, inputs.judgments)
             return Report(self.name, typed, metrics, typed.gold)
-        summary, metrics, members = panel.build(cfg, refs, inputs.by_member)
-        return Report(self.name, self.read(summary), metrics, None,
-                      {m: MemberReport(typed_m, metrics_m) for m, (_, typed_m, metrics_m) in members.items()})
+        typed, metrics, members = panel.build(cfg, refs, inputs.by_member)
+        return Report(self.name, typed, metrics, None,
+                      {m: MemberReport(typed_m, metrics_m) for m, (typed_m, metrics_m) in members.items()})
 
     def summary_metrics(self, document: Document) -> dict[str, float]:
         """The summary's metrics; an ensemble's section adds its aggregations' and members' agreement."""
