@@ -192,7 +192,7 @@ def test_a_scorecard_round_trips(threshold: float | None, repeats: int, human: b
     cfg, setup = pointwise(threshold, checks)
     violations = {"p1": {"ai_phrases": ["as an AI"]}} if checks else {}
     doc = pointwise_report.build(dataclasses.replace(cfg, repeats=repeats), setup, point_refs(human, groups),
-                                 point_judgments(repeats), violations, frozenset({"p5"}))
+                                 point_judgments(repeats), violations, frozenset({"p5"})).to_json()
     summary = doc["summary"]
     assert ("consistency" in summary) is (repeats > 1) and ("human_correlation" in summary) is human
     assert ("checks" in summary) is checks and ("pass_rate_ci" in summary) is (threshold is not None)
@@ -208,11 +208,12 @@ def test_a_pointwise_ensemble_round_trips(threshold: float | None) -> None:
     cfg = dataclasses.replace(cfg, judge=dataclasses.replace(cfg.judge, combine="mean"))
     by_member = {m: point_judgments(1) for m in ("a", "b", "c")}
     by_member["b"] = [scored(f"p{n}", 0, 5, 5) for n in range(6)]
-    doc, reports = pointwise_report.build_panel(cfg, setup, point_refs(), by_member, {}, frozenset())
+    report, reports = pointwise_report.build_panel(cfg, setup, point_refs(), by_member, {}, frozenset())
+    doc = report.to_json()
     assert ("pass_votes" in doc["ensemble"]) is (threshold is not None)
     round_trips(doc)
-    for member_doc in reports.values():
-        round_trips(member_doc)
+    for member_report in reports.values():
+        round_trips(member_report.to_json())
     typed = PointwiseEnsemble.from_json(doc["ensemble"])
     assert same(doc["ensemble"], typed.to_json())
     if threshold is not None:

@@ -52,17 +52,14 @@ class PointwiseMode(RunMode):
         violations, texts = setup.read_candidates(inputs.candidates, point.check_calls, cfg.dataset.input_variable,
                                                   cfg.dataset.expected_variable)
         if inputs.by_member is None:
-            rep = self.read(report.build(cfg, point, inputs.refs, inputs.judgments, violations, inputs.not_generated,
-                                         texts))
+            rep = report.build(cfg, point, inputs.refs, inputs.judgments, violations, inputs.not_generated, texts)
             return Report(self.name, rep, scorecard.report_metrics(rep))
-        doc, reports = report.build_panel(cfg, point, inputs.refs, inputs.by_member, violations, inputs.not_generated,
+        rep, reports = report.build_panel(cfg, point, inputs.refs, inputs.by_member, violations, inputs.not_generated,
                                           texts)
-        rep = self.read(doc)
         assert rep.ensemble is not None
         metrics = {**scorecard.report_metrics(rep), **score_panel.ensemble_metrics(rep.ensemble)}
         members = {}
-        for name, member_doc in reports.items():
-            member_rep = self.read(member_doc)
+        for name, member_rep in reports.items():
             member_metrics = {**scorecard.report_metrics(member_rep),
                               **summaries.numeric(summaries.judge_metrics(inputs.by_member[name]))}
             members[name] = MemberReport(member_rep, member_metrics)
