@@ -26,6 +26,7 @@ from runner.modes.pointwise.setup import prepare as prepare_pointwise
 from runner.modes.record import Record, ReportFormatError
 from runner.modes.sections import (
     BiasReport,
+    Gate,
     GoldAccuracy,
     PairwiseEnsemble,
     PairwiseReport,
@@ -304,3 +305,28 @@ def test_items_with_the_same_votes_share_one_read_only_copy_and_every_value_writ
 class Loose(Record):
     free: Mapping[str, Any]
     numbers: Mapping[str, float]
+
+
+def _records(cls: type = Record) -> list[type]:
+    return [c for sub in cls.__subclasses__() for c in (sub, *_records(sub))]
+
+
+def test_every_record_is_frozen_and_refuses_unknown_fields() -> None:
+    import runner.modes.statistics  # noqa: F401 - Estimate is a record too
+
+    records = {c for c in _records() if c.__module__.startswith("runner.")}
+    assert {"AggregatedResult", "DetailedResult", "PairwiseReport", "PointwiseReport", "Estimate", "Gate"} <= {
+        c.__name__ for c in records}
+    for cls in records:
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls.__name__  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'mood'"):
+        Gate("g", True, 1.0, 0.5, "ok", mood="fine")  # type: ignore[call-arg]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Gate("g", True, 1.0, 0.5, "ok").passed = False  # type: ignore[misc]
+
+    @dataclasses.dataclass(kw_only=True)
+    class Thawed(Record):
+        n: int
+
+    with pytest.raises(TypeError, match="Thawed: a Record must be declared a frozen dataclass"):
+        Thawed(n=1).to_json()
