@@ -30,7 +30,7 @@ from runner.modes.view import View as View  # re-exported: the outputs layer dra
 from runner.modes.view import cell as cell
 
 Json = dict[str, Any]
-Document = Mapping[str, Any] | Record  # a summary.json document, or the typed report a run already holds
+Document = Mapping[str, Any] | Record  # a summary.json document, or the typed report a run already holds (read's)
 
 
 @dataclass(frozen=True)
@@ -130,26 +130,26 @@ class RunMode(ABC):
         """The run's typed report (a single judge's, or an ensemble's combined from its members)."""
 
     @abstractmethod
-    def summary_metrics(self, document: Document) -> dict[str, float]:
-        """The metrics a summary.json document of this mode determines (for a run read back from disk)."""
+    def summary_metrics(self, report: Record) -> dict[str, float]:
+        """The metrics this mode's typed report determines (a run read back from disk: :meth:`read` first)."""
 
     @abstractmethod
-    def console_lines(self, document: Document, judge_stats: Mapping[str, Any]) -> list[str]:
+    def console_lines(self, report: Record, judge_stats: Mapping[str, Any]) -> list[str]:
         """The end-of-run console summary, one line per string (printed as data, never as markup)."""
 
     @abstractmethod
-    def views(self, document: Document) -> list[View]:
-        """The HTML report's sections for this mode (headline, gates and metrics are the report's own); the
-        document is read leniently: a section it lacks is not drawn."""
+    def views(self, report: Record) -> list[View]:
+        """The HTML report's sections for this mode (headline, gates and metrics are the report's own); a report
+        read leniently from a document draws the sections it has."""
 
     @abstractmethod
-    def item_outcomes(self, document: Document, refs: Sequence[ItemRef]) -> dict[str, ItemOutcome]:
+    def item_outcomes(self, report: Record, refs: Sequence[ItemRef]) -> dict[str, ItemOutcome]:
         """Each item's final verdict or score and its flags (wrong against gold, failed, unscored, inconsistent),
         for the HTML report's drill-down (runner.modes.drilldown)."""
 
     @abstractmethod
-    def items(self, document: Document) -> list[Json]:
-        """One row per item of the summary document (for the results API's ``items`` frame)."""
+    def items(self, report: Record) -> list[Json]:
+        """One row per item of the report (for the results API's ``items`` frame)."""
 
     def scores(self, report: Record) -> ScoreSection | None:
         """The report's scored section over every item, whose pass counts and checks the gates read; None in a mode

@@ -206,7 +206,7 @@ def summary_metrics(summary: Mapping[str, Any], mode: RunMode) -> dict[str, floa
     What the calls themselves determine is only in MLflow and left out: the families ``judge/``, ``calls/``,
     ``tokens/``, ``cost/``, ``latency/``, ``generation/`` and ``run/wall_s``.
     """
-    out = mode.summary_metrics(summary)
+    out = mode.summary_metrics(mode.read(summary))
     out["items/skipped_rows"] = float(len(summary["summary"].get("skipped_rows") or []))
     if summary.get("gates"):
         out["gate/passed"] = float(all(gate["passed"] for gate in summary["gates"]))
