@@ -45,7 +45,6 @@ from runner.modes.ensemble_check import (
 )
 from runner.modes.panel_views import ensemble_metrics
 from runner.modes.sections import (
-    Bootstrap,
     CombineStats,
     DawidSkeneReport,
     GoldAgreement,
@@ -55,7 +54,6 @@ from runner.modes.sections import (
     PairwiseReport,
     TrustSection,
     VersusMembers,
-    WinRate,
 )
 from runner.modes.sections.ensembles import DawidSkeneIntervals
 
@@ -206,11 +204,10 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Seque
     per_method = {method: combine(method, votes, cfg, ids) for method in _methods(cfg, len(votes))}
     results, _ = per_method[chosen]
     summary, aggregated = summaries.verdict_report(results, ours, baseline, cfg.repeats)
-    won = trust.win_rate(results, ours, baseline, cfg.metrics, cfg.seed)
     ensemble_gold = _ensemble_gold(results, refs, cfg, cfg.seed)
     trust_section = TrustSection(
-        bootstrap=Bootstrap.from_json(trust.bootstrap_settings(cfg.metrics, cfg.seed), "trust.bootstrap"),
-        win_rate=None if won is None else WinRate.from_json(won, "trust.win_rate"),
+        bootstrap=trust.bootstrap_settings(cfg.metrics, cfg.seed),
+        win_rate=trust.win_rate(results, ours, baseline, cfg.metrics, cfg.seed),
         gold_agreement=None if ensemble_gold is None else GoldAgreement.from_json(ensemble_gold,
                                                                                   "trust.gold_agreement"))
     member_items = {m: aggregated for m, aggregated in _member_results(cfg, refs, by_member).items()}

@@ -12,7 +12,7 @@ from runner.inputs.datasets import ItemRef
 from runner.judging import aggregation, pair_policy
 from runner.modes import bias, statistics, trust
 from runner.modes import summary as summaries
-from runner.modes.sections import BiasReport, PairErrors, PairwiseReport, TrustSection
+from runner.modes.sections import BiasReport, PairErrors, PairwiseReport
 
 MODE = "pairwise"
 
@@ -35,9 +35,8 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], judgments: Sequence[Judgment]
     item_results = aggregation.aggregate_items(judgments, [r.id for r in refs],
                                                cfg.aggregation.name, cfg.aggregation.params)
     summary, aggregated = summaries.verdict_report(item_results, ours.name, baseline.name, cfg.repeats)
-    trust_section = TrustSection.from_json(trust.pairwise_trust(
-        refs, judgments, item_results, ours.name, baseline.name, cfg.metrics, cfg.seed,
-        cfg.dataset.annotators_identified), "trust")
+    trust_section = trust.pairwise_trust(refs, judgments, item_results, ours.name, baseline.name, cfg.metrics,
+                                         cfg.seed, cfg.dataset.annotators_identified)
     stats = statistics.estimates(MODE, statistics.StatInputs(cfg, refs, judgments, item_results))
     del item_results  # the report holds each item's result once
     typed = PairwiseReport(
