@@ -42,7 +42,7 @@ def main(sizes: list[int]) -> None:
         started = time.perf_counter()
         d = drilldown.build(refs, {}, judgments, lambda js=judgments: js, lambda its=items: its)
         built = time.perf_counter()
-        html = html_report.run_report({}, {}, f"{n} items", "pairwise", None, d)
+        html = html_report.run_report({}, {}, f"{n} items", "pairwise", d)
         drawn = time.perf_counter()
         print(f"{n:>7} items: {len(d.entries):>5} drawn, report.html {len(html.encode()) / 1e6:6.2f} MB, "
               f"build {built - started:5.2f} s, draw {drawn - built:5.2f} s")

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from runner.core.config import RunConfig
 from runner.core.types import Item, Judgment
@@ -25,12 +25,12 @@ from runner.inputs.datasets import ItemRef
 from runner.inputs.prompts import Template
 from runner.modes.drilldown import ItemOutcome
 from runner.modes.record import Record
-from runner.modes.sections import Gate, GoldAccuracy, RunEnd, ScoreSection, with_run_end
+from runner.modes.sections import EndedReport, Gate, GoldAccuracy, RunEnd, ScoreSection, run_end_missing, with_run_end
 from runner.modes.view import View as View  # re-exported: the outputs layer draws a View
 from runner.modes.view import cell as cell
 
 Json = dict[str, Any]
-Document = Mapping[str, Any] | Record  # a summary.json document, or the typed report a run already holds
+Document = Mapping[str, Any] | Record  # a summary.json document, or the typed report a run already holds (read's)
 
 
 @dataclass(frozen=True)
@@ -90,12 +90,12 @@ class Report:
     @property
     def gates(self) -> tuple[Gate, ...]:
         """The gates the run's end checked (RunEnd), none before."""
-        return getattr(self.typed, "gates", None) or ()
+        return cast(EndedReport, self.typed).gates or ()  # every mode's report is one: checked by register
 
     @property
     def partial_reason(self) -> str | None:
         """Why an aborted run stopped (its report is of what completed), or None."""
-        return getattr(self.typed, "partial_reason", None)
+        return cast(EndedReport, self.typed).partial_reason
 
     def ended(self, end: RunEnd) -> Report:
         """This report with what the run's end adds (skipped rows, failed calls, gates, partial: see RunEnd)."""
@@ -106,6 +106,7 @@ class RunMode(ABC):
     """One kind of run. Subclasses are stateless; :data:`MODES` holds one instance of each."""
 
     name: ClassVar[str]
+    report_type: ClassVar[type[Record]]  # its typed report: an EndedReport (runner.modes.sections), checked by register
     items_take_gold: ClassVar[bool] = False  # the results API adds each item's gold label (from its judgments)
     ordered: ClassVar[bool] = False  # the judge sees candidates in an order (order=fixed|both|random applies)
 
@@ -129,26 +130,26 @@ class RunMode(ABC):
         """The run's typed report (a single judge's, or an ensemble's combined from its members)."""
 
     @abstractmethod
-    def summary_metrics(self, document: Document) -> dict[str, float]:
-        """The metrics a summary.json document of this mode determines (for a run read back from disk)."""
+    def summary_metrics(self, report: Record) -> dict[str, float]:
+        """The metrics this mode's typed report determines (a run read back from disk: :meth:`read` first)."""
 
     @abstractmethod
-    def console_lines(self, document: Document, judge_stats: Mapping[str, Any]) -> list[str]:
+    def console_lines(self, report: Record, judge_stats: Mapping[str, Any]) -> list[str]:
         """The end-of-run console summary, one line per string (printed as data, never as markup)."""
 
     @abstractmethod
-    def views(self, document: Document) -> list[View]:
-        """The HTML report's sections for this mode (headline, gates and metrics are the report's own); the
-        document is read leniently: a section it lacks is not drawn."""
+    def views(self, report: Record) -> list[View]:
+        """The HTML report's sections for this mode (headline, gates and metrics are the report's own); a report
+        read leniently from a document draws the sections it has."""
 
     @abstractmethod
-    def item_outcomes(self, document: Document, refs: Sequence[ItemRef]) -> dict[str, ItemOutcome]:
+    def item_outcomes(self, report: Record, refs: Sequence[ItemRef]) -> dict[str, ItemOutcome]:
         """Each item's final verdict or score and its flags (wrong against gold, failed, unscored, inconsistent),
         for the HTML report's drill-down (runner.modes.drilldown)."""
 
     @abstractmethod
-    def items(self, document: Document) -> list[Json]:
-        """One row per item of the summary document (for the results API's ``items`` frame)."""
+    def items(self, report: Record) -> list[Json]:
+        """One row per item of the report (for the results API's ``items`` frame)."""
 
     def scores(self, report: Record) -> ScoreSection | None:
         """The report's scored section over every item, whose pass counts and checks the gates read; None in a mode
@@ -170,9 +171,18 @@ MODES: dict[str, RunMode] = {}
 
 
 def register(mode: RunMode) -> RunMode:
-    """Add a mode to :data:`MODES` under its name (``prompt.mode``)."""
+    """Add a mode to :data:`MODES` under its name (``prompt.mode``).
+
+    Raises:
+        ValueError: The name is taken.
+        TypeError: The mode's report type lacks a field the run's end replaces (runner.modes.sections.EndedReport).
+    """
     if mode.name in MODES:
         raise ValueError(f"run mode {mode.name!r} is registered twice")
+    missing = run_end_missing(mode.report_type)
+    if missing:
+        raise TypeError(f"run mode {mode.name!r}: its report type {mode.report_type.__name__} lacks what the run's "
+                        f"end sets: {missing}")
     MODES[mode.name] = mode
     return mode
 

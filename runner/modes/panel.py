@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from runner.core.config import RunConfig
@@ -43,7 +44,18 @@ from runner.modes.ensemble_check import (
     member_weights,
 )
 from runner.modes.panel_views import ensemble_metrics
-from runner.modes.sections import PairwiseReport
+from runner.modes.sections import (
+    CombineStats,
+    DawidSkeneReport,
+    GoldAgreement,
+    InterJudge,
+    MemberAgreement,
+    PairwiseEnsemble,
+    PairwiseReport,
+    TrustSection,
+    VersusMembers,
+)
+from runner.modes.sections.ensembles import DawidSkeneIntervals
 
 MEMBERS_DIR = "members"  # run_dir/members/<name>/: each member's journal, results and summary
 
@@ -160,28 +172,28 @@ def _member_estimates(fit: Mapping[str, Any], votes: Mapping[str, Mapping[str, A
 
 
 def dawid_skene_report(fit: Mapping[str, Any], votes: Mapping[str, Mapping[str, Any]],
-                       gold: Mapping[str, Any]) -> dict[str, Any]:
+                       gold: Mapping[str, Any]) -> DawidSkeneReport:
     """Each member's (and annotator's) Dawid-Skene accuracy estimate, next to its true accuracy when gold exists."""
-    out: dict[str, Any] = {"estimated_accuracy": _member_estimates(fit, votes),
-                           "annotator_estimated_accuracy": dict(fit.get("accuracy", {})),
-                           "priors": {str(k): v for k, v in fit.get("priors", {}).items()},
-                           "iterations": fit.get("iterations"), "converged": fit.get("converged"),
-                           "annotators": fit.get("annotators"), "intervals": fit.get("intervals")}
-    if gold:
-        out["true_accuracy"] = _member_true_accuracy(votes, gold)
-    return out
+    intervals = fit.get("intervals")
+    return DawidSkeneReport(
+        estimated_accuracy=MappingProxyType(_member_estimates(fit, votes)),
+        annotator_estimated_accuracy=MappingProxyType(dict(fit.get("accuracy", {}))),
+        priors=MappingProxyType({str(k): v for k, v in fit.get("priors", {}).items()}),
+        iterations=fit.get("iterations"), converged=fit.get("converged"), annotators=fit.get("annotators"),
+        intervals=None if intervals is None else DawidSkeneIntervals.from_json(intervals, "intervals"),
+        true_accuracy=MappingProxyType(_member_true_accuracy(votes, gold)) if gold else None)
 
 
 def _member_labels(results_by_member: Mapping[str, Sequence[ItemResult]]) -> dict[str, dict[str, Any]]:
     return {m: {r.item_id: r.final_verdict for r in rs} for m, rs in results_by_member.items()}
 
 
-MemberOutput = tuple[dict[str, Any], PairwiseReport, dict[str, float]]  # a member's summary, typed, and metrics
+MemberOutput = tuple[PairwiseReport, dict[str, float]]  # a member's typed report and metrics
 
 
 def build(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Sequence[Judgment]]
-          ) -> tuple[dict[str, Any], dict[str, float], dict[str, MemberOutput]]:
-    """The ensemble run's summary and metrics, and each member's own (summary, typed summary, metrics)."""
+          ) -> tuple[PairwiseReport, dict[str, float], dict[str, MemberOutput]]:
+    """The ensemble run's typed report and metrics, and each member's own (typed report, metrics)."""
     assert cfg.dataset.ours is not None and cfg.dataset.baseline is not None
     ours, baseline = cfg.dataset.ours.name, cfg.dataset.baseline.name
     ids = [r.id for r in refs]
@@ -191,40 +203,37 @@ def build(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[str, Seque
     chosen = combine_of(cfg).name
     per_method = {method: combine(method, votes, cfg, ids) for method in _methods(cfg, len(votes))}
     results, _ = per_method[chosen]
-    summary = summaries.build_summary(results, [], ours, baseline, cfg.repeats)
-    summary["trust"] = {"bootstrap": trust.bootstrap_settings(cfg.metrics, cfg.seed),
-                        "win_rate": trust.win_rate(results, ours, baseline, cfg.metrics, cfg.seed)}
+    summary, aggregated = summaries.verdict_report(results, ours, baseline, cfg.repeats)
     ensemble_gold = _ensemble_gold(results, refs, cfg, cfg.seed)
-    if ensemble_gold is not None:
-        summary["trust"]["gold_agreement"] = ensemble_gold
+    trust_section = TrustSection(
+        bootstrap=trust.bootstrap_settings(cfg.metrics, cfg.seed),
+        win_rate=trust.win_rate(results, ours, baseline, cfg.metrics, cfg.seed),
+        gold_agreement=None if ensemble_gold is None else GoldAgreement.from_json(ensemble_gold,
+                                                                                  "trust.gold_agreement"))
     member_items = {m: aggregated for m, aggregated in _member_results(cfg, refs, by_member).items()}
-    section: dict[str, Any] = {
-        "combine": chosen, "members": list(by_member), "annotators": sorted(votes),
-        "inter_judge": inter_judge_agreement(_member_labels(member_items)),
-        "inter_annotator": inter_judge_agreement(votes),
-        "by_combine": {m: _combine_stats(rs, gold, ours, baseline) for m, (rs, _) in per_method.items()},
-        "member_agreement": {m: _headline(typed) for m, (_, typed, _) in members.items()},
-    }
-    if gold:
-        section["versus_members"] = member_comparison(_member_labels(member_items),
-                                                      {r.item_id: r.final_verdict for r in results}, gold)
-    for method, (_, fit) in per_method.items():
-        if fit:  # a method that estimated each annotator's accuracy (Dawid-Skene): its estimates against the truth
-            section[method] = dawid_skene_report(fit, votes, gold)
+    section = PairwiseEnsemble(
+        combine=chosen, members=tuple(by_member), annotators=tuple(sorted(votes)),
+        inter_judge=InterJudge.from_json(inter_judge_agreement(_member_labels(member_items)), "ensemble.inter_judge"),
+        inter_annotator=InterJudge.from_json(inter_judge_agreement(votes), "ensemble.inter_annotator"),
+        by_combine=MappingProxyType({m: _combine_stats(rs, gold, ours, baseline) for m, (rs, _) in per_method.items()}),
+        member_agreement=MappingProxyType({m: _headline(typed) for m, (typed, _) in members.items()}),
+        versus_members=VersusMembers.from_json(member_comparison(
+            _member_labels(member_items), {r.item_id: r.final_verdict for r in results}, gold),
+            "ensemble.versus_members") if gold else None,
+        # a method that estimated each annotator's accuracy (Dawid-Skene): its estimates against the truth
+        estimates=MappingProxyType({method: dawid_skene_report(fit, votes, gold)
+                                    for method, (_, fit) in per_method.items() if fit}))
     # per category and tag, the ensemble's verdict per item, as a single judge's (runner.modes.pairwise.groups)
-    stats = statistics.compute(pairwise.report.MODE, statistics.StatInputs(
+    stats = statistics.estimates(pairwise.report.MODE, statistics.StatInputs(
         cfg, refs, [j for js in by_member.values() for j in js], results))
-    if stats:
-        summary["statistics"] = stats
-    summary["ensemble"] = section
-    typed = PairwiseReport.from_json(summary, "ensemble summary")
-    assert typed.ensemble is not None
+    typed = PairwiseReport(summary=summary, aggregated_results=aggregated, trust=trust_section,
+                           statistics=stats or None, ensemble=section)
     metrics = {**summaries.flat_metrics(typed.summary, None, {}), **trust.trust_metrics(typed.trust),
-               **statistics.metrics(typed.statistics or {}), **ensemble_metrics(typed.ensemble)}
-    for m, (_, _, member_metrics) in members.items():
+               **statistics.metrics(typed.statistics or {}), **ensemble_metrics(section)}
+    for m, (_, member_metrics) in members.items():
         member_metrics.update(summaries.numeric(summaries.judge_metrics(by_member[m])))
         metrics.update({f"member/{m}/{k}": v for k, v in member_metrics.items()})
-    return summary, metrics, members
+    return typed, metrics, members
 
 
 def _methods(cfg: RunConfig, n_annotators: int) -> list[str]:
@@ -241,22 +250,20 @@ def _member_results(cfg: RunConfig, refs: Sequence[ItemRef], by_member: Mapping[
     return {m: aggregate_items(js, ids, cfg.aggregation.name, cfg.aggregation.params) for m, js in by_member.items()}
 
 
-def _headline(summary: PairwiseReport) -> dict[str, Any]:
+def _headline(summary: PairwiseReport) -> MemberAgreement:
     ga = summary.trust.gold_agreement
     if ga is None:
-        return dict.fromkeys(("accuracy", "accuracy_all", "cohen_kappa", "n"))
-    return {"accuracy": ga.accuracy, "accuracy_all": ga.accuracy_all, "cohen_kappa": ga.cohen_kappa, "n": ga.n}
+        return MemberAgreement(accuracy=None, accuracy_all=None, cohen_kappa=None, n=None)
+    return MemberAgreement(accuracy=ga.accuracy, accuracy_all=ga.accuracy_all, cohen_kappa=ga.cohen_kappa, n=ga.n)
 
 
 def _combine_stats(results: Sequence[ItemResult], gold: Mapping[str, Any], ours: str, baseline: str
-                   ) -> dict[str, Any]:
+                   ) -> CombineStats:
     finals = [r.final_verdict for r in results if r.final_verdict is not None]
     counts = Counter(finals)
-    out: dict[str, Any] = {"tie_rate": counts[TIE] / len(finals) if finals else None,
-                           "ours_win_rate": counts[ours] / len(finals) if finals else None,
-                           "confidence": {c: sum(r.confidence == c for r in results) for c in CONFIDENCES}}
     scored = [(r.final_verdict, gold[r.item_id]) for r in results if r.item_id in gold]
-    if scored:
-        out["accuracy_all"] = sum(p == g for p, g in scored) / len(scored)
-        out["n_gold"] = len(scored)
-    return out
+    return CombineStats(tie_rate=counts[TIE] / len(finals) if finals else None,
+                        ours_win_rate=counts[ours] / len(finals) if finals else None,
+                        confidence=MappingProxyType({c: sum(r.confidence == c for r in results) for c in CONFIDENCES}),
+                        accuracy_all=sum(p == g for p, g in scored) / len(scored) if scored else None,
+                        n_gold=len(scored) if scored else None)

@@ -15,7 +15,9 @@ agreement alone).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -32,7 +34,7 @@ from runner.modes.ensemble import (
     vote_methods,
 )
 from runner.modes.scorecard import SCORED, ItemScore
-from runner.modes.sections import PointwiseEnsemble
+from runner.modes.sections import MemberHeadline, PassVotes, PointwiseEnsemble, PointwiseReport, ScoreAgreement
 
 PASS, FAIL = "pass", "fail"
 
@@ -140,20 +142,20 @@ def pass_vote_section(votes: Mapping[str, Mapping[str, str | None]], human: Mapp
     return out
 
 
-def member_headline(report: Mapping[str, Any]) -> dict[str, Any]:
+def member_headline(report: PointwiseReport) -> MemberHeadline:
     """A member's average overall score, pass rate and Pearson correlation with human scores."""
-    s = report["summary"]
-    human = s.get("human_correlation") or {}
-    scored_only = {"pass_rate_scored": s["pass_rate_scored"]} if s.get("pass_rate_scored") is not None else {}
-    return {"average_overall": s.get("average_overall"), "pass_rate": s.get("pass_rate"), **scored_only,
-            "scored": s.get("scored"),
-            "human_pearson": (human.get("pearson") or {}).get("r"), "human_within_1_rate": human.get("within_1_rate")}
+    s = report.summary
+    human = s.human_correlation
+    return MemberHeadline(average_overall=s.average_overall, pass_rate=s.pass_rate,
+                          pass_rate_scored=s.pass_rate_scored, scored=s.scored,
+                          human_pearson=None if human is None else human.pearson.r,
+                          human_within_1_rate=None if human is None else human.within_1_rate)
 
 
-def build(reports: Mapping[str, dict[str, Any]], by_member: Mapping[str, Sequence[ItemScore]], scoring: Scoring,
+def build(reports: Mapping[str, PointwiseReport], by_member: Mapping[str, Sequence[ItemScore]], scoring: Scoring,
           method: str | AggregationRef, weights: Mapping[str, float],
-          build_report: Callable[[list[ItemScore]], dict[str, Any]]
-          ) -> tuple[dict[str, Any], list[ItemScore]]:
+          build_report: Callable[[list[ItemScore]], PointwiseReport]
+          ) -> tuple[PointwiseReport, list[ItemScore]]:
     """The ensemble's report (``build_report`` over the combined items) with its ``ensemble`` section.
 
     Args:
@@ -168,17 +170,17 @@ def build(reports: Mapping[str, dict[str, Any]], by_member: Mapping[str, Sequenc
     combine = aggregation_ref(method, "judge.combine")
     items = combine_items(by_member, scoring, combine, weights)
     report = build_report(items)
-    human = {}
+    votes = None
     if scoring.pass_threshold is not None:
         human = {s.ref.id: PASS if s.ref.human_score >= scoring.pass_threshold else FAIL
                  for s in items if s.ref.human_score is not None}
-    section: dict[str, Any] = {"combine": combine.name, "members": list(by_member),
-                               "member_headline": {m: member_headline(r) for m, r in reports.items()},
-                               "score_agreement": score_agreement(by_member)}
-    if scoring.pass_threshold is not None:
-        section["pass_votes"] = pass_vote_section(pass_votes(by_member), human)
-    report["ensemble"] = section
-    return report, items
+        votes = PassVotes.from_json(pass_vote_section(pass_votes(by_member), human), "ensemble.pass_votes")
+    section = PointwiseEnsemble(
+        combine=combine.name, members=tuple(by_member),
+        member_headline=MappingProxyType({m: member_headline(r) for m, r in reports.items()}),
+        score_agreement=ScoreAgreement.from_json(score_agreement(by_member), "ensemble.score_agreement"),
+        pass_votes=votes)
+    return dataclasses.replace(report, ensemble=section), items
 
 
 def ensemble_metrics(section: PointwiseEnsemble | Mapping[str, Any]) -> dict[str, float]:

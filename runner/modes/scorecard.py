@@ -1,6 +1,7 @@
 """Pointwise reports: per-item scores across repeats, and the users' report shape.
 
-The report is ``{"summary", "by_tag", "by_category", "detailed_results"}``. ``summary`` and every
+The report (runner.modes.sections.PointwiseReport, built typed by :func:`scorecard`; :func:`build_report` gives
+its JSON) is ``{"summary", "by_tag", "by_category", "detailed_results"}``. ``summary`` and every
 ``by_tag`` / ``by_category`` entry are the same section: counts, pass rate, average overall and per
 criterion, consistency across repeats, correlation with human scores and check violations, computed on
 that subset, so every metric has its per-tag and per-category breakdown. Unscored judgments never
@@ -11,12 +12,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from runner.core.types import Judgment, Status
 from runner.inputs.datasets import ItemRef
 from runner.judging.scoring import OVERALL_DECIMALS, SCORE_AGGREGATIONS, Scoring
-from runner.modes.sections import PointwiseReport, PointwiseSummary, ScoreSection
+from runner.modes.sections import (
+    CheckSection,
+    Consistency,
+    DetailedResult,
+    FailedExample,
+    HumanAgreement,
+    Interval,
+    PointwiseReport,
+    PointwiseSummary,
+    ScoreSection,
+    UnscoredItem,
+)
+from runner.modes.shared_values import frozen_mapping, frozen_tuple
 from runner.modes.summary import sanitize
 from runner.stats import agreement, proportions, uncertainty
 from runner.stats import scores as stats
@@ -123,18 +137,32 @@ def _first_line(value: Any) -> str:
 
 def section(items: Sequence[ItemScore], repeats: int, consistency_threshold: float,
             checks: Sequence[CheckSpec], graded: bool | None = None) -> dict[str, Any]:
+    """The JSON of :func:`score_section`."""
+    return score_section(items, repeats, consistency_threshold, checks, graded).to_json()
+
+
+def score_section(items: Sequence[ItemScore], repeats: int, consistency_threshold: float,
+                  checks: Sequence[CheckSpec], graded: bool | None = None) -> ScoreSection:
     """Every metric over ``items``: counts, pass rate, averages, consistency, human correlation, checks.
 
     ``pass_rate`` is over every item: an unscored, failed or not generated one is not passed (the users'
     definition, and the gate's); ``pass_rate_scored`` is over the items that got a score. ``graded``: whether the
     rubric has a pass threshold (None: whether any item has a pass decision).
     """
+    return ScoreSection(**_section_fields(items, repeats, consistency_threshold, checks, graded))
+
+
+def _section_fields(items: Sequence[ItemScore], repeats: int, consistency_threshold: float,
+                    checks: Sequence[CheckSpec], graded: bool | None) -> dict[str, Any]:
+    """The fields of a :class:`ScoreSection` over ``items`` (a summary's are these and its own)."""
     scored = [i for i in items if i.status == SCORED]
     judged_pass = [i for i in scored if i.passed is not None]
     passed = sum(bool(i.passed) for i in judged_pass)
     graded = bool(judged_pass) if graded is None else graded
     names = list(dict.fromkeys(n for i in scored for n in i.criteria))
-    out: dict[str, Any] = {
+    rated = [i for i in scored if i.ref.human_score is not None]
+    humans = [i.ref.human_score for i in rated if i.ref.human_score is not None]
+    return {
         "total": len(items),
         "scored": len(scored),
         "unscored": sum(i.status == UNSCORED for i in items),
@@ -142,23 +170,21 @@ def section(items: Sequence[ItemScore], repeats: int, consistency_threshold: flo
         "passed": passed if graded else None,
         "failed": len(judged_pass) - passed if graded else None,
         "pass_rate": passed / len(items) if graded and items else None,
-        **({"pass_rate_scored": passed / len(judged_pass)} if graded and judged_pass else {}),
+        "pass_rate_scored": passed / len(judged_pass) if graded and judged_pass else None,
         "average_overall": stats.mean([_overall(i) for i in scored]),
-        "average_by_criterion": {n: stats.mean([i.criteria[n] for i in scored if n in i.criteria]) for n in names},
+        "average_by_criterion": frozen_mapping(
+            {n: stats.mean([i.criteria[n] for i in scored if n in i.criteria]) for n in names}, fresh=True),
+        "consistency": Consistency.from_json(stats.consistency(
+            {i.ref.id: i.repeat_scores for i in scored}, repeats, consistency_threshold).to_dict(), "consistency")
+        if repeats > 1 else None,
+        # correlations, +-1 agreement, weighted kappa and Krippendorff's alpha with the human scores
+        "human_correlation": HumanAgreement.from_json(agreement.ordinal_agreement(
+            [_overall(i) for i in rated], humans), "human_correlation") if rated else None,
+        "checks": MappingProxyType({c.name: _check_section(items, c) for c in checks}) if checks else None,
     }
-    if repeats > 1:
-        per_item = {i.ref.id: i.repeat_scores for i in scored}
-        out["consistency"] = stats.consistency(per_item, repeats, consistency_threshold).to_dict()
-    rated = [i for i in scored if i.ref.human_score is not None]
-    if rated:  # correlations, +-1 agreement, weighted kappa and Krippendorff's alpha with the human scores
-        humans = [i.ref.human_score for i in rated if i.ref.human_score is not None]
-        out["human_correlation"] = agreement.ordinal_agreement([_overall(i) for i in rated], humans)
-    if checks:
-        out["checks"] = {c.name: _check_section(items, c) for c in checks}
-    return out
 
 
-def _check_section(items: Sequence[ItemScore], check: CheckSpec) -> dict[str, Any]:
+def _check_section(items: Sequence[ItemScore], check: CheckSpec) -> CheckSection:
     checked = [i for i in items if i.status != NOT_GENERATED]
     hits = [i for i in checked if i.violations.get(check.name)]
     rate = len(hits) / len(checked) if checked else None
@@ -167,59 +193,73 @@ def _check_section(items: Sequence[ItemScore], check: CheckSpec) -> dict[str, An
         for v in i.violations[check.name]:
             by_phrase[v] = by_phrase.get(v, 0) + 1
     met = None if rate is None or check.max_rate is None else rate < check.max_rate
-    return {"items_checked": len(checked), "items_with_violations": len(hits), "violation_rate": rate,
-            "max_rate": check.max_rate, "met": met, "by_violation": by_phrase}
+    return CheckSection(items_checked=len(checked), items_with_violations=len(hits), violation_rate=rate,
+                        max_rate=check.max_rate, met=met, by_violation=frozen_mapping(by_phrase, fresh=True))
 
 
 def build_report(items: Sequence[ItemScore], scoring: Scoring, repeats: int, consistency_threshold: float,
                  checks: Sequence[CheckSpec], ci: tuple[float, int, int] = (0.95, 1000, 0)) -> dict[str, Any]:
-    """The users' report: ``summary``, ``by_tag``, ``by_category``, ``detailed_results``.
+    """The JSON of :func:`scorecard`."""
+    return scorecard(items, scoring, repeats, consistency_threshold, checks, ci).to_json()
+
+
+def scorecard(items: Sequence[ItemScore], scoring: Scoring, repeats: int, consistency_threshold: float,
+              checks: Sequence[CheckSpec], ci: tuple[float, int, int] = (0.95, 1000, 0)) -> PointwiseReport:
+    """The users' report, typed: ``summary``, ``by_tag``, ``by_category``, ``detailed_results``.
 
     ``ci`` is (level, resamples, seed) of the bootstrap intervals on the summary's mean score and pass rate.
     """
     graded = scoring.pass_threshold is not None
-    summary = section(items, repeats, consistency_threshold, checks, graded)
     level, resamples, seed = ci
     scored = [i for i in items if i.status == SCORED]
-    summary["average_overall_ci"] = uncertainty.bootstrap_ci([_overall(i) for i in scored], "mean", level,
-                                                             resamples, seed, unit="item")
-    if graded and items:  # Wilson over every item, as pass_rate: an item without a score is not passed
-        summary["pass_rate_ci"] = proportions.proportion_ci([float(i.passed is True) for i in items], None, level)
-    summary.update({
-        "pass_threshold": scoring.pass_threshold,
-        "scale": [scoring.low, scoring.high],
-        "repeats": repeats,
-        "failed_examples": [{"id": i.ref.id, "overall": i.overall, "reasoning": _first_line(i.extras.get("reasoning")),
-                             **(i.texts.to_dict() if i.texts else {})} for i in items if i.passed is False],
-        "unscored_items": [{"id": i.ref.id, "status": i.status, "reasons": list(i.reasons)}
-                           for i in items if i.status != SCORED],
-    })
+    summary = PointwiseSummary(
+        **_section_fields(items, repeats, consistency_threshold, checks, graded),
+        average_overall_ci=Interval.from_json(uncertainty.bootstrap_ci(
+            [_overall(i) for i in scored], "mean", level, resamples, seed, unit="item"), "average_overall_ci"),
+        # Wilson over every item, as pass_rate: an item without a score is not passed
+        pass_rate_ci=Interval.from_json(proportions.proportion_ci(
+            [float(i.passed is True) for i in items], None, level), "pass_rate_ci") if graded and items else None,
+        pass_threshold=scoring.pass_threshold,
+        scale=(scoring.low, scoring.high),
+        repeats=repeats,
+        failed_examples=tuple(FailedExample(id=i.ref.id, overall=i.overall,
+                                            reasoning=_first_line(i.extras.get("reasoning")), **_texts(i))
+                              for i in items if i.passed is False),
+        unscored_items=tuple(UnscoredItem(id=i.ref.id, status=i.status, reasons=frozen_tuple(tuple(i.reasons)))
+                             for i in items if i.status != SCORED),
+    )
     tags = list(dict.fromkeys(t for i in items for t in i.ref.tags))
     categories = list(dict.fromkeys(i.ref.category for i in items if i.ref.category is not None))
-    return {
-        "summary": summary,
-        "by_tag": {t: section([i for i in items if t in i.ref.tags], repeats, consistency_threshold, checks, graded)
-                   for t in tags},
-        "by_category": {c: section([i for i in items if i.ref.category == c], repeats, consistency_threshold, checks,
-                                   graded) for c in categories},
-        "detailed_results": [_detail(i) for i in items],
-    }
+    return PointwiseReport(
+        summary=summary,
+        by_tag=MappingProxyType({t: score_section([i for i in items if t in i.ref.tags], repeats,
+                                                  consistency_threshold, checks, graded) for t in tags}),
+        by_category=MappingProxyType({c: score_section([i for i in items if i.ref.category == c], repeats,
+                                                       consistency_threshold, checks, graded) for c in categories}),
+        detailed_results=tuple(_detail(i) for i in items),
+    )
 
 
-def _detail(i: ItemScore) -> dict[str, Any]:
-    out = {
-        "id": i.ref.id, "status": i.status, "tags": list(i.ref.tags), "category": i.ref.category,
-        "overall": i.overall, "passed": i.passed, "scores": dict(i.criteria), "repeat_scores": list(i.repeat_scores),
-        "std": stats.item_std(i.repeat_scores), "human_score": i.ref.human_score,
-        "reasoning": i.extras.get("reasoning"), "improvement_suggestions": i.extras.get("improvement_suggestions"),
-        "judge_pass": list(i.judge_pass), "violations": {k: list(v) for k, v in i.violations.items() if v},
-        "unscored_reasons": list(i.reasons),
-    }
-    if i.texts is not None:
-        out.update(i.texts.to_dict())
-    if any(v is not None for v in i.judge_overall):  # shown beside ours, never used as it
-        out["judge_overall_score"] = list(i.judge_overall)
-    return out
+def _texts(i: ItemScore) -> dict[str, str | None]:
+    """The example's texts as a record's ``input``, ``expected_output`` and ``output`` (None: not shown)."""
+    t = i.texts or ItemTexts()
+    return {"input": t.input, "expected_output": t.expected_output, "output": t.output}
+
+
+def _detail(i: ItemScore) -> DetailedResult:
+    """An item's ``detailed_results`` entry; its short tuples and mappings of exact values are the shared copies
+    (runner.modes.shared_values)."""
+    return DetailedResult(
+        id=i.ref.id, status=i.status, tags=frozen_tuple(tuple(i.ref.tags)), category=i.ref.category,
+        overall=i.overall, passed=i.passed, scores=frozen_mapping(dict(i.criteria), fresh=True),
+        repeat_scores=frozen_tuple(tuple(i.repeat_scores)), std=stats.item_std(i.repeat_scores),
+        human_score=i.ref.human_score, reasoning=i.extras.get("reasoning"),
+        improvement_suggestions=i.extras.get("improvement_suggestions"), judge_pass=frozen_tuple(tuple(i.judge_pass)),
+        violations=frozen_mapping({k: frozen_tuple(tuple(v)) for k, v in i.violations.items() if v}, fresh=True),
+        unscored_reasons=frozen_tuple(tuple(i.reasons)), **_texts(i),
+        # shown beside ours, never used as it
+        judge_overall_score=frozen_tuple(tuple(i.judge_overall))
+        if any(v is not None for v in i.judge_overall) else None)
 
 
 def section_metrics(sec: ScoreSection, prefix: str = "") -> dict[str, float]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from runner.core.config import RunConfig
@@ -101,15 +102,21 @@ def statistic(name: str, title: str, modes: Sequence[str], *, headline: bool = F
 
 
 def compute(mode: str, inputs: StatInputs) -> dict[str, Any]:
-    """Every statistic registered for ``mode``, as summary.json's ``statistics`` section (empty tables left out)."""
-    out: dict[str, Any] = {}
+    """The JSON of :func:`estimates`: summary.json's ``statistics`` section."""
+    return {name: {group: {measure: est.to_json() for measure, est in row.items()} for group, row in table.items()}
+            for name, table in estimates(mode, inputs).items()}
+
+
+def estimates(mode: str, inputs: StatInputs) -> Statistics:
+    """Every statistic registered for ``mode``, typed: the report's ``statistics`` section (empty tables left
+    out; read-only)."""
+    out: dict[str, Table] = {}
     for stat in STATISTICS.values():
         if mode in stat.modes:
             table = stat.compute(inputs)
             if table:
-                out[stat.name] = {group: {measure: est.to_json() for measure, est in row.items()}
-                                  for group, row in table.items()}
-    return out
+                out[stat.name] = MappingProxyType({group: MappingProxyType(dict(row)) for group, row in table.items()})
+    return MappingProxyType(out)
 
 
 def key_part(text: str) -> str:

@@ -1,7 +1,8 @@
 """Run summaries as data: the users' JSON summary, gold accuracy, judge statistics and the flat MLflow metrics.
 
-Every function here is pure, and every value returned is plain JSON (dicts, lists, str, int, float, bool, None),
-so the caller can dump it or log it as it is. Printing them is runner.outputs.console's.
+Every function here is pure. The report's sections are built as typed records (runner.modes.sections:
+:func:`verdict_report`, :func:`gold_accuracy`); :func:`build_summary` and :func:`gold_metrics` give their JSON. The
+judge statistics and metrics are flat dicts. Printing them is runner.outputs.console's.
 """
 
 from __future__ import annotations
@@ -11,13 +12,15 @@ from array import array
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
+from types import MappingProxyType
 from typing import Any
 
 from runner.core.types import TIE, Item, ItemResult, Judgment, Order, Status
 from runner.inputs.datasets import ItemRef
 from runner.judging.aggregation import final_judgments
 from runner.judging.aggregations.records import CONFIDENCES, UNANIMOUS
-from runner.modes.sections import GoldAccuracy, VerdictSummary
+from runner.modes.sections import AggregatedResult, GoldAccuracy, VerdictSummary
+from runner.modes.shared_values import frozen_mapping, frozen_tuple
 from runner.stats.scores import percentile
 
 GOLD_KEYS = (
@@ -51,12 +54,19 @@ def build_summary(
     num_evaluation_runs: int,
     completed_at: datetime | None = None,
 ) -> dict[str, Any]:
-    """Build the users' summary document.
+    """The users' summary document, ``{"summary": {...}, "aggregated_results": {item_id: {...}}}``: the JSON of
+    :func:`verdict_report` (see it for the arguments; ``judgments`` is not part of the users' format)."""
+    del judgments
+    summary, aggregated = verdict_report(item_results, ours, baseline, num_evaluation_runs, completed_at)
+    return {"summary": summary.to_json(), "aggregated_results": {k: v.to_json() for k, v in aggregated.items()}}
+
+
+def verdict_report(item_results: Sequence[ItemResult], ours: str, baseline: str, num_evaluation_runs: int,
+                   completed_at: datetime | None = None) -> tuple[VerdictSummary, Mapping[str, AggregatedResult]]:
+    """The users' ``summary`` section and ``aggregated_results`` (one record per item), typed.
 
     Args:
         item_results: One aggregated result per item (failures included).
-        judgments: All judgments of the run. Not part of the users' format; accepted so the caller
-            hands the same records to every report function.
         ours: System name of the first candidate.
         baseline: System name of the second candidate.
         num_evaluation_runs: Repeats per item and order, as configured.
@@ -64,50 +74,57 @@ def build_summary(
             format has it); None: now, the summary being built as the run ends.
 
     Returns:
-        ``{"summary": {...}, "aggregated_results": {item_id: {...}}}``; the win and tie rates are fractions of
-        the successful items, ``unanimous_agreement_rate`` of every item (a failed one is not unanimous); 0.0 when
-        there are none.
+        The summary (the win and tie rates are fractions of the successful items, ``unanimous_agreement_rate`` of
+        every item, a failed one not being unanimous; 0.0 when there are none) and item id -> its result.
     """
-    del judgments  # see Args
     finals = [r.final_verdict for r in item_results if r.final_verdict is not None]
     verdicts: dict[str, int] = {ours: 0, baseline: 0, TIE: 0}
     verdicts.update(Counter(finals))  # an unexpected label still shows up instead of vanishing
     confidences = {name: 0 for name in CONFIDENCES}
     confidences.update(Counter(r.confidence for r in item_results if r.confidence is not None))
     n_ok = len(finals)
-    summary = {
-        "evaluation_completed": (completed_at or datetime.now(timezone.utc)).astimezone(timezone.utc).isoformat(
+    summary = VerdictSummary(
+        evaluation_completed=(completed_at or datetime.now(timezone.utc)).astimezone(timezone.utc).isoformat(
             timespec="seconds"),
-        "num_evaluation_runs": int(num_evaluation_runs),
-        "total_subsets": len(item_results),
-        "successful_evaluations": n_ok,
-        "final_verdict_distribution": verdicts,
-        "confidence_distribution": confidences,
-        "ours_win_rate": _rate(verdicts[ours], n_ok),
-        "baseline_win_rate": _rate(verdicts[baseline], n_ok),
-        "tie_rate": _rate(verdicts[TIE], n_ok),
+        num_evaluation_runs=int(num_evaluation_runs),
+        total_subsets=len(item_results),
+        successful_evaluations=n_ok,
+        final_verdict_distribution=frozen_mapping(verdicts, fresh=True),
+        confidence_distribution=frozen_mapping(confidences, fresh=True),
+        ours_win_rate=_rate(verdicts[ours], n_ok),
+        baseline_win_rate=_rate(verdicts[baseline], n_ok),
+        tie_rate=_rate(verdicts[TIE], n_ok),
         # over every item, as the users define it: a failed item (no valid vote) is not unanimous
-        "unanimous_agreement_rate": _rate(confidences[UNANIMOUS], len(item_results)),
-        "failed_items": [r.item_id for r in item_results if r.final_verdict is None],
-    }
-    aggregated = {
-        r.item_id: {
-            "verdicts": list(r.verdicts),
-            # the item's own counts when they are a dict (majority and weighted votes make one per item, and the
-            # item results are dropped once this summary exists): one dict per item at the run's peak, not two
-            "verdict_counts": r.verdict_counts if type(r.verdict_counts) is dict else dict(r.verdict_counts),
-            "final_verdict": r.final_verdict,
-            "confidence": r.confidence,
-            # only what an aggregation adds (an ensemble's vote count, Dawid-Skene's posterior): a single judge's
-            # items have none, so their entries stay as the users' format has them
-            **({"details": dict(r.details)} if r.details else {}),
-        }
-        for r in item_results
-    }
-    return {"summary": summary, "aggregated_results": aggregated}
+        unanimous_agreement_rate=_rate(confidences[UNANIMOUS], len(item_results)),
+        failed_items=tuple(r.item_id for r in item_results if r.final_verdict is None),
+    )
+    return summary, MappingProxyType({r.item_id: _aggregated(r) for r in item_results})
+
+
+def _aggregated(r: ItemResult) -> AggregatedResult:
+    """An item's ``aggregated_results`` entry; its vote tuple and counts are the shared copies where they repeat
+    (runner.modes.shared_values: issue 12's ~300 bytes an item)."""
+    counts = r.verdict_counts
+    return AggregatedResult(
+        verdicts=frozen_tuple(tuple(r.verdicts)),
+        # the item's own counts when they are a dict (majority and weighted votes make one per item, and the item
+        # results are dropped once the report exists): one mapping per item at the run's peak, not two
+        verdict_counts=frozen_mapping(counts, fresh=type(counts) is dict),
+        final_verdict=r.final_verdict,
+        confidence=r.confidence,
+        # only what an aggregation adds (an ensemble's vote count, Dawid-Skene's posterior): a single judge's items
+        # have none, so their entries stay as the users' format has them
+        details=frozen_mapping(r.details) if r.details else None,
+    )
 
 
 def gold_metrics(items: Sequence[Item | ItemRef], judgments: Sequence[Judgment]) -> dict[str, Any] | None:
+    """The JSON of :func:`gold_accuracy` (None when no item has gold)."""
+    gold = gold_accuracy(items, judgments)
+    return None if gold is None else gold.to_json()
+
+
+def gold_accuracy(items: Sequence[Item | ItemRef], judgments: Sequence[Judgment]) -> GoldAccuracy | None:
     """Accuracy against gold labels, per presentation order, as LLMBar reports it.
 
     The final judgment per ``(item, repeat, order)`` counts (a synthesis round replaces the first
@@ -121,7 +138,7 @@ def gold_metrics(items: Sequence[Item | ItemRef], judgments: Sequence[Judgment])
         judgments: All judgments of the run.
 
     Returns:
-        None when no item has gold. Otherwise a dict with the keys in :data:`GOLD_KEYS`;
+        None when no item has gold. Otherwise the record of the keys in :data:`GOLD_KEYS`;
         ``n_pairs`` counts ``(item, repeat)`` pairs with any final judgment, the both-order keys are
         None unless some pair was judged in both orders, and a key is None when its denominator is 0.
     """
@@ -147,15 +164,9 @@ def gold_metrics(items: Sequence[Item | ItemRef], judgments: Sequence[Judgment])
         mean = (ab_acc + ba_acc) / 2
         both_correct = sum(correct(ab) and correct(ba) for ab, ba in both) / len(both)
         agreement = sum(_agree(ab, ba) for ab, ba in both) / len(both)
-    return {
-        "accuracy_ab": acc[Order.AB],
-        "accuracy_ba": acc[Order.BA],
-        "accuracy_mean": mean,
-        "correct_both": both_correct,
-        "positional_agreement": agreement,
-        "accuracy_overall": accuracy([j for p in pairs.values() for j in p.values()]),
-        "n_pairs": len(pairs),
-    }
+    return GoldAccuracy(accuracy_ab=acc[Order.AB], accuracy_ba=acc[Order.BA], accuracy_mean=mean,
+                        correct_both=both_correct, positional_agreement=agreement,
+                        accuracy_overall=accuracy([j for p in pairs.values() for j in p.values()]), n_pairs=len(pairs))
 
 
 def _agree(ab: Judgment, ba: Judgment) -> bool:

@@ -20,31 +20,40 @@ from runner.core.config import MetricsConfig
 from runner.core.types import TIE, ItemResult, Judgment, Status
 from runner.inputs.datasets import ItemRef
 from runner.judging.aggregation import final_judgments
-from runner.modes.sections import BiasReport, Interval, TrustSection
+from runner.modes.sections import (
+    BiasReport,
+    Bootstrap,
+    BothOrders,
+    GoldAgreement,
+    HumanCeiling,
+    Interval,
+    TrustSection,
+    WinRate,
+)
 from runner.stats import agreement, clusters, coefficients, inter_rater, proportions, uncertainty
 
 
-def bootstrap_settings(cfg: MetricsConfig, seed: int) -> dict[str, Any]:
+def bootstrap_settings(cfg: MetricsConfig, seed: int) -> Bootstrap:
     """The bootstrap's level, resample count and seed, recorded beside the intervals they produced."""
-    return {"level": cfg.ci_level, "resamples": cfg.ci_resamples, "seed": seed}
+    return Bootstrap(level=cfg.ci_level, resamples=cfg.ci_resamples, seed=seed)
 
 
 def win_rate(results: Sequence[ItemResult], ours: str, baseline: str, cfg: MetricsConfig, seed: int
-             ) -> dict[str, Any] | None:
+             ) -> WinRate | None:
     """Ours' win rate with ties as half a win (AlpacaEval's), over items with a final verdict.
 
     Returns:
-        ``{"n", "wins", "losses", "ties", "rate", "standard_error", "ci"}`` with ``standard_error`` =
-        sample std / sqrt(n) of the per-item scores (1, 0, 0.5), or None when no item has a verdict.
+        The record with ``standard_error`` = sample std / sqrt(n) of the per-item scores (1, 0, 0.5), or None when
+        no item has a verdict.
     """
     scores = [1.0 if r.final_verdict == ours else 0.0 if r.final_verdict == baseline else 0.5
               for r in results if r.final_verdict is not None]
     if not scores:
         return None
     se = statistics.stdev(scores) / math.sqrt(len(scores)) if len(scores) > 1 else None
-    return {"n": len(scores), "wins": scores.count(1.0), "losses": scores.count(0.0), "ties": scores.count(0.5),
-            "rate": statistics.fmean(scores), "standard_error": se,
-            "ci": uncertainty.bootstrap_ci(scores, "mean", cfg.ci_level, cfg.ci_resamples, seed, unit="item")}
+    return WinRate(n=len(scores), wins=scores.count(1.0), losses=scores.count(0.0), ties=scores.count(0.5),
+                   rate=statistics.fmean(scores), standard_error=se, ci=Interval.from_json(uncertainty.bootstrap_ci(
+                       scores, "mean", cfg.ci_level, cfg.ci_resamples, seed, unit="item"), "trust.win_rate.ci"))
 
 
 def gold_agreement(refs: Sequence[ItemRef], judgments: Sequence[Judgment], cfg: MetricsConfig, seed: int
@@ -123,18 +132,15 @@ def both_orders(refs: Sequence[ItemRef], judgments: Sequence[Judgment], cfg: Met
 
 def pairwise_trust(refs: Sequence[ItemRef], judgments: Sequence[Judgment], results: Sequence[ItemResult],
                    ours: str, baseline: str, cfg: MetricsConfig, seed: int, annotators_identified: bool = False
-                   ) -> dict[str, Any]:
+                   ) -> TrustSection:
     """The ``trust`` section of a pairwise summary: win rate with ties and, with gold, agreement and the
     both-orders verdict; with human annotations, the human ceiling with the judge's verdict per item scored
-    against the same leave-one-out references (``annotators_identified``: pairwise kappa between columns)."""
-    out: dict[str, Any] = {"bootstrap": bootstrap_settings(cfg, seed),
-                           "win_rate": win_rate(results, ours, baseline, cfg, seed)}
+    against the same leave-one-out references (``annotators_identified``: pairwise kappa between columns).
+    The agreement statistics (runner.stats) are read into their records once each."""
+    won = win_rate(results, ours, baseline, cfg, seed)
     gold = gold_agreement(refs, judgments, cfg, seed)
-    if gold is not None:
-        out["gold_agreement"] = gold
-        paired = both_orders(refs, judgments, cfg)
-        if paired is not None:
-            out["both_orders"] = paired
+    paired = both_orders(refs, judgments, cfg) if gold is not None else None
+    ceiling = None
     annotated = [r for r in refs if r.annotations]
     if annotated:  # several human labels per item: how well humans agree with each other is the ceiling
         verdicts = {r.item_id: r.final_verdict for r in results}
@@ -142,9 +148,13 @@ def pairwise_trust(refs: Sequence[ItemRef], judgments: Sequence[Judgment], resul
         if cfg.unscored_as is UnscoredAs.tie:
             judge = [TIE if label is None and r.id in verdicts else label for r, label in zip(annotated, judge,
                                                                                              strict=True)]
-        out["human_ceiling"] = inter_rater.human_ceiling([r.annotations for r in annotated], judge,
-                                                         annotators_identified)
-    return out
+        ceiling = HumanCeiling.from_json(inter_rater.human_ceiling([r.annotations for r in annotated], judge,
+                                                                   annotators_identified), "trust.human_ceiling")
+    return TrustSection(
+        bootstrap=bootstrap_settings(cfg, seed), win_rate=won,
+        gold_agreement=None if gold is None else GoldAgreement.from_json(gold, "trust.gold_agreement"),
+        both_orders=None if paired is None else BothOrders.from_json(paired, "trust.both_orders"),
+        human_ceiling=ceiling)
 
 
 def trust_metrics(trust: TrustSection | Mapping[str, Any]) -> dict[str, float]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -19,9 +20,9 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from runner.modes import catalog
-from runner.modes.base import View, cell
+from runner.modes.base import Document, View, cell
 from runner.modes.drilldown import Drilldown
-from runner.modes.record import Record
+from runner.modes.sections import EndedReport, Gate
 from runner.outputs import frontier, item_report, sweep, sweep_best, sweep_items
 from runner.outputs.report_plots import bars_png, confusion_png, histogram_png, verdict_png, wilson
 
@@ -179,18 +180,17 @@ class RunHeader:
                  if what in self.in_title]
         return f"{name} ({', '.join(shown)})" if shown else name
 
-    def section(self, gates: Sequence[Mapping[str, Any]]) -> Section:
+    def section(self, gates: Sequence[Gate]) -> Section:
         """The first section: the facts, then each gate's PASS/FAIL."""
-        rows = (*self.facts, *((f"gate {g.get('name')}", ("PASS " if g.get("passed") else "FAIL ") +
-                                str(g.get("message"))) for g in gates))
+        rows = (*self.facts, *((f"gate {g.name}", ("PASS " if g.passed else "FAIL ") + str(g.message)) for g in gates))
         return Section("This run", columns=("what", "value"), rows=rows)
 
 
-def titled(title: str, gates: Sequence[Mapping[str, Any]]) -> str:
+def titled(title: str, gates: Sequence[Gate]) -> str:
     """The page title with the gates' verdict: ``... - gates PASS`` or ``... - gates FAIL``."""
     if not gates:
         return title
-    return f"{title} - gates {'PASS' if all(g.get('passed') for g in gates) else 'FAIL'}"
+    return f"{title} - gates {'PASS' if all(g.passed for g in gates) else 'FAIL'}"
 
 
 __all__ = ["LABELS", "Link", "RunHeader", "Section", "bars_png", "confusion_png", "histogram_png", "render",
@@ -208,35 +208,33 @@ def view_section(view: View) -> Section:
     return Section(view.title, png, view.columns, rows, view.notes)
 
 
-def run_report(summary: Mapping[str, Any], metrics: Mapping[str, float], title: str, mode: str,
-               typed: Record | None = None, drilldown: Drilldown | None = None) -> str:
+def run_report(summary: Document, metrics: Mapping[str, float], title: str, mode: str,
+               drilldown: Drilldown | None = None) -> str:
     """The HTML report of one run titled ``title`` (the run name): :func:`run_sections` drawn by :func:`render`."""
-    return render(title, run_sections(summary, metrics, mode, typed, drilldown))
+    return render(title, run_sections(summary, metrics, mode, drilldown))
 
 
-def run_sections(summary: Mapping[str, Any], metrics: Mapping[str, float], mode: str,
-                 typed: Record | None = None, drilldown: Drilldown | None = None,
+def run_sections(summary: Document, metrics: Mapping[str, float], mode: str, drilldown: Drilldown | None = None,
                  header: RunHeader | None = None) -> list[Section]:
     """The sections of one run's HTML report: what the run is with its gates (first, so a failed gate is seen
     first), headline, its mode's views (runner.modes.base.RunMode.views), all metrics and the items' drill-down.
 
     Args:
-        summary: The run's summary.json content; with ``typed``, only its ``gates`` are read (a run passes just
-            those: it drops its summary dict before drawing, see runner.run.outcome.finish).
+        summary: The run's typed report (a run draws the one it holds: its summary dict, a second copy of every
+            item's result, is dropped before drawing, issue 12), or a summary.json document, read leniently.
         metrics: The run's flat metrics (metrics.json).
         mode: The run's mode (``prompt.mode``: pairwise or pointwise).
-        typed: The same summary as the typed report the run already holds, drawn instead of reading ``summary``
-            again (a second copy of every item's result at the run's peak memory).
         drilldown: The items with their inputs, answers and flags (runner.modes.drilldown.build), or None.
         header: What the run is and where it links to (:class:`RunHeader`); without one, the gates have a section.
     """
-    gates = summary.get("gates") or []
+    run_mode = catalog.mode_named(mode)
+    report = run_mode.read(summary, lenient=True)
+    gates = _gates(report)
     sections = [header.section(gates)] if header is not None else []
     if gates and header is None:
         sections.append(Section("Gates", columns=("gate", "result", "message"), rows=tuple(
-            (str(g.get("name")), "PASS" if g.get("passed") else "FAIL", str(g.get("message"))) for g in gates)))
-    sections += [_headline(metrics), *map(view_section, catalog.mode_named(mode).views(summary if typed is None
-                                                                                      else typed))]
+            (g.name, "PASS" if g.passed else "FAIL", str(g.message)) for g in gates)))
+    sections += [_headline(metrics), *map(view_section, run_mode.views(report))]
     bounds = _shown_bounds(metrics)
     sections.append(Section("All metrics", columns=("metric", "value [95% CI]"), collapsed=True,
                             rows=tuple((k, with_ci(metrics, k)) for k in sorted(metrics) if k not in bounds)))
@@ -361,22 +359,29 @@ def _sweep_items(sweep_dir: Path, rows: Sequence[Mapping[str, Any]]) -> sweep_it
         return None
 
 
-def write_run_report(run_dir: Path, summary: Mapping[str, Any], metrics: Mapping[str, float],
-                     title: str, mode: str, typed: Record | None = None,
+def write_run_report(run_dir: Path, summary: Document, metrics: Mapping[str, float], title: str, mode: str,
                      drilldown: Callable[[], Drilldown] | None = None, header: RunHeader | None = None) -> Path | None:
-    """Write ``run_dir/report.html``; returns its path, or None (with a warning) when it could not be made.
+    """Write ``run_dir/report.html`` of the run's typed report (or a summary.json document, see
+    :func:`run_sections`), titled with its gates' verdict; returns its path, or None (with a warning) when it could
+    not be made.
 
     The run's results are already on disk when this is called: a failing plot must not fail the run. ``drilldown``
     builds the items' drill-down (it reads the answers and the dataset again), inside the same guard.
     """
     path = run_dir / REPORT_NAME
     try:
-        write_page(path, titled(header.title(title) if header else title, summary.get("gates") or []), run_sections(
-            summary, metrics, mode, typed, drilldown() if drilldown is not None else None, header))
+        report = catalog.mode_named(mode).read(summary, lenient=True)
+        write_page(path, titled(header.title(title) if header else title, _gates(report)), run_sections(
+            report, metrics, mode, drilldown() if drilldown is not None else None, header))
     except Exception as exc:  # noqa: BLE001 - the report is a view of files already written
         log.warning("report.html not written: %s: %s", type(exc).__name__, exc)
         return None
     return path
+
+
+def _gates(report: object) -> tuple[Gate, ...]:
+    """A mode's typed report's gates (every mode's report is an EndedReport: runner.modes.base.register checks)."""
+    return typing.cast(EndedReport, report).gates or ()
 
 
 def write_sweep_report(sweep_dir: Path, rows: Sequence[dict[str, Any]], quality_key: str = "agreement",

@@ -100,7 +100,7 @@ def _items(run: LoadedRun) -> pd.DataFrame:
     mode = run_mode(run.params)
     if run.summary is None or mode is None:
         return pd.DataFrame()
-    frame = pd.DataFrame(mode.items(run.summary))
+    frame = pd.DataFrame(mode.items(mode.read(run.summary)))
     if mode.items_take_gold and "gold" in run.judgments.columns and not frame.empty:
         gold = run.judgments.groupby("item_id", sort=False)["gold"].first()
         frame["gold"] = frame["item_id"].map(gold)

@@ -14,13 +14,14 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
 from runner.core.config import TrackingConfig
 from runner.modes import catalog, panel
 from runner.modes.base import RunMode
+from runner.modes.sections import EndedReport
 from runner.outputs import tracking
 from runner.storage import journal, store
 from runner.storage.messages import MESSAGES_NAME, MessageStore
@@ -206,10 +207,12 @@ def summary_metrics(summary: Mapping[str, Any], mode: RunMode) -> dict[str, floa
     What the calls themselves determine is only in MLflow and left out: the families ``judge/``, ``calls/``,
     ``tokens/``, ``cost/``, ``latency/``, ``generation/`` and ``run/wall_s``.
     """
-    out = mode.summary_metrics(summary)
-    out["items/skipped_rows"] = float(len(summary["summary"].get("skipped_rows") or []))
-    if summary.get("gates"):
-        out["gate/passed"] = float(all(gate["passed"] for gate in summary["gates"]))
+    report = mode.read(summary)
+    ended = cast(EndedReport, report)  # every mode's report is one (runner.modes.base.register checks)
+    out = mode.summary_metrics(report)
+    out["items/skipped_rows"] = float(len(ended.summary.skipped_rows or ()))
+    if ended.gates:
+        out["gate/passed"] = float(all(gate.passed for gate in ended.gates))
     return out
 
 

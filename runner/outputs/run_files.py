@@ -84,8 +84,7 @@ def write(files: RunFiles, steps: Phases | None = None) -> Written:
     store.write_json(run_dir / store.METRICS_NAME, dict(sorted(metrics.items())))
     steps.now("writing report.html")
     gates = report.gates
-    report_path = html_report.write_run_report(run_dir, {"gates": [g.to_json() for g in gates]} if gates else {},
-                                               metrics, files.title, files.mode.name, typed, files.drilldown,
+    report_path = html_report.write_run_report(run_dir, typed, metrics, files.title, files.mode.name, files.drilldown,
                                                files.header)
     publishing.write_view(run_dir, files.view)
     partial = report.partial_reason

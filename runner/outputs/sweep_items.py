@@ -93,7 +93,7 @@ def _outcomes(job_dir: Path, refs: Sequence[ItemRef]) -> dict[str, ItemOutcome] 
     mode = results_read.run_mode({k: str(v) for k, v in params.items()})
     if mode is None:
         return None
-    return mode.item_outcomes(json.loads(summary_path.read_text(encoding="utf-8")), refs)
+    return mode.item_outcomes(mode.read(json.loads(summary_path.read_text(encoding="utf-8")), lenient=True), refs)
 
 
 def _labels(rows: Sequence[Mapping[str, Any]]) -> dict[int, str]:

@@ -20,6 +20,7 @@ from runner.judging.progress import ProgressOptions
 from runner.llm.pacing import RateLimiter
 from runner.modes import panel, pointwise
 from runner.modes.base import ModeSetup, RunMode
+from runner.modes.sections import GoldAccuracy
 from runner.run import gates
 
 
@@ -86,8 +87,8 @@ class RunOutcome:
     """
 
     summary_path: Path
-    gold: dict | None
-    judge: dict
+    gold: GoldAccuracy | None  # pairwise with gold labels: accuracy per order (the report's ``gold``)
+    judge: Mapping[str, Any]  # the calls' statistics (runner.modes.summary.judge_metrics: family/name keys)
     failed: bool
     reason: str = ""
     mlflow_run_id: str | None = None

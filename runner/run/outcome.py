@@ -89,8 +89,8 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, 
         summary_keys=cfg.output.summary_keys, view=view.of(ctx, prepared, failed, reason, started_ns or time.time_ns()),
         judges=judges, members=members, started=started,
         drilldown=lambda: _drilldown(ctx, prepared, judged, typed, judges), header=report_header(ctx)), steps)
-    gold = None if report.gold is None else report.gold.to_json()
-    return RunOutcome(ctx.run_dir / store.SUMMARY_NAME, gold, judge_stats, failed, reason, metrics=written.metrics)
+    return RunOutcome(ctx.run_dir / store.SUMMARY_NAME, report.gold, judge_stats, failed, reason,
+                      metrics=written.metrics)
 
 
 def _report(ctx: RunContext, prepared: Prepared, judged: Judged, partial: str | None

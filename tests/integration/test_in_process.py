@@ -36,7 +36,7 @@ def test_run_experiment_writes_what_the_cli_writes_and_returns_the_outcome(tmp_p
     for name in ("overrides.yaml", "config.yaml"):  # the config as composed, before interpolation
         ours, theirs = (OmegaConf.load(tmp_path / d / ".hydra" / name) for d in ("inproc", "cli"))
         assert ours == theirs, name
-    assert outcome.gold is not None and outcome.gold["accuracy_mean"] == pytest.approx(0.95)
+    assert outcome.gold is not None and outcome.gold.accuracy_mean == pytest.approx(0.95)
     # the summary as written: read from summary.json when asked for, not held by the run (issue 12)
     assert outcome.summary == json.loads((tmp_path / "inproc" / "summary.json").read_text())
     assert outcome.summary["summary"]["total_subsets"] == 20 and outcome.summary is outcome.summary

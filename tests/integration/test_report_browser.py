@@ -184,7 +184,7 @@ def test_the_tag_or_category_filter_combines_with_a_flag_in_chromium(tmp_path):
     items = [Item(r.id, {"instruction": "q"}, (Candidate("x", "1"), Candidate("y", "2"))) for r in refs]
     d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items)
     page = tmp_path / "groups.html"
-    page.write_text(html_report.run_report({}, {}, "groups", "pairwise", None, d).replace(
+    page.write_text(html_report.run_report({}, {}, "groups", "pairwise", d).replace(
         "</body>", GROUP_PROBE + "</body>"))
     dom = chromium("--dump-dom", f"--window-size={WIDTH},900", page.as_uri(), tmp=tmp_path)
     found = re.search(r'data-probe="([^"]*)"', dom)
@@ -295,7 +295,7 @@ def test_the_sweep_item_views_tag_filter_and_a_cells_anchor_open_the_item_in_chr
     items = [Item(r.id, {"q": "?"}, (Candidate("x", "1"), Candidate("y", "2"))) for r in refs]
     d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items)
     report = tmp_path / "report.html"
-    report.write_text(html_report.run_report({}, {}, "r", "pairwise", None, d))
+    report.write_text(html_report.run_report({}, {}, "r", "pairwise", d))
     dom = chromium("--dump-dom", f"--window-size={WIDTH},900", report.as_uri() + "#item-x2", tmp=tmp_path)
     opened = re.findall(r'<details class="item" id="(item-x\d)"[^>]*?( open="")?>', dom)
     assert opened == [("item-x1", ""), ("item-x2", ' open=""')], opened

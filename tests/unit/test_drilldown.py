@@ -8,6 +8,7 @@ from runner.inputs.datasets import ItemRef
 from runner.modes import drilldown
 from runner.modes.catalog import mode_named
 from runner.modes.drilldown import ItemOutcome
+from runner.modes.sections import Gate
 from runner.outputs import html_report, item_report
 from tests.builders import won
 
@@ -62,7 +63,7 @@ def test_a_run_above_the_limit_draws_its_flagged_items_first_in_dataset_order():
     refs, judgments, items = pairwise_run()
     d = drilldown.build(refs, {}, judgments, lambda: judgments, lambda: items, limit=2)
     assert [e.id for e in d.entries] == ["i2", "i4"] and d.total == 4 and drilldown.LIMIT == 2_000
-    html = html_report.run_report({}, {}, "t", "pairwise", None, d)
+    html = html_report.run_report({}, {}, "t", "pairwise", d)
     assert "<h2>Items (2 of 4)</h2>" in html and "draws\n2 of the run's 4 items, the flagged ones first" in html
 
 
@@ -116,7 +117,7 @@ def test_the_written_page_is_the_rendered_page_byte_for_byte_and_a_failure_leave
     title = "local_openai · api_base=http://127.0.0.1:1… · ü"  # beyond Latin-1, as a run name can be
     path = html_report.write_run_report(tmp_path, {}, {"items/total": 4.0}, title, "pairwise", drilldown=lambda: d)
     assert path is not None
-    assert path.read_bytes() == html_report.run_report({}, {"items/total": 4.0}, title, "pairwise", None,
+    assert path.read_bytes() == html_report.run_report({}, {"items/total": 4.0}, title, "pairwise",
                                                        d).encode("utf-8")
 
     def broken(_: object) -> object:
@@ -196,7 +197,7 @@ def test_report_header_comes_first_with_the_gates_and_the_title_says_pass_or_fai
     assert f"<title>{title}</title>" in page and f"<h1>{title}</h1>" in page
     assert page.index("This run") < page.index("<td>gate min_agreement</td>") < page.index("Headline")
     assert "<td>FAIL agreement 0.7 &lt; 0.8</td>" in page and '<a href="../report.html">' in page
-    assert html_report.titled("gpt4", [{"passed": True}]) == "gpt4 - gates PASS"
+    assert html_report.titled("gpt4", [Gate("g", True, 1.0, 0.5, "ok")]) == "gpt4 - gates PASS"
     assert html_report.titled("gpt4", []) == "gpt4"
 
 

@@ -24,9 +24,11 @@ def test_the_shipped_fastchat_rubric_composes_with_its_token_table_and_drop_poli
 
 
 def test_drop_leaves_the_failed_pair_out_and_reports_it() -> None:
-    keep_doc, _, _ = pairwise_report.build(pairwise_cfg(), refs(gold=True), both_orders())
-    drop_doc, typed, metrics = pairwise_report.build(pairwise_cfg("rubric=mtbench_fastchat"), refs(gold=True),
-                                                     both_orders())
+    report, _ = pairwise_report.build(pairwise_cfg(), refs(gold=True), both_orders())
+    keep_doc = report.to_json()
+    typed, metrics = pairwise_report.build(pairwise_cfg("rubric=mtbench_fastchat"), refs(gold=True),
+                                       both_orders())
+    drop_doc = typed.to_json()
     assert "pair_errors" not in keep_doc  # keep writes summary.json as before
     # i2's second repeat: a tie in order AB, an unreadable answer in order BA
     assert drop_doc["pair_errors"] == {"policy": "drop", "dropped_pairs": 1, "dropped_judgments": 2,

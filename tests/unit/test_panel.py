@@ -105,8 +105,8 @@ def test_build_scores_every_aggregation_each_member_and_dawid_skene_against_gold
     good = {i: (gold[i], gold[i]) for i in items}
     first_shown = {i: (OURS, BASE) for i in items}
     by_member = {"replay_gpt4": member_judgments(good), "replay_chatgpt": member_judgments(first_shown)}
-    summary, metrics, members = panel.build(cfg, refs, by_member)
-    section = summary["ensemble"]
+    report, metrics, members = panel.build(cfg, refs, by_member)
+    section = report.to_json()["ensemble"]
     assert set(section["by_combine"]) == {"majority_vote", "weighted", "mean", "median", "dawid_skene"}
     # majority: 3 of 4 votes right on every item -> all right; each member's own per-judgment agreement
     assert section["by_combine"]["majority_vote"]["accuracy_all"] == 1.0
@@ -122,6 +122,6 @@ def test_build_scores_every_aggregation_each_member_and_dawid_skene_against_gold
     assert metrics["member/replay_chatgpt/agreement/accuracy_all"] == 0.5
     assert metrics["ensemble/weighted/accuracy_all"] == 1.0
     assert "dawid_skene/replay_gpt4/estimated_accuracy" in metrics and "interjudge/fleiss_kappa" in metrics
-    assert summary["summary"]["final_verdict_distribution"] == {OURS: 6, BASE: 6, "tie": 0}
+    assert report.to_json()["summary"]["final_verdict_distribution"] == {OURS: 6, BASE: 6, "tie": 0}
     assert set(members) == {"replay_gpt4", "replay_chatgpt"}
     assert any("dawid_skene replay_chatgpt: estimated accuracy" in line for line in panel_views.console_lines(section))

@@ -41,7 +41,8 @@ def every_pair_of_orders() -> tuple[list[ItemRef], list]:
 
 def test_aggregation_mean_is_judgebenchs_rule_for_a_single_judge_with_a_table_per_category() -> None:
     refs, judgments = every_pair_of_orders()
-    doc, typed, metrics = pairwise_report.build(pairwise_cfg("aggregation=mean", "order=both"), refs, judgments)
+    typed, metrics = pairwise_report.build(pairwise_cfg("aggregation=mean", "order=both"), refs, judgments)
+    doc = typed.to_json()
     verdicts = {item: result["final_verdict"] for item, result in doc["aggregated_results"].items()}
     for n, (first, second) in enumerate(itertools.product(POSITIONS, POSITIONS)):
         assert (verdicts[f"i{n}"] == OURS) == judgebench_correct(first, second), (first, second)
@@ -57,8 +58,8 @@ def test_aggregation_mean_is_judgebenchs_rule_for_a_single_judge_with_a_table_pe
 def test_an_ensembles_verdicts_have_a_table_per_category() -> None:
     refs, judgments = every_pair_of_orders()
     cfg = ensemble_cfg("judge.combine=mean")
-    summary, metrics, _ = panel.build(cfg, refs, {"replay_gpt4": judgments, "replay_chatgpt": judgments})
-    table = summary["statistics"]["by_category"]
+    report, metrics, _ = panel.build(cfg, refs, {"replay_gpt4": judgments, "replay_chatgpt": judgments})
+    table = report.to_json()["statistics"]["by_category"]
     # two identical members: the mean of their preferences is each one's, JudgeBench's rule per item
     for first in POSITIONS:
         expected = [judgebench_correct(first, second) for second in POSITIONS]
@@ -78,7 +79,7 @@ def test_judgebenchs_published_o1_mini_arena_hard_score_is_aggregation_mean() ->
                             category=row["source"].split("-")[0], lengths=(100, 100)))
         judgments += [judgment(item, AB, label.get(first["decision"])),
                       judgment(item, BA, label.get(second["decision"]))]
-    doc, _, _ = pairwise_report.build(pairwise_cfg("aggregation=mean", "order=both"), refs, judgments)
+    doc = pairwise_report.build(pairwise_cfg("aggregation=mean", "order=both"), refs, judgments)[0].to_json()
     table = doc["statistics"]["by_category"]
     correct = sum(row["verdict_accuracy"]["value"] * row["verdict_accuracy"]["n"] for row in table.values())
     assert sum(row["verdict_accuracy"]["n"] for row in table.values()) == 350
@@ -92,7 +93,8 @@ def test_fastchat_consistency_counts_every_pair_with_errors_in_the_denominator()
     refs = [ItemRef(f"i{n}", None, f"test:{n}", lengths=(100, 100)) for n in range(len(verdicts))]
     judgments = [j for n, (ab, ba) in enumerate(verdicts) for j in (judgment(f"i{n}", AB, ab),
                                                                    judgment(f"i{n}", BA, ba))]
-    doc, _, metrics = pairwise_report.build(pairwise_cfg("rubric=mtbench_fastchat"), refs, judgments)
+    report, metrics = pairwise_report.build(pairwise_cfg("rubric=mtbench_fastchat"), refs, judgments)
+    doc = report.to_json()
     position = doc["bias"]["position"]
     # Zheng et al. 2023, Table 2: consistency, biased toward first, toward second and error sum to 100%
     assert (position["pairs_both_orders"], position["consistent"]) == (12, 3)

@@ -38,6 +38,27 @@ def test_an_unknown_mode_names_the_known_ones() -> None:
         mode_named("listwise")
 
 
+def test_every_mode_s_report_has_what_the_run_s_end_sets() -> None:
+    from runner.modes import catalog
+    from runner.modes.base import MODES, RunMode, register
+    from runner.modes.sections import Record, run_end_missing
+
+    catalog.mode_named("pairwise")  # every mode registered
+    assert MODES and {name: run_end_missing(m.report_type) for name, m in MODES.items()} == dict.fromkeys(MODES, [])
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class NoGates(Record):
+        summary: int
+
+    class Broken(MODES["pairwise"].__class__):
+        name = "broken"
+        report_type = NoGates
+
+    with pytest.raises(TypeError, match=r"sets: \['gates', 'partial', 'partial_reason', 'summary.skipped_rows'"):
+        register(Broken())
+    assert "broken" not in MODES and isinstance(MODES["pairwise"], RunMode)
+
+
 def test_expand_fills_missing_keys_only_when_asked() -> None:
     rows = [{"id": "a", "n": {"x": 1}}, {"id": "b", "n": {"y": 2}}]
     assert expand(rows, "n", fill=0) == [{"id": "a", "n.x": 1, "n.y": 0}, {"id": "b", "n.x": 0, "n.y": 2}]

@@ -7,7 +7,7 @@ import pytest
 from runner.inputs.datasets import ItemRef
 from runner.judging.scoring import Scoring
 from runner.modes import score_panel
-from runner.modes.scorecard import SCORED, UNSCORED, ItemScore
+from runner.modes.scorecard import SCORED, UNSCORED, ItemScore, scorecard
 
 SCORING = Scoring(criteria=(), category_weights={}, pass_threshold=3.5, low=1.0, high=5.0)
 
@@ -68,12 +68,13 @@ def test_score_agreement_pairwise_pearson_and_alpha() -> None:
 
 def test_build_adds_the_ensemble_section_and_metrics() -> None:
     by_member = members({"a": [4.0, 2.0, 4.0], "b": [4.0, 4.0, 2.0], "c": [5.0, 2.0, 2.0]})
-    reports = {m: {"summary": {"average_overall": 3.0, "pass_rate": 0.5, "scored": 3}} for m in by_member}
-    report, items = score_panel.build(reports, by_member, SCORING, "median", {}, lambda xs: {"summary": {}})
+    reports = {m: scorecard(scores, SCORING, 1, 0.5, []) for m, scores in by_member.items()}
+    report, items = score_panel.build(reports, by_member, SCORING, "median", {},
+                                      lambda xs: scorecard(xs, SCORING, 1, 0.5, []))
     assert [i.overall for i in items] == [4.0, 2.0, 2.0]
-    section = report["ensemble"]
+    section = report.to_json()["ensemble"]
     assert section["combine"] == "median" and section["members"] == ["a", "b", "c"]
     metrics = score_panel.ensemble_metrics(section)
-    assert metrics["member/a/headline/average_overall"] == 3.0
+    assert metrics["member/a/headline/average_overall"] == pytest.approx(10 / 3)
     assert "ensemble/majority_vote/pass_rate" in metrics and "interjudge/fleiss_kappa" in metrics
     assert any("median" in line for line in score_panel.console_lines(section))

@@ -23,6 +23,7 @@ from runner.modes.pointwise.setup import prepare as prepare_pointwise
 from runner.modes.record import Record, ReportFormatError
 from runner.modes.sections import (
     BiasReport,
+    Gate,
     GoldAccuracy,
     PairwiseEnsemble,
     PairwiseReport,
@@ -60,7 +61,8 @@ pytestmark = pytest.mark.usefixtures("hydra_conf")
 
 def test_a_single_judge_with_gold_groups_self_preference_and_human_ceiling_round_trips() -> None:
     cfg = pairwise_cfg(family="openai")
-    doc, typed, _ = pairwise_report.build(cfg, refs(gold=True, groups=True, annotations=True), both_orders())
+    typed, _ = pairwise_report.build(cfg, refs(gold=True, groups=True, annotations=True), both_orders())
+    doc = typed.to_json()
     assert list(doc) == ["summary", "aggregated_results", "gold", "trust", "bias", "statistics"]
     assert {"gold_agreement", "human_ceiling"} <= set(doc["trust"]) and "self_preference" in doc["bias"]
     assert set(doc["statistics"]) == {"by_category", "by_tag", "chance_corrected"}  # the last: gold
@@ -72,21 +74,24 @@ def test_a_single_judge_with_gold_groups_self_preference_and_human_ceiling_round
 
 def test_a_single_judge_without_gold_in_one_order_round_trips() -> None:
     js = [picking(f"i{n}", OURS, AB) for n in range(5)]
-    doc, typed, _ = pairwise_report.build(pairwise_cfg(), refs(gold=False), js)
+    typed, _ = pairwise_report.build(pairwise_cfg(), refs(gold=False), js)
+    doc = typed.to_json()
     assert typed.gold is None and "gold" not in doc and "statistics" not in doc
     assert list(doc["trust"]) == ["bootstrap", "win_rate"] and "self_preference" not in doc["bias"]
     round_trips(doc)
 
 
 def test_no_verdict_at_all_round_trips() -> None:
-    doc, _, _ = pairwise_report.build(pairwise_cfg(), refs(gold=True), [judgment("i0", AB, None)])
+    report, _ = pairwise_report.build(pairwise_cfg(), refs(gold=True), [judgment("i0", AB, None)])
+    doc = report.to_json()
     assert doc["trust"]["win_rate"] is None
     round_trips(doc)
 
 
 def test_swap_and_synthesize_judgments_round_trip() -> None:
     js = both_orders() + [picking("i1", BASE, AB, stage="synthesis"), picking("i1", OURS, BA, stage="synthesis")]
-    doc, _, _ = pairwise_report.build(pairwise_cfg(), refs(gold=True), js)
+    report, _ = pairwise_report.build(pairwise_cfg(), refs(gold=True), js)
+    doc = report.to_json()
     round_trips(doc)
 
 
@@ -95,12 +100,13 @@ def test_an_ensemble_round_trips_with_and_without_gold(gold: bool) -> None:
     cfg = pairwise_cfg("judge=ensemble")
     members = {"replay_gpt4": both_orders(), "replay_chatgpt": [picking(f"i{n}", OURS, o) for n in range(8)
                                                                 for o in (AB, BA)]}
-    doc, _, member_docs = panel.build(cfg, refs(gold=gold), members)
+    report, _, member_reports = panel.build(cfg, refs(gold=gold), members)
+    doc = report.to_json()
     section = doc["ensemble"]
     assert ("versus_members" in section) is gold and "dawid_skene" in section
     round_trips(doc)
-    for member_doc, _, _ in member_docs.values():
-        round_trips(member_doc)
+    for member_report, _ in member_reports.values():
+        round_trips(member_report.to_json())
     typed = PairwiseEnsemble.from_json(section)
     assert list(typed.estimates) == ["dawid_skene"] and same(section, typed.to_json())
 
@@ -137,7 +143,7 @@ def test_a_scorecard_round_trips(threshold: float | None, repeats: int, human: b
     cfg, setup = pointwise(threshold, checks)
     violations = {"p1": {"ai_phrases": ["as an AI"]}} if checks else {}
     doc = pointwise_report.build(dataclasses.replace(cfg, repeats=repeats), setup, point_refs(human, groups),
-                                 point_judgments(repeats), violations, frozenset({"p5"}))
+                                 point_judgments(repeats), violations, frozenset({"p5"})).to_json()
     summary = doc["summary"]
     assert ("consistency" in summary) is (repeats > 1) and ("human_correlation" in summary) is human
     assert ("checks" in summary) is checks and ("pass_rate_ci" in summary) is (threshold is not None)
@@ -153,11 +159,12 @@ def test_a_pointwise_ensemble_round_trips(threshold: float | None) -> None:
     cfg = dataclasses.replace(cfg, judge=dataclasses.replace(cfg.judge, combine="mean"))
     by_member = {m: point_judgments(1) for m in ("a", "b", "c")}
     by_member["b"] = [scored(f"p{n}", 0, 5, 5) for n in range(6)]
-    doc, reports = pointwise_report.build_panel(cfg, setup, point_refs(), by_member, {}, frozenset())
+    report, reports = pointwise_report.build_panel(cfg, setup, point_refs(), by_member, {}, frozenset())
+    doc = report.to_json()
     assert ("pass_votes" in doc["ensemble"]) is (threshold is not None)
     round_trips(doc)
-    for member_doc in reports.values():
-        round_trips(member_doc)
+    for member_report in reports.values():
+        round_trips(member_report.to_json())
     typed = PointwiseEnsemble.from_json(doc["ensemble"])
     assert same(doc["ensemble"], typed.to_json())
     if threshold is not None:
@@ -169,7 +176,8 @@ def test_a_pointwise_ensemble_round_trips(threshold: float | None) -> None:
 
 @pytest.fixture
 def pairwise_doc() -> dict[str, Any]:
-    doc, _, _ = pairwise_report.build(pairwise_cfg(family="openai"), refs(gold=True), both_orders())
+    report, _ = pairwise_report.build(pairwise_cfg(family="openai"), refs(gold=True), both_orders())
+    doc = report.to_json()
     return doc
 
 
@@ -227,7 +235,8 @@ def test_a_lenient_read_fills_what_a_partial_document_lacks() -> None:
 def test_items_with_the_same_votes_share_one_read_only_copy_and_every_value_writes_back_exactly() -> None:
     # issue 12: one tuple and one count mapping per distinct vote pattern, not per item (~300 bytes an item at the
     # run's peak); never shared across values that are equal but write differently (1 vs 1.0 vs True, 0.0 vs -0.0)
-    doc, typed, _ = pairwise_report.build(pairwise_cfg(), refs(gold=False), both_orders())
+    typed, _ = pairwise_report.build(pairwise_cfg(), refs(gold=False), both_orders())
+    doc = typed.to_json()
     results = typed.aggregated_results
     assert results["i5"] == results["i4"] and results["i5"] is not results["i4"]
     assert results["i5"].verdicts is results["i4"].verdicts
@@ -246,3 +255,28 @@ def test_items_with_the_same_votes_share_one_read_only_copy_and_every_value_writ
 class Loose(Record):
     free: Mapping[str, Any]
     numbers: Mapping[str, float]
+
+
+def _records(cls: type = Record) -> list[type]:
+    return [c for sub in cls.__subclasses__() for c in (sub, *_records(sub))]
+
+
+def test_every_record_is_frozen_and_refuses_unknown_fields() -> None:
+    import runner.modes.statistics  # noqa: F401 - Estimate is a record too
+
+    records = {c for c in _records() if c.__module__.startswith("runner.")}
+    assert {"AggregatedResult", "DetailedResult", "PairwiseReport", "PointwiseReport", "Estimate", "Gate"} <= {
+        c.__name__ for c in records}
+    for cls in records:
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls.__name__  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'mood'"):
+        Gate("g", True, 1.0, 0.5, "ok", mood="fine")  # type: ignore[call-arg]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Gate("g", True, 1.0, 0.5, "ok").passed = False  # type: ignore[misc]
+
+    @dataclasses.dataclass(kw_only=True)
+    class Thawed(Record):
+        n: int
+
+    with pytest.raises(TypeError, match="Thawed: a Record must be declared a frozen dataclass"):
+        Thawed(n=1).to_json()

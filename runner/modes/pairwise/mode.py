@@ -31,6 +31,7 @@ class PairwiseMode(RunMode):
     """Pairwise runs (``prompt.mode: pairwise``)."""
 
     name = report.MODE
+    report_type = PairwiseReport
     items_take_gold = True
     ordered = True
 
@@ -50,39 +51,39 @@ class PairwiseMode(RunMode):
         """A single judge's report, or an ensemble's with each member's own."""
         cfg, refs = inputs.cfg, inputs.refs
         if inputs.by_member is None:
-            _, typed, metrics = report.build(cfg, refs, inputs.judgments)
+            typed, metrics = report.build(cfg, refs, inputs.judgments)
             return Report(self.name, typed, metrics, typed.gold)
-        summary, metrics, members = panel.build(cfg, refs, inputs.by_member)
-        return Report(self.name, self.read(summary), metrics, None,
-                      {m: MemberReport(typed_m, metrics_m) for m, (_, typed_m, metrics_m) in members.items()})
+        typed, metrics, members = panel.build(cfg, refs, inputs.by_member)
+        return Report(self.name, typed, metrics, None,
+                      {m: MemberReport(typed_m, metrics_m) for m, (typed_m, metrics_m) in members.items()})
 
-    def summary_metrics(self, document: Document) -> dict[str, float]:
+    def summary_metrics(self, typed: Record) -> dict[str, float]:
         """The summary's metrics; an ensemble's section adds its aggregations' and members' agreement."""
-        rep = self.read(document)
+        rep = self.read(typed)
         out = report.summary_metrics(rep)
         if rep.ensemble is not None:
             out.update(panel_views.ensemble_metrics(rep.ensemble))
         return out
 
-    def console_lines(self, document: Document, judge_stats: Mapping[str, Any]) -> list[str]:
+    def console_lines(self, typed: Record, judge_stats: Mapping[str, Any]) -> list[str]:
         """Headline (with gold accuracy where the report has it), trust, the ensemble's lines (a single judge: bias)
         and the statistics."""
-        rep = self.read(document)
+        rep = self.read(typed)
         ensemble = panel_views.console_lines(rep.ensemble) if rep.ensemble is not None else None
         return views.console_lines(rep, rep.gold, judge_stats, ensemble)
 
-    def views(self, document: Document) -> list[View]:
+    def views(self, typed: Record) -> list[View]:
         """Verdicts, confusion against gold, statistics; an ensemble's aggregations and members."""
-        rep = self.read(document, lenient=True)
+        rep = self.read(typed, lenient=True)
         return views.views(rep) + (views.ensemble_views(rep.ensemble) if rep.ensemble is not None else [])
 
-    def item_outcomes(self, document: Document, refs: Sequence[ItemRef]) -> dict[str, ItemOutcome]:
+    def item_outcomes(self, typed: Record, refs: Sequence[ItemRef]) -> dict[str, ItemOutcome]:
         """Each item's final verdict and confidence; wrong against its gold label."""
-        return views.item_outcomes(self.read(document, lenient=True), refs)
+        return views.item_outcomes(self.read(typed, lenient=True), refs)
 
-    def items(self, document: Document) -> list[Json]:
+    def items(self, typed: Record) -> list[Json]:
         """``aggregated_results``: item_id, verdicts, final_verdict, confidence, ``verdict_counts.<label>``."""
-        results = self.read(document).aggregated_results
+        results = self.read(typed).aggregated_results
         return expand(({"item_id": k, **v.to_json()} for k, v in results.items()), "verdict_counts", fill=0)
 
     def without_verdict(self, report: Record) -> tuple[int, int] | None:

@@ -32,6 +32,7 @@ class PointwiseMode(RunMode):
     """Pointwise runs (``prompt.mode: pointwise``)."""
 
     name = report.MODE
+    report_type = PointwiseReport
 
     def prepare(self, cfg: RunConfig, prompts_dirs: Sequence[Path]) -> ModeSetup:
         """The scored rubric, parser, aggregation, checks, templates and the generator's template."""
@@ -51,46 +52,43 @@ class PointwiseMode(RunMode):
         violations, texts = setup.read_candidates(inputs.candidates, point.check_calls, cfg.dataset.input_variable,
                                                   cfg.dataset.expected_variable)
         if inputs.by_member is None:
-            rep = self.read(report.build(cfg, point, inputs.refs, inputs.judgments, violations, inputs.not_generated,
-                                         texts))
+            rep = report.build(cfg, point, inputs.refs, inputs.judgments, violations, inputs.not_generated, texts)
             return Report(self.name, rep, scorecard.report_metrics(rep))
-        doc, reports = report.build_panel(cfg, point, inputs.refs, inputs.by_member, violations, inputs.not_generated,
+        rep, reports = report.build_panel(cfg, point, inputs.refs, inputs.by_member, violations, inputs.not_generated,
                                           texts)
-        rep = self.read(doc)
         assert rep.ensemble is not None
         metrics = {**scorecard.report_metrics(rep), **score_panel.ensemble_metrics(rep.ensemble)}
         members = {}
-        for name, member_doc in reports.items():
-            member_rep = self.read(member_doc)
+        for name, member_rep in reports.items():
             member_metrics = {**scorecard.report_metrics(member_rep),
                               **summaries.numeric(summaries.judge_metrics(inputs.by_member[name]))}
             members[name] = MemberReport(member_rep, member_metrics)
             metrics.update({f"member/{name}/{k}": v for k, v in member_metrics.items()})
         return Report(self.name, rep, metrics, None, members)
 
-    def summary_metrics(self, document: Document) -> dict[str, float]:
+    def summary_metrics(self, typed: Record) -> dict[str, float]:
         """The scorecard's metrics (and the ensemble section's)."""
-        return report.summary_metrics(self.read(document))
+        return report.summary_metrics(self.read(typed))
 
-    def console_lines(self, document: Document, judge_stats: Mapping[str, Any]) -> list[str]:
+    def console_lines(self, typed: Record, judge_stats: Mapping[str, Any]) -> list[str]:
         """Scores, pass rate, tags, consistency, human agreement, checks, calls; the ensemble's lines."""
-        rep = self.read(document)
+        rep = self.read(typed)
         ensemble = score_panel.console_lines(rep.ensemble) if rep.ensemble is not None else []
         return views.console_lines(rep, judge_stats) + ensemble
 
-    def views(self, document: Document) -> list[View]:
+    def views(self, typed: Record) -> list[View]:
         """Score histogram, criteria, tags, categories, statistics; an ensemble's members."""
-        rep = self.read(document, lenient=True)
+        rep = self.read(typed, lenient=True)
         return views.views(rep) + (views.ensemble_views(rep.ensemble) if rep.ensemble is not None else [])
 
-    def item_outcomes(self, document: Document, refs: Sequence[ItemRef]) -> dict[str, ItemOutcome]:
+    def item_outcomes(self, typed: Record, refs: Sequence[ItemRef]) -> dict[str, ItemOutcome]:
         """Each item's overall score and pass/fail; failed, wrong against the human score, inconsistent, unscored."""
-        return views.item_outcomes(self.read(document, lenient=True))
+        return views.item_outcomes(self.read(typed, lenient=True))
 
-    def items(self, document: Document) -> list[Json]:
+    def items(self, typed: Record) -> list[Json]:
         """``detailed_results``: item_id, status, tags, category, overall, passed, ``scores.<criterion>``, ..."""
         rows = ({("item_id" if k == "id" else k): v for k, v in d.to_json().items()}
-                for d in self.read(document).detailed_results)
+                for d in self.read(typed).detailed_results)
         return expand(rows, "scores")
 
     def scores(self, report: Record) -> ScoreSection | None:

@@ -3,6 +3,7 @@ report combines its members' scores (runner.modes.score_panel)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -10,14 +11,14 @@ from runner.core.config import RunConfig
 from runner.core.types import Judgment
 from runner.modes import bias, score_panel, scorecard, statistics
 from runner.modes.pointwise.setup import PointwiseSetup
-from runner.modes.sections import PointwiseReport
+from runner.modes.sections import LengthScoreBias, PointwiseReport, ScoreBias
 
 MODE = "pointwise"
 
 
 def build(cfg: RunConfig, setup: PointwiseSetup, refs: Sequence[Any], judgments: Sequence[Judgment],
           violations: Mapping[str, Mapping[str, Sequence[str]]], not_generated: frozenset[str],
-          texts: Mapping[str, scorecard.ItemTexts] | None = None) -> dict[str, Any]:
+          texts: Mapping[str, scorecard.ItemTexts] | None = None) -> PointwiseReport:
     """The users' report for a pointwise run (see runner.modes.scorecard); ``texts`` are shown per example."""
     items = scorecard.score_items(refs, judgments, setup.scoring, cfg.aggregation.name, cfg.aggregation.params,
                                   violations, not_generated, texts)
@@ -27,7 +28,7 @@ def build(cfg: RunConfig, setup: PointwiseSetup, refs: Sequence[Any], judgments:
 def build_panel(cfg: RunConfig, setup: PointwiseSetup, refs: Sequence[Any], by_member: Mapping[str, Sequence[Judgment]],
                 violations: Mapping[str, Mapping[str, Sequence[str]]], not_generated: frozenset[str],
                 texts: Mapping[str, scorecard.ItemTexts] | None = None
-                ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+                ) -> tuple[PointwiseReport, dict[str, PointwiseReport]]:
     """An ensemble's report (runner.modes.score_panel) and each member's own report."""
     items = {m: scorecard.score_items(refs, js, setup.scoring, cfg.aggregation.name, cfg.aggregation.params,
                                       violations, not_generated, texts) for m, js in by_member.items()}
@@ -40,19 +41,18 @@ def build_panel(cfg: RunConfig, setup: PointwiseSetup, refs: Sequence[Any], by_m
 
 
 def report_of(cfg: RunConfig, setup: PointwiseSetup, items: Sequence[scorecard.ItemScore], repeats: int
-              ) -> dict[str, Any]:
+              ) -> PointwiseReport:
     """The users' report over scored items: the scorecard plus the length-preference check."""
-    report = scorecard.build_report(items, setup.scoring, repeats, cfg.rubric.consistency_threshold,
-                                    setup.checks, ci=(cfg.metrics.ci_level, cfg.metrics.ci_resamples, cfg.seed))
+    report = scorecard.scorecard(items, setup.scoring, repeats, cfg.rubric.consistency_threshold, setup.checks,
+                                 ci=(cfg.metrics.ci_level, cfg.metrics.ci_resamples, cfg.seed))
     # length preference, where the outputs' lengths are known (dataset candidates; not generated ones)
     measured = [i for i in items if i.status == scorecard.SCORED and i.ref.lengths and i.overall is not None]
-    report["bias"] = {"length": bias.length_score_bias([i.ref.lengths[0] for i in measured],
-                                                       [i.overall for i in measured if i.overall is not None],
-                                                       [i.ref.human_score for i in measured])}
-    stats = statistics.compute(MODE, statistics.StatInputs(cfg, [i.ref for i in items], (), items))
-    if stats:
-        report["statistics"] = stats
-    return report
+    length = bias.length_score_bias([i.ref.lengths[0] for i in measured],
+                                    [i.overall for i in measured if i.overall is not None],
+                                    [i.ref.human_score for i in measured])
+    stats = statistics.estimates(MODE, statistics.StatInputs(cfg, [i.ref for i in items], (), items))
+    return dataclasses.replace(report, bias=ScoreBias(length=LengthScoreBias.from_json(length, "bias.length")),
+                               statistics=stats or None)
 
 
 def summary_metrics(summary: PointwiseReport) -> dict[str, float]:

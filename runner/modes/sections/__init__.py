@@ -16,7 +16,15 @@ from runner.modes.sections.agreement import (
     WinRate,
 )
 from runner.modes.sections.bias import BiasReport, LengthBias, LengthScoreBias, PositionBias, ScoreBias, SelfPreference
-from runner.modes.sections.documents import Gate, PairwiseReport, PointwiseReport, RunEnd, with_run_end
+from runner.modes.sections.documents import (
+    EndedReport,
+    Gate,
+    PairwiseReport,
+    PointwiseReport,
+    RunEnd,
+    run_end_missing,
+    with_run_end,
+)
 from runner.modes.sections.ensembles import (
     CombineStats,
     DawidSkeneReport,
@@ -47,12 +55,13 @@ from runner.modes.sections.verdicts import AggregatedResult, GoldAccuracy, PairE
 
 __all__ = [
     "AggregatedResult", "BiasReport", "Bootstrap", "CheckSection", "CombineStats", "Confusion", "Consistency",
-    "BothOrders", "DawidSkeneReport", "DetailedResult", "FailedExample", "Gate", "GoldAccuracy", "GoldAgreement",
-    "HumanAgreement",
+    "BothOrders", "DawidSkeneReport", "DetailedResult", "EndedReport", "FailedExample", "Gate", "GoldAccuracy",
+    "GoldAgreement", "HumanAgreement",
     "HumanCeiling", "InterJudge", "Interval", "JudgePair", "LengthBias", "LengthScoreBias", "MemberAgreement",
     "MemberHeadline", "PairAgreement", "PairErrors", "PairwiseEnsemble", "PairwiseReport", "PassVoteRow", "PassVotes",
     "Pearson",
     "PointwiseEnsemble", "PointwiseReport", "PointwiseSummary", "PositionBias", "Record", "ReportFormatError", "RunEnd",
     "ScoreAgreement", "ScoreBias", "ScorePair", "ScoreSection", "SelfPreference", "Spearman",
-    "TrustSection", "UnscoredItem", "VerdictSummary", "VersusGold", "VersusMembers", "WinRate", "with_run_end",
+    "TrustSection", "UnscoredItem", "VerdictSummary", "VersusGold", "VersusMembers", "WinRate", "run_end_missing",
+    "with_run_end",
 ]

@@ -4,9 +4,10 @@ sections (runner.modes.sections), the registered statistics (runner.modes.statis
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from runner.modes.record import Record, optional
 from runner.modes.sections.agreement import TrustSection
@@ -75,6 +76,46 @@ class RunEnd:
     partial_reason: str | None = None  # an aborted run's summary of what completed: why it stopped
 
 
+class EndedReport(Protocol):
+    """What :func:`with_run_end` and runner.modes.base.Report read and replace on every mode's report; a mode's
+    report type is checked against it when the mode registers (:func:`run_end_missing`)."""
+
+    @property
+    def summary(self) -> Any:
+        """The section with ``skipped_rows``, ``failed_calls``, ``retries``, ``batch_resent``, ``partial`` and
+        ``partial_reason`` (:data:`SUMMARY_END_FIELDS`)."""
+
+    @property
+    def gates(self) -> tuple[Gate, ...] | None:
+        """The gates the run's end checked (None: no ``gates`` key)."""
+
+    @property
+    def partial(self) -> bool | None:
+        """True when the run was stopped."""
+
+    @property
+    def partial_reason(self) -> str | None:
+        """Why the run was stopped."""
+
+
+REPORT_END_FIELDS = ("summary", "gates", "partial", "partial_reason")
+SUMMARY_END_FIELDS = ("skipped_rows", "failed_calls", "retries", "batch_resent", "partial", "partial_reason")
+
+
+def run_end_missing(report_type: type) -> list[str]:
+    """The fields a mode's report type lacks that :func:`with_run_end` replaces (``summary.<name>`` for its summary
+    section's); empty when it has them all. Only dataclass records can be replaced."""
+    if not dataclasses.is_dataclass(report_type):
+        return ["(not a dataclass)"]
+    names = {f.name for f in dataclasses.fields(report_type)}
+    missing = [n for n in REPORT_END_FIELDS if n not in names]
+    if "summary" in names:
+        summary_type = typing.get_type_hints(report_type)["summary"]
+        inner = {f.name for f in dataclasses.fields(summary_type)} if dataclasses.is_dataclass(summary_type) else set()
+        missing += [f"summary.{n}" for n in SUMMARY_END_FIELDS if n not in inner]
+    return missing
+
+
 ReportT = TypeVar("ReportT", bound=Record)
 
 
@@ -82,7 +123,7 @@ def with_run_end(report: ReportT, end: RunEnd) -> ReportT:
     """``report`` (a mode's document: a ``summary`` section, then ``gates``, ``partial`` and ``partial_reason``) with
     what the run's end adds: a new record, the built one is frozen."""
     partial = True if end.partial_reason is not None else None
-    document = cast(Any, report)  # every mode's document has these fields (PairwiseReport, PointwiseReport)
+    document = cast(Any, report)  # an EndedReport: checked when its mode registered (run_end_missing)
     summary = dataclasses.replace(document.summary, skipped_rows=end.skipped_rows, failed_calls=end.failed_calls,
                                   retries=end.retries, batch_resent=end.batch_resent, partial=partial,
                                   partial_reason=end.partial_reason)
