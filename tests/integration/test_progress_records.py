@@ -46,4 +46,5 @@ def test_the_steps_after_judging_are_logged_after_the_last_record(run_cli, fake_
     lines = [line.split(" - ", 1)[1] for line in result.output.splitlines()
              if "[runner.judging.progress][INFO]" in line]
     assert lines[0].startswith("judging 6/6 (100%)"), lines  # the stage's last record, then the steps in order
-    assert lines[1:] == ["writing results.jsonl", "writing summary", "writing report.html", "publishing to MLflow"]
+    assert lines[1:] == ["summarizing", "writing results.jsonl", "writing summary", "writing report.html",
+                         "publishing to MLflow"]  # results.jsonl is written once, with the report's posteriors
