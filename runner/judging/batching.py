@@ -92,20 +92,33 @@ def wanted(judge: JudgeConfig) -> bool:
 
 
 def collect(stages: Mapping[str, BatchStage], lives: Mapping[str, JudgeClient],
-            progress: ProgressOptions | None = None) -> dict[str, BatchedClient]:
+            progress: ProgressOptions | None = None, run_dir: Path | None = None) -> dict[str, BatchedClient]:
     """Collect the planned batches of one judge or several (an ensemble's members, by name) in one event loop: every
     batch is submitted first, then each is waited for, saved and read in turn (:meth:`BatchStage.gather`). The
     clients answering each judge's calls from its batches, live for the rest.
 
     Raises:
-        BatchPending: ``batch.wait=false`` and a batch has not ended.
+        BatchPending: ``batch.wait=false`` and a batch has not ended: one message naming every batch not ended (each
+            member's) and the ``resume=`` of ``run_dir`` (the run's directory, a panel's members' parent).
         Interrupted: SIGINT/SIGTERM while waiting (the batches go on; ``resume=<run dir>`` collects them).
     """
     async def phase() -> dict[str, tuple[dict[AnswerKey, JudgeResponse], frozenset[AnswerKey]]]:
         try:
             for stage in stages.values():  # all at the provider before the first is waited for
                 await stage.submit()
-            return {name: await stage.gather(progress) for name, stage in stages.items()}
+            got, pending = {}, []
+            for name, stage in stages.items():
+                try:
+                    got[name] = await stage.gather(progress)
+                except BatchPending as exc:  # the others are still looked at: one message names them all
+                    pending.append((stage, str(exc)))
+            if pending:
+                where = run_dir or pending[0][0].run_dir
+                raise BatchPending("; ".join(said for _, said in pending) + f"; collect it with resume={where}"
+                                   if len(pending) == 1 else
+                                   "; ".join(f"{stage.judge.name}: {said}" for stage, said in pending)
+                                   + f"; collect them with resume={where}")
+            return got
         finally:
             await release_clients()
 
@@ -213,7 +226,7 @@ class BatchStage:
                 return state
             if not self.cfg.wait:
                 raise BatchPending(f"batch {state.batch_id} is {state.status} ({state.completed} of {state.total} "
-                                   f"rows done); collect it with resume={self.run_dir}")
+                                   "rows done)")  # collect() adds the resume command
             await _sleep(self.cfg.poll_s)
             state = await self.transport.retrieve(state.batch_id)
 

@@ -165,7 +165,8 @@ def judge_panel(seats: Mapping[str, Seat], member_dirs: Mapping[str, Path], plan
                 if stage.plan(plan, items(), sources[name]):
                     batches[name] = stage
         if batches:  # a CallClient, as JudgeClient is
-            clients.update(batching.collect(batches, {name: clients[name] for name in batches}, env.progress))
+            clients.update(batching.collect(batches, {name: clients[name] for name in batches}, env.progress,
+                                              env.run_dir))
         bar = stack.enter_context(ProgressBar(total * len(seats), env.progress))
         # one store for every member: they are shown the same messages, stored once
         messages = stack.enter_context(MessageStore(env.run_dir / MESSAGES_NAME))

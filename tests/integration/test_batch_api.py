@@ -357,6 +357,8 @@ def test_a_panel_s_members_are_batched_and_a_resume_collects_without_paying_twic
     submitted = run_cli(*panel(fake_server, dataset, "judge.batch=on", "batch.wait=false"), run_dir=run_dir)
     assert submitted.proc.returncode == 0, submitted.output
     assert fake_server.batches.created == 2 and fake_server.requests == []  # every member's batch submitted at once
+    said = next(line for line in submitted.output.splitlines() if "collect them with resume=" in line)
+    assert said.endswith(f"collect them with resume={run_dir}") and said.count(": batch ") == 2, said  # both named
     collected = run_cli(*panel(fake_server, dataset, "judge.batch=on"), f"resume={run_dir}", run_dir=run_dir)
     assert collected.proc.returncode == 0, collected.output
     assert fake_server.batches.created == 2 and fake_server.requests == []
