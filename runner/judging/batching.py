@@ -112,12 +112,12 @@ def collect(stages: Mapping[str, BatchStage], lives: Mapping[str, JudgeClient],
                     got[name] = await stage.gather(progress)
                 except BatchPending as exc:  # the others are still looked at: one message names them all
                     pending.append((stage, str(exc)))
+            if len(pending) == 1:
+                stage, said = pending[0]
+                raise BatchPending(f"{said}; collect it with resume={run_dir or stage.run_dir}")
             if pending:
-                where = run_dir or pending[0][0].run_dir
-                raise BatchPending("; ".join(said for _, said in pending) + f"; collect it with resume={where}"
-                                   if len(pending) == 1 else
-                                   "; ".join(f"{stage.judge.name}: {said}" for stage, said in pending)
-                                   + f"; collect them with resume={where}")
+                named = "; ".join(f"{stage.judge.name}: {said}" for stage, said in pending)
+                raise BatchPending(f"{named}; collect them with resume={run_dir or pending[0][0].run_dir}")
             return got
         finally:
             await release_clients()
