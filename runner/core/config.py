@@ -286,6 +286,8 @@ class OutputConfig:
 
     # users: also users_summary.json, summary.json under the users' key names (the users' presets set it)
     summary_keys: SummaryKeys = SummaryKeys.judgesweep
+    # false: no PNG drawn (report.html's figures, a sweep's frontier.png), matplotlib not imported; tables unchanged
+    plots: bool = True
 
 
 @config_record

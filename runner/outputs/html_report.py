@@ -29,6 +29,7 @@ from runner.outputs.report_plots import bars_png, confusion_png, histogram_png, 
 log = logging.getLogger(__name__)
 
 REPORT_NAME = "report.html"
+PLOTS_OFF = "No figure: plots are off (output.plots=false)."  # where a section's figure would be
 
 TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
@@ -45,7 +46,8 @@ img{max-width:100%;border:1px solid #eee}.note{color:#555;font-size:13px}
 </style></head><body>
 <h1>{{ title }}</h1>
 {% for s in sections %}<section><h2>{{ s.heading }}</h2>
-{% if s.image %}<img alt="{{ s.heading }}" src="data:image/png;base64,{{ s.image }}">{% endif %}
+{% if s.image %}<img alt="{{ s.heading }}" src="data:image/png;base64,{{ s.image }}">{% elif s.plot_off %}
+<p class="note">{{ plots_off }}</p>{% endif %}
 {% if s.columns %}{% if s.collapsed %}<details><summary>{{ s.rows|length }} rows</summary>{% endif %}
 <div class="scroll"><table><thead><tr>{% for c in s.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead><tbody>
 {% for row in s.rows %}<tr>{% for cell in row %}<td{% if cell is string and cell|length > 40 and " " not in cell
@@ -82,6 +84,7 @@ class Section:
     collapsed: bool = False
     # a block drawn by its own module (the drill-down), placed as it is: its pieces, drawn as the page is written
     html: Callable[[], Iterable[Markup]] | None = None
+    plot_off: bool = False  # a figure not drawn (output.plots=false): PLOTS_OFF stands where it would be
 
     @property
     def image(self) -> str:
@@ -93,7 +96,8 @@ def render(title: str, sections: Sequence[Section], wide: bool = False) -> str:
     """The HTML page: the sections in order, every text autoescaped; ``wide``: as wide as the window (a sweep's
     tables have a column per override and metric, or per job)."""
     return Environment(autoescape=True).from_string(TEMPLATE).render(title=title, sections=sections,
-                                                                     item_css=Markup(CSS), wide=wide)
+                                                                     item_css=Markup(CSS), wide=wide,
+                                                                     plots_off=PLOTS_OFF)
 
 
 def write_page(path: Path, title: str, sections: Sequence[Section]) -> None:
@@ -105,7 +109,7 @@ def write_page(path: Path, title: str, sections: Sequence[Section]) -> None:
     Written to a temporary file renamed at the end, so a failure leaves no half page.
     """
     pieces = Environment(autoescape=True).from_string(TEMPLATE).generate(title=title, sections=sections,
-                                                                         item_css=Markup(CSS))
+                                                                         item_css=Markup(CSS), plots_off=PLOTS_OFF)
     unfinished = path.with_name(path.name + ".unfinished")
     try:
         with unfinished.open("w", encoding="utf-8") as out:
@@ -201,21 +205,22 @@ PLOTS: dict[str, Callable[..., bytes]] = {"verdicts": verdict_png, "confusion": 
                                           "histogram": histogram_png, "bars": bars_png}
 
 
-def view_section(view: View) -> Section:
-    """Draw a mode's view (runner.modes.base.View): its plot by kind, its table's cells formatted."""
-    png = PLOTS[view.plot](**view.data) if view.plot is not None else b""
+def view_section(view: View, plots: bool = True) -> Section:
+    """Draw a mode's view (runner.modes.base.View): its plot by kind (``plots`` false: none, PLOTS_OFF in its
+    place), its table's cells formatted."""
+    png = PLOTS[view.plot](**view.data) if view.plot is not None and plots else b""
     rows = tuple(tuple(cell(value) for value in row) for row in view.rows)
-    return Section(view.title, png, view.columns, rows, view.notes)
+    return Section(view.title, png, view.columns, rows, view.notes, plot_off=view.plot is not None and not plots)
 
 
 def run_report(summary: Document, metrics: Mapping[str, float], title: str, mode: str,
-               drilldown: Drilldown | None = None) -> str:
+               drilldown: Drilldown | None = None, plots: bool = True) -> str:
     """The HTML report of one run titled ``title`` (the run name): :func:`run_sections` drawn by :func:`render`."""
-    return render(title, run_sections(summary, metrics, mode, drilldown))
+    return render(title, run_sections(summary, metrics, mode, drilldown, plots=plots))
 
 
 def run_sections(summary: Document, metrics: Mapping[str, float], mode: str, drilldown: Drilldown | None = None,
-                 header: RunHeader | None = None) -> list[Section]:
+                 header: RunHeader | None = None, plots: bool = True) -> list[Section]:
     """The sections of one run's HTML report: what the run is with its gates (first, so a failed gate is seen
     first), headline, its mode's views (runner.modes.base.RunMode.views), all metrics and the items' drill-down.
 
@@ -226,6 +231,7 @@ def run_sections(summary: Document, metrics: Mapping[str, float], mode: str, dri
         mode: The run's mode (``prompt.mode``: pairwise or pointwise).
         drilldown: The items with their inputs, answers and flags (runner.modes.drilldown.build), or None.
         header: What the run is and where it links to (:class:`RunHeader`); without one, the gates have a section.
+        plots: Draw the views' figures (``output.plots``); false: every table, no figure, no matplotlib.
     """
     run_mode = catalog.mode_named(mode)
     report = run_mode.read(summary, lenient=True)
@@ -234,7 +240,7 @@ def run_sections(summary: Document, metrics: Mapping[str, float], mode: str, dri
     if gates and header is None:
         sections.append(Section("Gates", columns=("gate", "result", "message"), rows=tuple(
             (g.name, "PASS" if g.passed else "FAIL", str(g.message)) for g in gates)))
-    sections += [_headline(metrics), *map(view_section, run_mode.views(report))]
+    sections += [_headline(metrics), *(view_section(view, plots) for view in run_mode.views(report))]
     bounds = _shown_bounds(metrics)
     sections.append(Section("All metrics", columns=("metric", "value [95% CI]"), collapsed=True,
                             rows=tuple((k, with_ci(metrics, k)) for k in sorted(metrics) if k not in bounds)))
@@ -267,7 +273,7 @@ def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = No
 
 
 def _frontier_section(frontier_rows: Sequence[Mapping[str, Any]], quality_key: str, png: bytes | None,
-                      links: Mapping[int, str] | None = None) -> Section:
+                      links: Mapping[int, str] | None = None, plots: bool = True) -> Section:
     ci = [k for k in sweep.CI_COLUMNS.get(quality_key, ()) if k]
     columns, rows = _table(frontier.ordered([dict(r) for r in frontier_rows]), ["job", frontier.LABEL, quality_key, *ci,
                                                                    frontier.COST_PER_1K, frontier.PARETO], links)
@@ -280,8 +286,9 @@ def _frontier_section(frontier_rows: Sequence[Mapping[str, Any]], quality_key: s
     if unpriced:
         notes.append(f"{len(unpriced)} of {len(frontier_rows)} configs made calls litellm could not price "
                      "(local judges without price_as): their cost is a lower bound.")
-    png = png if png is not None else frontier.frontier_png([dict(r) for r in frontier_rows], quality_key)
-    return Section("Cost-quality frontier", png, columns, rows, tuple(notes))
+    if png is None and plots:
+        png = frontier.frontier_png([dict(r) for r in frontier_rows], quality_key)
+    return Section("Cost-quality frontier", png or b"", columns, rows, tuple(notes), plot_off=not png)
 
 
 def _shared_overrides(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
@@ -307,7 +314,7 @@ def _best_section(answer: Mapping[str, Any]) -> Section:
 def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapping[str, Any]] | None,
                  title: str, quality_key: str = "agreement", frontier_png: bytes | None = None,
                  links: Mapping[int, str] | None = None, answer: Mapping[str, Any] | None = None,
-                 items: sweep_items.ItemView | None = None) -> str:
+                 items: sweep_items.ItemView | None = None, plots: bool = True) -> str:
     """The HTML report of a sweep: its answer (the best configuration and those tied with it) when there is one,
     the sweep table, the frontier (table and plot) when there is one, then the item view (one row per item, one
     column per job) when ``items`` is given.
@@ -322,6 +329,7 @@ def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapp
         links: Job number -> the address of its report.html relative to this report; its ``job`` cells link there.
         answer: The output of :func:`runner.outputs.sweep_best.answer`, or None.
         items: The sweep's items as each job judged them (:func:`runner.outputs.sweep_items.collect`).
+        plots: Draw the frontier when ``frontier_png`` is None (false: its table, PLOTS_OFF in its plot's place).
     """
     shared = _shared_overrides(rows)
     columns, cells = _table(rows, [c for c in dict.fromkeys(k for row in rows for k in row) if c not in shared],
@@ -332,7 +340,7 @@ def sweep_report(rows: Sequence[Mapping[str, Any]], frontier_rows: Sequence[Mapp
     sections = [_best_section(answer)] if answer else []
     sections.append(Section(f"Jobs ({len(rows)})", columns=columns, rows=cells, notes=notes))
     if frontier_rows:
-        sections.append(_frontier_section(frontier_rows, quality_key, frontier_png, links))
+        sections.append(_frontier_section(frontier_rows, quality_key, frontier_png, links, plots))
     else:
         sections.append(Section("Cost-quality frontier", notes=(f"No job has {quality_key!r}: no frontier.",)))
     if items is not None:
@@ -360,19 +368,21 @@ def _sweep_items(sweep_dir: Path, rows: Sequence[Mapping[str, Any]]) -> sweep_it
 
 
 def write_run_report(run_dir: Path, summary: Document, metrics: Mapping[str, float], title: str, mode: str,
-                     drilldown: Callable[[], Drilldown] | None = None, header: RunHeader | None = None) -> Path | None:
+                     drilldown: Callable[[], Drilldown] | None = None, header: RunHeader | None = None,
+                     plots: bool = True) -> Path | None:
     """Write ``run_dir/report.html`` of the run's typed report (or a summary.json document, see
     :func:`run_sections`), titled with its gates' verdict; returns its path, or None (with a warning) when it could
     not be made.
 
     The run's results are already on disk when this is called: a failing plot must not fail the run. ``drilldown``
-    builds the items' drill-down (it reads the answers and the dataset again), inside the same guard.
+    builds the items' drill-down (it reads the answers and the dataset again), inside the same guard. ``plots``
+    false (``output.plots``): no figure is drawn (:func:`run_sections`).
     """
     path = run_dir / REPORT_NAME
     try:
         report = catalog.mode_named(mode).read(summary, lenient=True)
         write_page(path, titled(header.title(title) if header else title, _gates(report)), run_sections(
-            report, metrics, mode, drilldown() if drilldown is not None else None, header))
+            report, metrics, mode, drilldown() if drilldown is not None else None, header, plots))
     except Exception as exc:  # noqa: BLE001 - the report is a view of files already written
         log.warning("report.html not written: %s: %s", type(exc).__name__, exc)
         return None
@@ -387,24 +397,27 @@ def _gates(report: object) -> tuple[Gate, ...]:
 def write_sweep_report(sweep_dir: Path, rows: Sequence[dict[str, Any]], quality_key: str = "agreement",
                        answer: Mapping[str, Any] | None = None) -> list[Path]:
     """Write frontier.csv and frontier.png (when a job has ``quality_key``) and report.html (with the sweep's
-    ``answer``, runner.outputs.sweep_best, when given) into the sweep dir.
+    ``answer``, runner.outputs.sweep_best, when given) into the sweep dir. No frontier.png (and no figure in
+    report.html) when every job ran with ``output.plots=false`` (:func:`runner.outputs.sweep.plots_on`).
 
     Returns:
         The files written, report.html last; empty (with a warning) when the report could not be made.
     """
     try:
         front = frontier.frontier(frontier.with_job_counts(sweep_dir, rows), quality_key=quality_key)
-        files, png = [], None
-        if any(r.get(quality_key) is not None for r in front):
+        files, png, plots = [], None, sweep.plots_on(sweep_dir, rows)
+        compared = any(r.get(quality_key) is not None for r in front)
+        if compared:
+            files.append(frontier.write_csv(sweep_dir / frontier.FRONTIER_CSV, front, quality_key))
+        if compared and plots:
             png = frontier.frontier_png(front, quality_key)  # drawn once: the PNG file and the report share it
             (sweep_dir / frontier.FRONTIER_PNG).write_bytes(png)
-            files += [frontier.write_csv(sweep_dir / frontier.FRONTIER_CSV, front, quality_key),
-                      sweep_dir / frontier.FRONTIER_PNG]
+            files.append(sweep_dir / frontier.FRONTIER_PNG)
         path = sweep_dir / REPORT_NAME
         links = {row["job"]: f"{row['job']}/{REPORT_NAME}" for row in rows
                  if (sweep_dir / str(row.get("job")) / REPORT_NAME).is_file()}
-        path.write_text(sweep_report(rows, front if png else None, f"sweep {sweep_dir}", quality_key, png, links,
-                                     answer, _sweep_items(sweep_dir, rows)), encoding="utf-8")
+        path.write_text(sweep_report(rows, front if compared else None, f"sweep {sweep_dir}", quality_key, png, links,
+                                     answer, _sweep_items(sweep_dir, rows), plots), encoding="utf-8")
     except Exception as exc:  # noqa: BLE001 - the sweep table is written; the report is a view of it
         log.warning("sweep report not written: %s: %s", type(exc).__name__, exc)
         return []

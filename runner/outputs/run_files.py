@@ -50,6 +50,7 @@ class RunFiles:
     drilldown: Callable[[], Drilldown] | None = None  # the report's items (a run's: its answers and inputs)
     header: html_report.RunHeader | None = None
     closing: Sequence[str] = ()  # console lines after the report's path
+    plots: bool = True  # output.plots: report.html's figures drawn (false: its tables only, matplotlib not imported)
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def write(files: RunFiles, steps: Phases | None = None) -> Written:
     steps.now("writing report.html")
     gates = report.gates
     report_path = html_report.write_run_report(run_dir, typed, metrics, files.title, files.mode.name, files.drilldown,
-                                               files.header)
+                                               files.header, files.plots)
     publishing.write_view(run_dir, files.view)
     partial = report.partial_reason
     lines = [*files.mode.console_lines(typed, files.judge_stats),

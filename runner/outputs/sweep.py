@@ -51,6 +51,20 @@ def job_overrides(job_dir: Path) -> dict[str, str]:
     return dict(item.split("=", 1) for item in yaml.safe_load(path.read_text()) or [] if "=" in item)
 
 
+def plots_on(sweep_dir: Path, rows: Sequence[dict[str, Any]]) -> bool:
+    """Whether the sweep's report draws its figure: unless every job ran with ``output.plots=false`` (its
+    ``.hydra/config.yaml``; a job without one counts as plots on)."""
+    return not rows or any(_job_plots(sweep_dir / str(row.get("job"))) for row in rows)
+
+
+def _job_plots(job_dir: Path) -> bool:
+    path = job_dir / ".hydra" / "config.yaml"
+    if not path.is_file():
+        return True
+    output = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("output") or {}
+    return output.get("plots", True) is not False
+
+
 def collect(sweep_dir: Path) -> list[dict[str, Any]]:
     """One row per job directory of ``sweep_dir`` (numbered subdirectories), in job order."""
     jobs = sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))

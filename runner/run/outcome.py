@@ -88,7 +88,8 @@ def finish(ctx: RunContext, prepared: Prepared, judged: Judged, started: float, 
         judge_stats=judge_stats, judgments=lambda: _with_texts(ctx, judged), refs=prepared.refs,
         summary_keys=cfg.output.summary_keys, view=view.of(ctx, prepared, failed, reason, started_ns or time.time_ns()),
         judges=judges, members=members, started=started,
-        drilldown=lambda: _drilldown(ctx, prepared, judged, typed, judges), header=report_header(ctx)), steps)
+        drilldown=lambda: _drilldown(ctx, prepared, judged, typed, judges), header=report_header(ctx),
+        plots=cfg.output.plots), steps)
     return RunOutcome(ctx.run_dir / store.SUMMARY_NAME, report.gold, judge_stats, failed, reason,
                       metrics=written.metrics)
 

@@ -95,7 +95,7 @@ def reaggregate(cfg: RunConfig, evaluation: EvaluationSet, job: AggregateJob) ->
     run_files.write(run_files.RunFiles(
         run_dir=run_dir, title=job.run_name, mode=mode, report=report, metrics=metrics, judge_stats=judge_stats,
         judgments=lambda: judgments, refs=refs, summary_keys=cfg.output.summary_keys, view=view, judges=judges,
-        members=members, closing=(f"written to {run_dir}",)))
+        members=members, closing=(f"written to {run_dir}",), plots=cfg.output.plots))
     mlflow_run_id, tracking_error = None, None
     if cfg.tracking.enabled:  # the same publishing path as a run's, in this process (no calls to overlap it with)
         try:

@@ -168,7 +168,7 @@ def run_in_process(tmp_path: Path, run_dir: Path, overrides: tuple[str, ...],
 
 
 def _runner(tmp_path: Path, in_process: bool, empty_store: Callable[[], Path] | None = None,
-            traces: bool = True):
+            traces: bool = True, plots: bool = True):
     runs = []
 
     def run(*overrides: str, env: dict[str, str] | None = None, multirun: bool = False,
@@ -182,6 +182,8 @@ def _runner(tmp_path: Path, in_process: bool, empty_store: Callable[[], Path] | 
                 shutil.copyfile(empty_store(), store)
             if not traces and not any(o.startswith("tracking.traces=") for o in overrides):
                 overrides = (*overrides, "tracking.traces=false")
+            if not plots and not any(o.startswith("output.plots=") for o in overrides):
+                overrides = (*overrides, "output.plots=false")
             proc = run_in_process(tmp_path, run_dir, overrides, env)
         else:
             proc = subprocess.run(cli_args(tmp_path, run_dir, overrides, multirun), cwd=REPO, env=offline_env(env),
@@ -221,9 +223,16 @@ def run_cli(request, tmp_path, empty_mlflow_store):
     of CPU for a small run and ~20 s for the published-figure runs, and a failed trace is only a warning, which
     no other test would see. tests/integration/test_genai_traces.py (marked ``traces``) checks them, and the
     tests that run judgesweep as a process (``run_process``, `make run`'s command line) keep the default.
+
+    Nor do they draw report.html's figures (``output.plots=false`` is added unless the test sets ``output.plots``)
+    unless the test is marked ``plots``: the PNGs and importing matplotlib were ~22% of these runs' CPU (cProfile,
+    issue 32), and the tables, every file but the figures and what MLflow holds are the same without them
+    (tests/integration/test_plots.py). A test that looks at a figure, a PNG or the plot files is marked ``plots``;
+    a multirun here and ``run_process`` keep the default (plots on).
     """
     traced = request.node.get_closest_marker("traces") is not None
-    return _runner(tmp_path, in_process=True, empty_store=empty_mlflow_store, traces=traced)
+    plotted = request.node.get_closest_marker("plots") is not None
+    return _runner(tmp_path, in_process=True, empty_store=empty_mlflow_store, traces=traced, plots=plotted)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.integration.conftest import SEARCH_ITEMS, SEARCH_TRIALS, CliRun, calibration_search
@@ -56,6 +57,7 @@ def test_a_failed_trial_is_recorded_and_the_study_goes_on(run_cli):
     assert "Failed experiment" in result.output and "calibration: held-out test (4 items" in result.output
 
 
+@pytest.mark.plots  # looks at the figures (drawn: a process keeps output.plots on)
 def test_the_default_store_gets_the_sweep_and_calibration_runs(tmp_path_factory):
     # No tracking override: the default store is ${hydra:runtime.cwd}/outputs/mlflow.db, which the callbacks
     # that run when the sweep ends (no job's HydraConfig there) failed to resolve, so neither run was logged.

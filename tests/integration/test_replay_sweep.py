@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
@@ -25,6 +26,7 @@ JOBS = {
 }
 
 
+@pytest.mark.plots  # looks at the figures (drawn: a process keeps output.plots on)
 def test_six_job_sweep_reproduces_all_published_statistics(tmp_path_factory):
     # judge=replay_gpt4,replay_chatgpt prompt=llmbar_vanilla,llmbar_vanilla_norules,llmbar_swap
     result = replay_sweep(tmp_path_factory)

@@ -95,6 +95,7 @@ def expected(job: Path) -> tuple[set[str], set[str]]:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (Debian: apt-get install -y chromium)")
+@pytest.mark.plots  # looks at the figures (drawn: a process keeps output.plots on)
 def test_reports_fit_1280_px_and_filter_and_search_work_in_chromium(tmp_path_factory, tmp_path):
     result = replay_sweep(tmp_path_factory)  # job 0: replay_gpt4 on LLMBar Natural, 100 items x 2 orders
     assert result.proc.returncode == 0, result.output

@@ -175,3 +175,35 @@ def test_the_sweep_report_links_each_job_to_its_report_and_says_once_what_every_
     html = (tmp_path / "report.html").read_text()
     assert '<td><a href="0/report.html">0</a></td>' in html and '<a href="1/report.html">' not in html
     assert "The same in every job: cache.path=/x/c.db" in html and "<th>cache.path</th>" not in html
+
+
+IMG = re.compile(r'<img alt="[^"]*" src="data:image/png;base64,[A-Za-z0-9+/=]+">')
+
+
+@pytest.mark.parametrize(("summary", "mode", "figures"), [(pairwise_summary(), "pairwise", 2),
+                                                         (pointwise_summary(), "pointwise", 3)])
+def test_without_plots_a_report_is_the_same_page_with_one_line_where_each_figure_was(summary, mode, figures):
+    metrics = {"agreement/accuracy_all": 0.955, "score/mean": 7.1}
+    drawn = run_report(summary, metrics, "t", mode)
+    off = run_report(summary, metrics, "t", mode, plots=False)
+    assert len(images(drawn)) == figures and images(off) == [] and "data:image" not in off
+    assert off.count(html_report.PLOTS_OFF) == figures and html_report.PLOTS_OFF not in drawn
+    # every heading and table of the page, each figure's place taken by the line that says plots are off
+    assert IMG.sub(f'\n<p class="note">{html_report.PLOTS_OFF}</p>', drawn) == off
+
+
+def test_a_sweep_of_jobs_without_plots_writes_no_frontier_png_and_keeps_the_frontier_table(tmp_path):
+    from runner.outputs import sweep
+
+    for num, acc in enumerate((0.9, 0.8)):
+        job(tmp_path, num, f"j{num}", {"agreement/accuracy_all": acc, "cost/usd_list": 0.0, "items/total": 10.0})
+        (tmp_path / str(num) / ".hydra" / "config.yaml").write_text("seed: 0\noutput:\n  plots: false\n")
+    files = write_sweep_report(tmp_path, sweep.collect(tmp_path))
+    assert [p.name for p in files] == ["frontier.csv", "report.html"] and not (tmp_path / "frontier.png").exists()
+    html = (tmp_path / "report.html").read_text()
+    assert images(html) == [] and html.count(html_report.PLOTS_OFF) == 1 and "<td>judge=j0</td>" in html
+    # one job that drew its figures: the sweep draws its frontier
+    (tmp_path / "1" / ".hydra" / "config.yaml").write_text("output:\n  plots: true\n")
+    files = write_sweep_report(tmp_path, sweep.collect(tmp_path))
+    assert [p.name for p in files] == ["frontier.csv", "frontier.png", "report.html"]
+    assert len(images((tmp_path / "report.html").read_text())) == 1

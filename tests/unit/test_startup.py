@@ -77,3 +77,15 @@ def test_the_position_bias_tests_import_no_scipy_stats():
     # the first slot wins all 20 verdicts, so all 10 items lean toward it
     assert proc.stdout.split() == [repr(2 * 0.5**20), repr(2 * 0.5**10)]
     assert "scipy.stats" not in set(IMPORTED.findall(proc.stderr))
+
+
+@pytest.mark.parametrize("plots", [True, False])
+def test_a_run_imports_matplotlib_only_to_draw_its_plots(plots, tmp_path):
+    # output.plots=false (CI gates, large sweeps): report.html with its tables and no figure, matplotlib not imported
+    proc, modules = imported_by("-m", "runner", "tracking=off", "max_items=3", f"output.plots={str(plots).lower()}",
+                                f"hydra.run.dir={tmp_path / 'run'}", f"cache.path={tmp_path / 'cache.sqlite'}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    assert "<h2>Verdict distribution</h2>" in report
+    assert ("matplotlib" in modules) is plots and ("data:image/png" in report) is plots
+    assert ("plots are off (output.plots=false)" in report) is not plots
