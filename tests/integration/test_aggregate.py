@@ -28,7 +28,10 @@ ROBUST = "experiment=robust_pairwise"  # ours = chat, baseline = simple-chat
 
 
 def aggregate(out: Path, *args: str) -> int:
-    return aggregate_cli.main([*args, f"output_dir={out}"])
+    """``judgesweep aggregate`` into ``out``; without report.html's figures, as run_cli's runs (no test here looks at
+    them)."""
+    plots = () if any(a.startswith("output.plots=") for a in args) else ("output.plots=false",)
+    return aggregate_cli.main([*args, f"output_dir={out}", *plots])
 
 
 def summary(out: Path) -> dict:
@@ -74,7 +77,7 @@ def test_the_cli_dispatches_aggregate_and_writes_under_outputs_aggregate(tmp_pat
     from runner.app import cli
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("sys.argv", ["judgesweep", "aggregate", *EVALS, ROBUST, OFF])
+    monkeypatch.setattr("sys.argv", ["judgesweep", "aggregate", *EVALS, ROBUST, OFF, "output.plots=false"])
     with pytest.raises(SystemExit) as exited:
         cli.main()
     assert exited.value.code == 0

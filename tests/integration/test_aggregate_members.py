@@ -22,7 +22,8 @@ NAMES = {"ours": "chat", "baseline": "simple-chat", "tie": "tie"}
 
 
 def aggregate(out: Path, *args: str) -> int:
-    return aggregate_cli.main([*args, f"output_dir={out}"])
+    """``judgesweep aggregate`` into ``out``, without report.html's figures (as run_cli's runs; none looked at)."""
+    return aggregate_cli.main([*args, f"output_dir={out}", "output.plots=false"])
 
 
 def summary(out: Path) -> dict:
