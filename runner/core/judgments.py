@@ -190,9 +190,11 @@ class Judgments(Sequence[Judgment]):
         where = np.fromiter(positions, dtype=np.int64) if not isinstance(positions, np.ndarray) else positions
         for name in _COLUMNS:
             column: array[int] | array[float] = getattr(self, name)
-            values = np.frombuffer(column, dtype=_DTYPES[column.typecode])[where] if len(where) else ()
-            setattr(self, name, array(column.typecode, bytes(values) if len(where) else b""))
-            del values
+            reordered = array(column.typecode)
+            if len(where):  # the taken values copied once into the new column (no bytes object between them)
+                reordered.frombytes(np.frombuffer(column, dtype=_DTYPES[column.typecode])[where].view(np.uint8).data)
+            setattr(self, name, reordered)
+            del column
         whole = self._whole
         self._whole = {n: whole[int(p)] for n, p in enumerate(where) if int(p) in whole} if whole else {}
 
