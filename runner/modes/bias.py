@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from runner.core.types import Judgment, Order, Status
+from runner.core.types import Judgment, Status
 from runner.inputs.datasets import ItemRef
 from runner.judging.aggregation import final_judgments
+from runner.modes.order_pairs import order_pairs
 from runner.modes.sections import BiasReport
 from runner.stats.proportions import sign_test_p
 
@@ -71,10 +72,6 @@ def bias_report(
     return out
 
 
-_UNSEEN = object()  # an order of a pair that was not judged
-_SLOT = {Order.AB: 0, Order.BA: 1}
-
-
 def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
     """How much the slot a candidate is shown in decides the verdict.
 
@@ -102,43 +99,35 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
         ``inconsistent_unscored``: inconsistent because an order has no verdict; ``inconsistent_by_type``: each
         type's count, keyed ``"<AB order's label>,<BA order's label>"`` (``-`` for no verdict).
     """
-    # (label, winner) of a scored judgment, None of another: one shared tuple per outcome rather than a Judgment
-    # per verdict (a run's stored judgments are built one at a time; see runner.core.judgments)
-    outcomes: dict[tuple[str | None, str | None], tuple[str | None, str | None]] = {}
-    pairs: dict[tuple[str, int], list[Any]] = {}  # (item, repeat) -> [its AB outcome, its BA outcome]
-    n_first = n_decisive = 0
-    for j in finals:
-        scored = j.status == Status.SCORED
-        outcome = outcomes.setdefault((j.verdict.label, j.winner), (j.verdict.label, j.winner)) if scored else None
-        pairs.setdefault((j.item_id, j.request.repeat), [_UNSEEN, _UNSEEN])[_SLOT[Order(j.request.order)]] = outcome
-        if scored and j.verdict.label in (FIRST, SECOND):
-            n_decisive += 1
-            n_first += j.verdict.label == FIRST
-    both = [(key, (ab, ba)) for key, (ab, ba) in pairs.items() if ab is not _UNSEEN and ba is not _UNSEEN]
-    del pairs
-    consistent = sum(ab is not None and ba is not None and ab[1] == ba[1] for _, (ab, ba) in both)
+    pairs = order_pairs(finals)  # integer columns grouped by sorting, not a dict of lists per pair
+    n_first = sum(n for (label, _), n in pairs.judged.items() if label == FIRST)
+    n_decisive = sum(n for (label, _), n in pairs.judged.items() if label in (FIRST, SECOND))
+    consistent = unscored = 0
     types: dict[str, int] = {}
     toward = {1: 0, -1: 0}
-    item_lean: dict[str, int] = {}  # item -> the sum of its pairs' leanings over repeats
-    unscored = 0
-    for (item, _), (ab, ba) in both:
+    leans = []  # each kind of pair's leaning: +1 or +2 toward the first slot, -1 or -2 the second, 0 none
+    for (ab, ba), count in zip(pairs.kinds, pairs.counts, strict=True):
+        lean = 0
         if ab is not None and ba is not None and ab[1] == ba[1]:
-            continue
-        key = f"{ab[0] if ab else '-'},{ba[0] if ba else '-'}"
-        types[key] = types.get(key, 0) + 1
-        if ab is None or ba is None:
-            unscored += 1
-            continue
-        lean = _lean(ab[0]) + _lean(ba[0])
-        if lean:
-            toward[1 if lean > 0 else -1] += 1
-            item_lean[item] = item_lean.get(item, 0) + lean
-    items_first = sum(lean > 0 for lean in item_lean.values())
-    leaning = items_first + sum(lean < 0 for lean in item_lean.values())
+            consistent += count
+        else:
+            key = f"{ab[0] if ab else '-'},{ba[0] if ba else '-'}"
+            types[key] = types.get(key, 0) + count
+            if ab is None or ba is None:
+                unscored += count
+            else:
+                lean = _lean(ab[0]) + _lean(ba[0])
+                if lean:
+                    toward[1 if lean > 0 else -1] += count
+        leans.append(lean)
+    item_lean = pairs.item_sums(leans)  # item -> the sum of its pairs' leanings over repeats
+    items_first = int((item_lean > 0).sum())
+    leaning = items_first + int((item_lean < 0).sum())
+    both = sum(pairs.counts)
     return {
-        "pairs_both_orders": len(both),
+        "pairs_both_orders": both,
         "consistent": consistent,
-        "consistency_rate": _rate(consistent, len(both)),
+        "consistency_rate": _rate(consistent, both),
         "first_position_rate": _rate(n_first, n_decisive),
         "second_position_rate": _rate(n_decisive - n_first, n_decisive),
         "n_decisive": n_decisive,

@@ -46,7 +46,7 @@ class ItemOutcome:
         return self.verdict or self.final
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # 2,000 items x 20 calls of a 1,000,000-judgment run: 40,000 of them
 class Answer:
     """One judge call of an item: which call, its status, what was parsed, the raw answer."""
 
@@ -132,12 +132,13 @@ def _flip_and_unscored(judgments: Iterable[Judgment], judges: Sequence[str] | No
                        ) -> tuple[set[str], set[str]]:
     """Items with a call not scored, and items whose verdict changes with the order within a judge and repeat.
 
-    The scored first-round calls are kept as four integer columns (item, judge, repeat, winner), grouped by sorting:
-    a dict of winner sets per (item, judge, repeat) held 126 MB at the peak of a 1,000,000-judgment run.
+    The scored first-round calls are kept as four integer columns (item, judge, repeat, winner) of 4 bytes, grouped
+    by sorting one 8-byte key: a dict of winner sets per (item, judge, repeat) held 126 MB at the peak of a
+    1,000,000-judgment run, and 8-byte columns sorted with ``np.lexsort`` into a stacked key ~85 MB.
     """
     unscored: set[str] = set()
     codes: dict[str | None, int] = {}  # item ids, judge names and winners -> a small integer
-    item, judge_col, repeat, winner = array("q"), array("q"), array("q"), array("q")
+    item, judge_col, repeat, winner = array("i"), array("i"), array("i"), array("i")
     names = iter(judges) if judges is not None else None
     for j in judgments:
         judge = next(names) if names is not None else None
@@ -150,14 +151,29 @@ def _flip_and_unscored(judgments: Iterable[Judgment], judges: Sequence[str] | No
             winner.append(codes.setdefault(j.winner, len(codes)))
     if not item:
         return set(), unscored
-    columns = [np.frombuffer(c, dtype=np.int64) for c in (item, judge_col, repeat, winner)]
-    order = np.lexsort((columns[3], columns[2], columns[1], columns[0]))
-    key = np.stack([c[order] for c in columns[:3]])
-    won = columns[3][order]
-    starts = np.flatnonzero(np.concatenate(([True], (key[:, 1:] != key[:, :-1]).any(axis=0))))
+    items = np.frombuffer(item, dtype=np.int32)
+    key = _group_key(items, np.frombuffer(judge_col, dtype=np.int32), np.frombuffer(repeat, dtype=np.int32),
+                     len(codes))
+    del judge_col, repeat
+    order = np.argsort(key)
+    key = key[order]
+    won = np.frombuffer(winner, dtype=np.int32)[order]
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    del key
     flipped = np.minimum.reduceat(won, starts) != np.maximum.reduceat(won, starts)
     names_of = list(codes)
-    return {names_of[int(code)] for code in key[0, starts[flipped]]}, unscored  # type: ignore[misc]
+    return {names_of[int(code)] for code in items[order[starts[flipped]]]}, unscored  # type: ignore[misc]
+
+
+def _group_key(item: np.ndarray, judge: np.ndarray, repeat: np.ndarray, codes: int) -> np.ndarray:
+    """One int64 per call, equal for two calls exactly when their (item, judge, repeat) are (codes below ``codes``,
+    repeats from 0), built in place."""
+    key = item.astype(np.int64)
+    key *= codes
+    key += judge
+    key *= int(repeat.max()) + 1
+    key += repeat
+    return key
 
 
 def _selected(refs: Sequence[ItemRef], flags: Mapping[str, frozenset[str]], limit: int) -> set[str]:
@@ -177,6 +193,10 @@ def _inputs(item: Item) -> tuple[tuple[str, str], ...]:
     return (*((k, _clip(str(v))) for k, v in item.variables.items()),
             *((c.system, _clip(c.text)) for c in item.candidates))
 
+
+def _once(shared: dict[str, str], text: str) -> str:
+    """``text``, or the equal string already in ``shared``: one object for every answer that says it."""
+    return shared.setdefault(text, text)
 
 
 def prompt_text(messages: Sequence[Mapping[str, str]]) -> str:
@@ -217,11 +237,14 @@ def build(refs: Sequence[ItemRef], outcomes: Mapping[str, ItemOutcome], judgment
     shown = _selected(refs, flags, limit)
     answers: dict[str, list[Answer]] = defaultdict(list)
     names = iter(judges) if judges is not None else None
+    shared: dict[str, str] = {}  # one object per distinct call, parsed verdict and prompt hash: repeats share them
     for j in texts():
         judge = next(names) if names is not None else None
         if j.item_id in shown:
-            answers[j.item_id].append(Answer(_call(j, judge), j.status.value, parsed(j), _clip(j.response.text or ""),
-                                             messages_hash=j.request.messages_hash or ""))
+            answers[j.item_id].append(Answer(
+                _once(shared, _call(j, judge)), j.status.value, _once(shared, parsed(j)), _clip(j.response.text or ""),
+                messages_hash=_once(shared, j.request.messages_hash or "")))
+    del shared
     inputs = {item.id: _inputs(item) for item in items() if item.id in shown}
     entries = tuple(
         ItemEntry(ref.id, inputs.get(ref.id, ()), tuple(answers.get(ref.id, ())),

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 # How item_std measures the spread of an item's repeats; written beside every consistency section.
 STD_KIND = "sample (n-1)"
 
@@ -244,10 +246,15 @@ def _finite(value: Any) -> float | None:
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
-    """Linear-interpolated percentile (numpy's default method), None for no values."""
-    if not values:
+    """Linear-interpolated percentile (numpy's default method), None for no values.
+
+    Sorted as one float64 array (a run's million latencies: 8 MB, where ``sorted`` made a list of a million float
+    objects, 32 MB); the interpolation is the same arithmetic on Python floats.
+    """
+    if not len(values):
         return None
-    ordered = sorted(values)
+    ordered = np.sort(np.asarray(values, dtype=np.float64))
     pos = (len(ordered) - 1) * q / 100
     lo, hi = math.floor(pos), math.ceil(pos)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+    low, high = float(ordered[lo]), float(ordered[hi])
+    return low + (high - low) * (pos - lo)

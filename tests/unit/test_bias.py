@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from scipy import stats as scipy_stats
 
-from runner.core.types import TIE, JudgeRequest, JudgeResponse, Judgment, Order, Status
+from runner.core.types import TIE, JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
 from runner.inputs.datasets import ItemRef
 from runner.judging.parsers.labels import parse_verdict
-from runner.modes.bias import bias_metrics, bias_report
+from runner.modes.bias import bias_metrics, bias_report, position_bias
 from runner.modes.summary import gold_metrics
 from tests.builders import AB, BA, BASE, OURS, judgment, picking, ref, shown
 
@@ -322,3 +322,68 @@ def test_a_single_judges_both_orders_verdict_under_both_policies():
     trust = {"bootstrap": {"level": 0.95, "resamples": 10, "seed": 0}, "win_rate": None, "both_orders": got}
     (line,) = console_lines(TrustSection.from_json(trust, "trust"))
     assert line.startswith("both orders per item (5 pairs, 3 inconsistent): accuracy with inconsistent as tie 40.00")
+
+
+def _reference_position(finals):
+    """The position bias as it was computed before runner.modes.order_pairs: a dict of [AB, BA] outcomes per (item,
+    repeat), the later judgment of a key replacing the earlier."""
+    pairs, n_first, n_decisive = {}, 0, 0
+    for j in finals:
+        outcome = (j.verdict.label, j.winner) if j.status == Status.SCORED else None
+        slot = 0 if j.request.order is AB else 1
+        pairs.setdefault((j.item_id, j.request.repeat), ["unseen", "unseen"])[slot] = outcome
+        if outcome is not None and j.verdict.label in ("A", "B"):
+            n_decisive += 1
+            n_first += j.verdict.label == "A"
+    both = [(key, p) for key, p in pairs.items() if "unseen" not in p]
+    consistent = sum(ab is not None and ba is not None and ab[1] == ba[1] for _, (ab, ba) in both)
+    types, toward, lean_of, unscored = {}, {1: 0, -1: 0}, {}, 0
+    for (item, _), (ab, ba) in both:
+        if ab is not None and ba is not None and ab[1] == ba[1]:
+            continue
+        key = f"{ab[0] if ab else '-'},{ba[0] if ba else '-'}"
+        types[key] = types.get(key, 0) + 1
+        if ab is None or ba is None:
+            unscored += 1
+            continue
+        lean = sum(1 if label == "A" else -1 if label == "B" else 0 for label in (ab[0], ba[0]))
+        if lean:
+            toward[1 if lean > 0 else -1] += 1
+            lean_of[item] = lean_of.get(item, 0) + lean
+    return {"pairs_both_orders": len(both), "consistent": consistent, "n_first": n_first, "n_decisive": n_decisive,
+            "toward": toward, "types": dict(sorted(types.items())), "unscored": unscored,
+            "items_first": sum(v > 0 for v in lean_of.values()), "items_second": sum(v < 0 for v in lean_of.values())}
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_position_bias_equals_the_dict_of_pairs_it_replaced(seed):
+    """runner.modes.order_pairs groups the pairs by sorting integer columns; on shuffled judgments with missing
+    orders, a key judged twice (the later counts), unscored, errored and odd (label, winner) outcomes, and several
+    repeats, every count equals that of the dict of pairs it replaced."""
+    import random
+
+    rng = random.Random(seed)
+    js = []
+    for n in range(200):
+        for repeat in range(rng.choice([1, 3])):
+            for order in (AB, BA):
+                for _ in range(rng.choice([0, 1, 1, 1, 2])):
+                    kind = rng.random()
+                    if kind < 0.7:
+                        js.append(judgment(f"i{n}", order, rng.choice(["A", "B", TIE, None]), repeat=repeat))
+                    elif kind < 0.8:
+                        js.append(judgment(f"i{n}", order, None, repeat=repeat, status=Status.ERROR))
+                    else:  # a label that names no system, scored
+                        js.append(Judgment(JudgeRequest(f"i{n}", repeat, order, "judge", ""), JudgeResponse("..."),
+                                           Verdict("C"), None, Status.SCORED))
+    rng.shuffle(js)
+    ref_ = _reference_position(js)
+    pos = position_bias(js)  # with the keys judged twice: bias_report's final_judgments would keep the later
+    assert ref_["pairs_both_orders"] > 50 and ref_["unscored"] > 0 and len(ref_["types"]) > 5
+    assert (pos["pairs_both_orders"], pos["consistent"], pos["n_decisive"]) == (
+        ref_["pairs_both_orders"], ref_["consistent"], ref_["n_decisive"])
+    assert pos["first_position_rate"] == ref_["n_first"] / ref_["n_decisive"]
+    assert (pos["inconsistent_toward_first"], pos["inconsistent_toward_second"]) == (ref_["toward"][1],
+                                                                                   ref_["toward"][-1])
+    assert pos["inconsistent_by_type"] == ref_["types"] and pos["inconsistent_unscored"] == ref_["unscored"]
+    assert (pos["items_toward_first"], pos["items_toward_second"]) == (ref_["items_first"], ref_["items_second"])

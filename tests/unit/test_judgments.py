@@ -111,6 +111,24 @@ def test_keys_unique_needs_final_stages_and_one_judgment_per_key() -> None:
     assert Judgments(keys).keys_unique(stages)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_keys_unique_equals_a_set_of_key_tuples(seed: int) -> None:
+    """The in-place sorted key of (item, repeat, order) finds a repeated key exactly when a set of key tuples does,
+    also with repeats that do not start at 0 and judgments without an order."""
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(30):
+        keys = {(f"i{rng.randrange(40)}", rng.randrange(3, 9), rng.choice([Order.AB, Order.BA, None]))
+                for _ in range(rng.randrange(1, 60))}
+        judgments = [journaled(item, repeat, order) for item, repeat, order in keys]
+        rng.shuffle(judgments)
+        if rng.random() < 0.5:  # a key twice
+            judgments.append(rng.choice(judgments))
+        expected = len({(j.item_id, j.request.repeat, j.request.order) for j in judgments}) == len(judgments)
+        assert Judgments(judgments).keys_unique(("judge",)) == expected
+
+
 def test_the_columns_cover_every_field_of_a_judgment() -> None:
     """A field added to Judgment or one of its parts must be stored by runner.core.judgments (a column, or the
     judgment kept whole when it is set), or it would silently read back as its default."""
