@@ -249,6 +249,7 @@ def test_users_results_files_give_the_verdicts_of_a_live_run_of_those_votes(tmp_
     assert want["summary"]["failed_calls"] == 4
 
 
+@pytest.mark.slow  # a fresh python process: what it imports is the point
 @pytest.mark.parametrize("content", [
     '{"evaluation_completed": true,\n "results": {"q1": {"verdict": "better"}}}',
     '{"evaluations": [\n {"subset_id": "q1", "winner": "better"}]}'])

@@ -50,6 +50,7 @@ def results(run_dir) -> bytes:
     return (run_dir / "results.jsonl").read_bytes()
 
 
+@pytest.mark.slow  # judgesweep as a process, killed with -9
 def test_batch_killed_after_creation_resumes_with_one_batch_and_a_live_runs_results(run_cli, fake_server, tmp_path):
     """Issue 34's Done-when, line 1: 1,000 judgments with judge.batch=on, killed with -9 once the batch exists and
     resumed, give a live run's results.jsonl (every field but the cost, at the batch price) from exactly one batch."""
@@ -207,6 +208,7 @@ def test_batch_retry_resumes_across_processes_without_paying_twice(run_cli, fake
     assert len(results(run_dir).splitlines()) == 2 * N_ITEMS
 
 
+@pytest.mark.slow  # judgesweep as a process, sent SIGINT
 def test_ctrl_c_while_waiting_for_the_batch_exits_130_with_the_resume_command_and_a_resume_collects_it(
         run_cli, fake_server, tmp_path):
     """The interrupt contract holds while a run waits for its batch: SIGINT ends the process with 130 and one line

@@ -217,6 +217,7 @@ def test_stop_releases_the_port_and_is_idempotent() -> None:
         httpx.get(f"{url}/models", trust_env=False, timeout=2)
 
 
+@pytest.mark.slow  # the fake server as a python process, sent SIGTERM
 def test_standalone_script_serves_until_sigterm() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.fakes.openai_server", "--port", "0", "--reply", "[[B]]"],

@@ -117,6 +117,7 @@ def test_record_true_still_keeps_every_body() -> None:
         assert len(server.requests) == 3 and len(server.headers_seen) == 3
 
 
+@pytest.mark.slow  # the fake server as a python process
 def test_standalone_script_takes_window_s_and_no_record() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.fakes.openai_server", "--port", "0", "--rpm", "300", "--window-s", "2",

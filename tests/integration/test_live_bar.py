@@ -14,8 +14,12 @@ import struct
 import subprocess
 import termios
 
+import pytest
+
 from tests.fakes.openai_server import Reply
 from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
+
+pytestmark = pytest.mark.slow  # judgesweep as a process on a pseudo-terminal
 
 COLUMNS = 220
 CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # cursor moves, erasures and colours: how rich redraws the bar

@@ -125,7 +125,7 @@ def test_transient_errors_are_retried_and_auth_errors_are_not(run_cli, fake_serv
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
     fake_server.enqueue(Reply(status=500, error_message="flaky"),
-                        Reply(status=429, headers={"Retry-After": "1"}, error_message="slow down"),
+                        Reply(status=429, headers={"retry-after-ms": "200"}, error_message="slow down"),
                         Reply(status=503, error_message="overloaded"))
     fake_server.reply = scripted_judge()
     # a configured rpm: the 429 pauses the starts for its Retry-After and teaches no rate (without one, AIMD would

@@ -127,11 +127,11 @@ def test_a_valid_answer_with_a_malformed_usage_is_scored_with_its_tokens_unknown
 def test_an_answer_trickling_a_byte_at_a_time_ends_at_the_deadline_as_a_timeout(run_cli, fake_server):
     """Was: judge.timeout_s bounded each read, so a body sent a byte every 0.3 s took minutes (or forever)."""
     fake_server.reply = lambda _body: Reply(content="Verdict: [[A]]", trickle_s=0.3)
-    run = run_cli(*pairwise(fake_server, 1, "judge.timeout_s=1", "judge.max_retries=1", "max_error_rate=1",
+    run = run_cli(*pairwise(fake_server, 1, "judge.timeout_s=0.5", "judge.max_retries=1", "max_error_rate=1",
                             "tracking=off"))
     [row] = run.journal()
     assert row["status"] == "error" and row["error_type"] == "Timeout", row
-    assert "judge.timeout_s=1" in row["error"] and "deadline" in row["error"]
+    assert "judge.timeout_s=0.5" in row["error"] and "deadline" in row["error"]
     assert row["attempts"] == 2 and len(fake_server.requests) == 2  # retried as a timeout is
 
 

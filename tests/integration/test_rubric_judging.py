@@ -92,9 +92,10 @@ NOT_GENERATED = "agent-005"  # its generation request is answered 400
 
 def cli(tmp: Path, name: str, *overrides: str) -> CliRun:
     """One run (in this process, as the CLI would make it) with its run dir ``tmp/name`` and the cache and MLflow
-    store of ``tmp``."""
+    store of ``tmp``; without MLflow traces, as run_cli's runs (no test here reads them: test_genai_traces does)."""
     run_dir = tmp / name
-    return CliRun(proc=run_in_process(tmp, run_dir, overrides), run_dir=run_dir, mlflow_uri=mlflow_uri(tmp))
+    return CliRun(proc=run_in_process(tmp, run_dir, (*overrides, "tracking.traces=false")), run_dir=run_dir,
+                  mlflow_uri=mlflow_uri(tmp))
 
 
 def git(*args: str) -> str:
@@ -299,21 +300,19 @@ RUNS: dict[str, tuple[Callable[[], Callable], Callable[[FakeOpenAIServer], list[
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Finished]:
+def runs(tmp_path_factory, empty_mlflow_store) -> dict[str, Finished]:
     """Every run of this module, each with its own fake server and tmp dir, one after another (runs in this
     process share its environment, working directory and output streams).
 
-    Each tmp dir starts with a copy of an empty MLflow store made here once: creating the tables costs a
-    run seconds of CPU.
+    Each tmp dir starts with a copy of the test process's empty MLflow store (empty_mlflow_store, made once per
+    process and shared with the other modules): creating the tables costs a run seconds of CPU.
     """
-    empty_store = tmp_path_factory.mktemp("empty_store")
-    MlflowClient(tracking_uri=mlflow_uri(empty_store)).search_experiments()  # creates the tables
     with ExitStack() as stack:
         servers = {name: stack.enter_context(FakeOpenAIServer(policy())) for name, (policy, _) in RUNS.items()}
 
         def one(name: str) -> Finished:
             tmp = tmp_path_factory.mktemp(name)
-            shutil.copyfile(empty_store / "mlflow.db", tmp / "mlflow.db")
+            shutil.copyfile(empty_mlflow_store(), tmp / "mlflow.db")
             if name == "baseline":
                 return baseline_chain(tmp, servers[name])
             result = cli(tmp, "run", *RUNS[name][1](servers[name]))

@@ -324,6 +324,7 @@ def _put_many(path: Path, prefix: str, count: int, barrier: Any) -> None:
             raise AssertionError(f"{prefix}: wrote {cache.writes} of {count}")
 
 
+@pytest.mark.slow  # two spawned python processes
 def test_two_processes_write_the_same_file_concurrently(tmp_path: Path) -> None:
     path = tmp_path / "shared" / "cache.sqlite"  # neither the file nor its directory exists yet
     context = multiprocessing.get_context("spawn")

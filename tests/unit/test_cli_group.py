@@ -40,6 +40,7 @@ def test_each_subcommand_answers_its_own_help(command, usage, monkeypatch, capsy
     assert out.startswith("usage: ") and usage in out
 
 
+@pytest.mark.slow  # `python -m runner` as a process
 def test_help_lists_every_subcommand_and_run():
     proc = _judgesweep("--help")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -48,6 +49,7 @@ def test_help_lists_every_subcommand_and_run():
     assert "judge: " in proc.stdout  # still Hydra's help: the groups and their options
 
 
+@pytest.mark.slow  # two `python -m runner` processes
 def test_run_is_the_default_subcommand():
     explicit, implicit = _judgesweep("run", "--cfg", "job", "seed=7"), _judgesweep("--cfg", "job", "seed=7")
     assert explicit.returncode == 0 and implicit.returncode == 0, explicit.stderr[-2000:] + implicit.stderr[-2000:]

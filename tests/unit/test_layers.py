@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
+@pytest.mark.slow  # lint-imports as a process (`make test-fast` runs it itself)
 def test_the_layers_contract_is_kept():
     proc = subprocess.run([str(LINT_IMPORTS)], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
