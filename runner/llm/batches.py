@@ -1,6 +1,6 @@
 """A provider's batch API through litellm's Files and Batches calls: upload, create, retrieve, download, cancel.
 
-The second module allowed to import litellm (beside :mod:`runner.llm.client`): the live path stays in the client,
+One of the modules allowed to import litellm (beside :mod:`runner.llm.client`): the live path stays in the client,
 this one speaks the OpenAI batch protocol (``litellm.acreate_file``, ``acreate_batch``, ``aretrieve_batch``,
 ``alist_batches``, ``afile_content``, ``acancel_batch``). litellm 1.100 sends those for ``openai`` (any
 OpenAI-compatible server at ``api_base``), ``hosted_vllm`` and ``litellm_proxy`` through one code path

@@ -1,4 +1,4 @@
-"""The only module that talks to litellm: one judge call in, one JudgeResponse out.
+"""The module that makes a judge call through litellm: one judge call in, one JudgeResponse out.
 
 Calls are paced by the judge's rpm/tpm limiter and retried with exponential backoff and jitter on
 rate-limit, timeout, connection and 5xx errors, honouring Retry-After up to ``judge.max_retry_after_s`` (a wait over
@@ -9,20 +9,14 @@ errors are not retried. Errors are classified by exception type (litellm's excep
 openai's), never by message text, and come back inside the JudgeResponse: one failed call never
 stops the run. What comes back is read into a JudgeResponse by :mod:`runner.llm.responses`.
 
-A judge with ``replicas`` sends its calls through a litellm Router (one per client, model list from
-:mod:`runner.llm.replicas`). ``simple-shuffle`` draws a replica weighted by its rpm (or tpm), with no per-call
-usage bookkeeping; the judge's limiter paces the group at the replicas' summed rpm/tpm
-(:func:`runner.llm.replicas.pacing_limits`). Retries stay ours (Router ``num_retries=0``). An error worth
-retrying (connection, timeout, 429, 5xx) is failed over at once to a replica not yet tried in that attempt;
-auth and bad-request errors are not, so a replica with a wrong key shows up as failed calls instead of hiding
-behind the others. Cooldowns are off: they would turn the provider's error into the Router's own "no
-deployments available" (not an APIError).
+
+A judge with ``replicas`` sends its calls through a litellm Router (:mod:`runner.llm.failover`); the
+replay and recorded judges are litellm custom providers (:mod:`runner.llm.providers`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import time
@@ -31,18 +25,16 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 from importlib import metadata
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import litellm
 import openai
-from litellm import CustomLLM
-from litellm.types.utils import ModelResponse
 
 from runner.core.config import JudgeConfig
 from runner.core.types import JudgeResponse, Message, Secret
-from runner.llm import recorded, replay, replicas
+from runner.llm import providers, recorded, replicas
 from runner.llm.call_slot import before_resend
+from runner.llm.failover import build_router, retryable, undecodable_body
 from runner.llm.pacing import RateLimiter, estimate_tokens
 from runner.llm.responses import CallTally, RawBody, answer, failure, malformed, served_by
 from runner.llm.retry import LongWaits, RetryPolicy, retry_after_of
@@ -53,73 +45,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REPLAY_PROVIDER = "replay"
-RECORDED_METADATA = "judgesweep_recorded"  # the metadata entry a recorded judge's call carries to its provider
 # litellm providers for an OpenAI-compatible server at api_base. hosted_vllm/ is litellm's path to one without the
 # OpenAI SDK in between; `make bench`'s throughput scenario measures both (judge=local_openai vs local_vllm).
 LOCAL_PREFIXES = ("openai/", "hosted_vllm/")
-# what litellm's error was raised from when the 2xx body itself could not be read (not UTF-8, not JSON, nested deeper
-# than the parser's recursion): the provider answered, so the answer was paid for
-UNDECODABLE = (UnicodeDecodeError, RecursionError, json.JSONDecodeError)
-RETRYABLE = (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError, litellm.InternalServerError,
-             litellm.ServiceUnavailableError, litellm.BadGatewayError)
-
-
-class ReplayProvider(CustomLLM):
-    """litellm custom provider serving recorded answers (model string ``replay/<recording>``)."""
-
-    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # noqa: D102
-        return self.completion(*args, **kwargs)
-
-    def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # noqa: D102
-        model = kwargs["model"].removeprefix(f"{REPLAY_PROVIDER}/")
-        messages = [Message(role=m["role"], content=m["content"]) for m in kwargs["messages"]]
-        try:
-            answer = replay.lookup(model, messages)
-        except replay.ReplayMiss as exc:
-            # A bad request: retrying cannot help, and the message says exactly what is missing.
-            raise litellm.BadRequestError(message=str(exc), model=model, llm_provider=REPLAY_PROVIDER) from None
-        prompt_tokens = litellm.token_counter(model="gpt-4", messages=kwargs["messages"])
-        completion_tokens = litellm.token_counter(model="gpt-4", text=answer.text)
-        return ModelResponse(
-            model=f"{REPLAY_PROVIDER}/{model}",
-            choices=[{"index": 0, "finish_reason": answer.finish_reason,
-                      "message": {"role": "assistant", "content": answer.text}}],
-            usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                   "total_tokens": prompt_tokens + completion_tokens},
-        )
-
-
-class RecordedProvider(CustomLLM):
-    """litellm custom provider serving a user's recorded judge outputs (model string ``recorded/<name>``).
-
-    The file and the call's (item id, order, repeat) come in litellm's ``metadata`` (:meth:`JudgeClient._kwargs`),
-    never in the messages. No usage is returned: the recording does not say how many tokens the judge used.
-    """
-
-    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # noqa: D102
-        return self.completion(*args, **kwargs)
-
-    def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # noqa: D102
-        model = kwargs["model"]
-        call = ((kwargs.get("litellm_params") or {}).get("metadata") or {}).get(RECORDED_METADATA) or {}
-        try:
-            if not call.get("key"):
-                raise recorded.RecordingMiss(f"{model}: recorded judges answer first-round judge calls only "
-                                             "(no synthesis round, no generation)")
-            found = recorded.lookup(Path(call["path"]), tuple(call["key"]))  # type: ignore[arg-type]
-        except (recorded.RecordingMiss, recorded.RecordingsError) as exc:
-            raise litellm.BadRequestError(message=str(exc), model=model, llm_provider=recorded.RECORDED_PROVIDER
-                                          ) from None
-        failed = found.failure_message()
-        if failed is not None or found.output is None:  # a call that failed when recorded fails again, once
-            raise litellm.BadRequestError(message=failed or "recorded failure", model=model,
-                                          llm_provider=recorded.RECORDED_PROVIDER)
-        return ModelResponse(
-            model=f"{recorded.RECORDED_PROVIDER}/{model}",
-            choices=[{"index": 0, "finish_reason": found.finish_reason,
-                      "message": {"role": "assistant", "content": found.output}}],
-        )
 
 
 def configure() -> None:
@@ -127,8 +55,7 @@ def configure() -> None:
     litellm.telemetry = False
     litellm.suppress_debug_info = True
     litellm.drop_params = True  # providers that lack e.g. `seed` get the call without it, not a 400
-    litellm.custom_provider_map = [{"provider": REPLAY_PROVIDER, "custom_handler": ReplayProvider()},
-                                   {"provider": recorded.RECORDED_PROVIDER, "custom_handler": RecordedProvider()}]
+    litellm.custom_provider_map = providers.custom_provider_map()
 
 
 async def release_loop_clients() -> None:
@@ -193,81 +120,6 @@ def price(model: str, prompt_tokens: int, completion_tokens: int) -> float | Non
             raise
         return None
     return prompt_usd + completion_usd
-
-
-def _retryable(exc: openai.APIError) -> bool:
-    if isinstance(exc, RETRYABLE):
-        return True
-    status = getattr(exc, "status_code", None)
-    return isinstance(exc, litellm.APIError) and isinstance(status, int) and status >= 500
-
-
-def undecodable_body(exc: BaseException) -> BaseException | None:
-    """The decoding error a provider's error was raised from (see :data:`UNDECODABLE`), None when there is none."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, UNDECODABLE):
-            return cause
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return None
-
-
-def _answered(failover_kwargs: Mapping[str, Any]) -> bool:
-    """Whether the call the Router would fail over got a 2xx body (its RawBody, our logger_fn, holds one)."""
-    for name in ("kwargs", "input_kwargs"):
-        call = failover_kwargs.get(name)
-        body = call.get("logger_fn") if isinstance(call, Mapping) else None
-        if isinstance(body, RawBody) and body.text is not None:
-            return True
-    return False
-
-
-class ReplicaRouter(litellm.Router):
-    """litellm's Router over the replicas of one judge, failing over only on errors worth retrying.
-
-    It narrows litellm 1.100's private failover hook (``_maybe_run_weighted_failover``); a unit test fails
-    if an upgrade renames it.
-
-    Args:
-        judge_name: The judge (its model group), for log lines.
-        bases: Deployment id -> api_base, to name a failed replica without its key.
-        **kwargs: litellm.Router's arguments.
-    """
-
-    def __init__(self, judge_name: str, bases: Mapping[str, str], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.judge_name = judge_name
-        self.bases = dict(bases)
-        self.failures: Counter[str] = Counter()  # api_base -> errors worth retrying it answered with
-
-    async def _maybe_run_weighted_failover(self, exception: Exception, *args: Any, **kwargs: Any) -> Any | None:
-        # litellm fails over on any error; an auth or bad-request error is the caller's to see, not to hide. Nor is
-        # a 2xx whose body litellm refused (no choices): that replica answered and was paid.
-        if (not (isinstance(exception, openai.APIError) and _retryable(exception)) or _answered(kwargs)
-                or undecodable_body(exception) is not None):
-            return None
-        base = self.bases.get(getattr(exception, "failed_deployment_id", None) or "", "?")
-        self.failures[base] += 1
-        # the first failure of a replica is news; a replica that is down would otherwise log every call it draws
-        log.log(logging.WARNING if self.failures[base] == 1 else logging.DEBUG,
-                "%s: replica %s failed (%s); failing over to a replica not tried yet, if any", self.judge_name, base,
-                type(exception).__name__)
-        return await super()._maybe_run_weighted_failover(exception, *args, **kwargs)
-
-
-def build_router(judge: JudgeConfig, api_keys: Mapping[str, Secret]) -> ReplicaRouter:
-    """A Router over ``judge.replicas`` (see the module docstring for the choices it makes).
-
-    Raises:
-        ConfigurationError: A replica's rpm/tpm is not positive, or two replicas share an api_base.
-    """
-    deployments = replicas.model_list(judge, api_keys)
-    return ReplicaRouter(
-        judge.name, {d["model_info"]["id"]: d["litellm_params"]["api_base"] for d in deployments},
-        model_list=deployments, routing_strategy="simple-shuffle", num_retries=0, timeout=judge.timeout_s,
-        disable_cooldowns=True, enable_weighted_failover=True, max_fallbacks=len(deployments))
 
 
 class JudgeClient:
@@ -335,8 +187,8 @@ class JudgeClient:
         if j.api_base:
             kwargs["api_base"] = j.api_base
         if recorded.is_recorded(j.model):
-            # the recordings file and which call this is, for RecordedProvider; litellm hands metadata to the provider
-            kwargs["metadata"] = {RECORDED_METADATA: {"path": j.path, "key": recorded.CURRENT_CALL.get()}}
+            # the recordings file and which call this is, for providers.RecordedProvider (litellm hands it metadata)
+            kwargs["metadata"] = {providers.RECORDED_METADATA: {"path": j.path, "key": recorded.CURRENT_CALL.get()}}
         if self._api_key is not None:
             kwargs["api_key"] = self._api_key.reveal()
         elif j.model.startswith(LOCAL_PREFIXES) and j.api_base:
@@ -432,7 +284,7 @@ class JudgeClient:
                     self.resent += 1
                     return None  # the limiter now holds this call back (pause, learned rate): no own backoff
                 return call.total(self._error(exc, call.started, call.attempts, call.limited))
-        if not _retryable(exc) or call.attempts - call.limited > self._retry.max_retries:
+        if not retryable(exc) or call.attempts - call.limited > self._retry.max_retries:
             return call.total(self._error(exc, call.started, call.attempts, call.limited))
         delay = self._retry.delay(call.attempts - call.limited, retry_after, self._rng)
         if retry_after is not None:
@@ -472,7 +324,7 @@ class JudgeClient:
         """``response``, priced at ``judge.price_as``'s list price when litellm could not price it: a served copy of a
         listed model (a local server) costs what the listed model would. A replay or a recording is served by nobody
         and stays free (what it is worth is :func:`runner.judging.estimate.list_cost`'s ``cost/usd_list``)."""
-        served = not self.judge.model.startswith((f"{REPLAY_PROVIDER}/", f"{recorded.RECORDED_PROVIDER}/"))
+        served = not self.judge.model.startswith((f"{providers.REPLAY_PROVIDER}/", f"{recorded.RECORDED_PROVIDER}/"))
         if response.cost_usd is not None or not response.tokens_known or not served or not self.judge.price_as:
             return response
         return replace(response, cost_usd=price(self.judge.price_as, response.prompt_tokens,

@@ -1,7 +1,7 @@
 """A judge served by several replicas: the model list of the litellm Router that shares the calls.
 
-Pure functions of the config and the keys; the Router itself is built in ``runner.llm.client``, the only
-module that imports litellm. Each replica is one Router deployment of the model group ``judge.name``. Calls
+Pure functions of the config and the keys; the Router itself is built in ``runner.llm.failover``, beside
+the client, where litellm is imported. Each replica is one Router deployment of the model group ``judge.name``. Calls
 are shared in proportion to the replicas' rpm (or tpm when only that is set everywhere), which litellm's
 simple-shuffle strategy reads from each deployment's ``weight``; the judge's limiter paces them all at their
 summed rpm/tpm (:func:`pacing_limits`).

@@ -4,7 +4,7 @@ file can hold is replaced and noted (``JudgeResponse.notes``), a usage that is n
 unknown, a body that cannot be read is :data:`UNDECODABLE_BODY` with the decoder's error.
 
 Read by attribute from litellm's response object (``choices``, ``usage``, ``_hidden_params``), so this module
-needs no litellm import: :mod:`runner.llm.client`, the only module that talks to litellm, hands the objects over.
+needs no litellm import: :mod:`runner.llm.client`, which makes the call, hands the objects over.
 """
 
 from __future__ import annotations

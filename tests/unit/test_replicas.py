@@ -18,7 +18,8 @@ import litellm  # noqa: E402
 from runner.core.config import JudgeConfig, ReplicaConfig  # noqa: E402
 from runner.core.errors import ConfigurationError  # noqa: E402
 from runner.core.types import Secret  # noqa: E402
-from runner.llm.client import JudgeClient, ReplicaRouter, build_router  # noqa: E402
+from runner.llm.client import JudgeClient  # noqa: E402
+from runner.llm.failover import ReplicaRouter, build_router  # noqa: E402
 from runner.llm.replicas import (  # noqa: E402
     judge_secrets,
     model_list,
