@@ -92,10 +92,11 @@ NOT_GENERATED = "agent-005"  # its generation request is answered 400
 
 def cli(tmp: Path, name: str, *overrides: str) -> CliRun:
     """One run (in this process, as the CLI would make it) with its run dir ``tmp/name`` and the cache and MLflow
-    store of ``tmp``; without MLflow traces, as run_cli's runs (no test here reads them: test_genai_traces does)."""
+    store of ``tmp``; without MLflow traces or report.html's figures, as run_cli's runs (no test here reads them:
+    test_genai_traces and test_plots do)."""
     run_dir = tmp / name
-    return CliRun(proc=run_in_process(tmp, run_dir, (*overrides, "tracking.traces=false")), run_dir=run_dir,
-                  mlflow_uri=mlflow_uri(tmp))
+    return CliRun(proc=run_in_process(tmp, run_dir, (*overrides, "tracking.traces=false", "output.plots=false")),
+                  run_dir=run_dir, mlflow_uri=mlflow_uri(tmp))
 
 
 def git(*args: str) -> str:
