@@ -186,7 +186,7 @@ class SweepSummary(Callback):
             log.warning("sweep run not opened in MLflow: %s", exc)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
-        from runner.outputs import console, html_report, sweep_best, tracking
+        from runner.outputs import console, sweep_best, sweep_page, tracking
 
         sweep_dir = Path(config.hydra.sweep.dir)
         if not sweep_dir.is_dir():
@@ -196,7 +196,7 @@ class SweepSummary(Callback):
         _failed_jobs.extend(str(path.parent) for path in sweep_dir.glob(f"*/{sweep.FAILURE_NAME}"))
         _untracked_jobs.extend(str(path.parent) for path in sweep_dir.glob(f"*/{sweep.UNTRACKED_NAME}"))
         answer, best_files = sweep_best.settle(sweep_dir, rows)  # the best configuration and those tied with it
-        pages = html_report.write_sweep_report(sweep_dir, rows, answer=answer)  # frontier.csv/png, report.html
+        pages = sweep_page.write_sweep_report(sweep_dir, rows, answer=answer)  # frontier.csv/png, report.html
         files = [*sweep.write(sweep_dir, rows), *best_files, *pages]
         sweep.render(rows)
         for line in sweep_best.lines(answer) if answer else []:

@@ -90,12 +90,12 @@ def _sync_one(run_dir: Path, cfg: TrackingConfig) -> bool:
 
 def _sync_sweep_table(sweep_dir: Path, cfg: TrackingConfig) -> bool:
     """The sweep's table and report on its parent run (as the multirun's end logs them)."""
-    from runner.outputs import console, html_report, sweep, sweep_best, tracking
+    from runner.outputs import console, sweep, sweep_best, sweep_page, tracking
     from runner.outputs.publisher import describe
 
     rows = sweep.collect(sweep_dir)
     answer, best_files = sweep_best.settle(sweep_dir, rows)
-    files = [*sweep.write(sweep_dir, rows), *best_files, *html_report.write_sweep_report(sweep_dir, rows,
+    files = [*sweep.write(sweep_dir, rows), *best_files, *sweep_page.write_sweep_report(sweep_dir, rows,
                                                                                         answer=answer)]
     metrics, tags = sweep_best.tracking_values(answer)
     try:

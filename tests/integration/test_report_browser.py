@@ -270,14 +270,14 @@ def test_the_sweep_item_views_tag_filter_and_a_cells_anchor_open_the_item_in_chr
     """Issue 33.1/33.4: the item view's tag/category filter combines with a state filter; a job's report opened at
     ``#item-<id>`` (where a cell links) shows that item opened."""
     from runner.modes import drilldown
-    from runner.outputs import html_report, sweep_items
+    from runner.outputs import html_report, sweep_items, sweep_page
 
     view = sweep_items.ItemView(("a", "b", "c"), {"a": ("math",), "b": ("math", "long"), "c": ("code",)}, (
         sweep_items.Column(0, "judge=x", "agreement 1", {"a": ("ours", "ours", "c"), "b": ("no valid vote", "", "u"),
                                                         "c": ("tie", "tie", "w")}),
         sweep_items.Column(1, "judge=y", "", {}, failed=True)))
     page = tmp_path / "sweep.html"
-    page.write_text(html_report.sweep_report([{"job": 0, "status": "ok"}, {"job": 1, "status": "failed"}], None,
+    page.write_text(sweep_page.sweep_report([{"job": 0, "status": "ok"}, {"job": 1, "status": "failed"}], None,
                                              "s", items=view).replace("</body>", ITEM_GROUP_PROBE + "</body>"))
     found = re.search(r'data-probe="([^"]*)"', chromium("--dump-dom", f"--window-size={WIDTH},900", page.as_uri(),
                                                         tmp=tmp_path))

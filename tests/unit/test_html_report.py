@@ -16,12 +16,11 @@ from runner.outputs.html_report import (
     confusion_png,
     histogram_png,
     run_report,
-    sweep_report,
     verdict_png,
     wilson,
     write_run_report,
-    write_sweep_report,
 )
+from runner.outputs.sweep_page import sweep_report, write_sweep_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 HOSTILE = "<script>alert(1)</script>"

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from scipy import stats
 
-from runner.outputs import html_report, sweep, sweep_best
+from runner.outputs import sweep, sweep_best, sweep_page
 from runner.stats import best
 
 
@@ -156,7 +156,7 @@ def test_the_sweep_report_shows_the_answer_first(tmp_path):
     answer, files = sweep_best.settle(tmp_path, rows)
     assert answer is not None and files == [tmp_path / sweep_best.BEST_JSON]
     assert json.loads(files[0].read_text())["best"] == "judge=a"
-    page = html_report.write_sweep_report(tmp_path, rows, answer=answer)[-1].read_text()
+    page = sweep_page.write_sweep_report(tmp_path, rows, answer=answer)[-1].read_text()
     assert page.index("<h2>Best configuration</h2>") < page.index("<h2>Jobs (2)</h2>")
     assert "best: judge=a (accuracy 1.000, list $1.00); tied with best: judge=b (accuracy 0.950" in page
 

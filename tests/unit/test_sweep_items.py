@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from runner.outputs import html_report, sweep_items
+from runner.outputs import sweep_items, sweep_page
 
 
 def job(root: Path, n: int, finals: dict[str, str | None], failed: bool = False, summary: bool = True) -> None:
@@ -51,7 +51,7 @@ def test_the_blob_cannot_end_its_script_element_and_the_page_fetches_nothing(tmp
     hostile = "</script><script>alert(1)</script><!--"
     job(tmp_path, 0, {hostile: "ours"})
     view = sweep_items.collect(tmp_path, [{"job": 0, "status": "ok"}])
-    page = html_report.sweep_report([{"job": 0, "status": "ok"}], None, "s", items=view)
+    page = sweep_page.sweep_report([{"job": 0, "status": "ok"}], None, "s", items=view)
     blob = re.search(r'<script type="application/json">(.*?)</script>', page, re.S).group(1)
     assert "<" not in blob and json.loads(blob)["items"] == [hostile]
     assert not re.search(r'(src|href)="(?!data:)', page)  # nothing fetched; cell links are made by the script
