@@ -2,7 +2,9 @@
 process writes traces as the answers are journaled, and the rest once the files are complete); a run killed
 during its calls leaves at most one MLflow run, never FINISHED, and its resume makes that one complete; a store
 that cannot be written costs no answer and no file: the run ends with status 3 and the one line that says how to
-finish the tracking, and ``judgesweep sync`` (or a resume) finishes it without a call."""
+finish the tracking, and ``judgesweep sync`` (or a resume) finishes it without a call: a corrupt store or one that
+cannot be created, the run and the syncs in this process (tests/integration/test_tracking_view.py has the exit code 3
+of a process, with a locked store) and what MLflow holds then checked as test_tracking_view checks it."""
 
 from __future__ import annotations
 
@@ -13,11 +15,21 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 
-from runner.app import sync_cli
 from tests.fakes.openai_server import Reply
 from tests.integration.conftest import REPO, cli_args, live_judge, mlflow_uri, offline_env
+from tests.integration.tracking_processes import (
+    alive,
+    assert_files,
+    assert_published,
+    descendants,
+    no_traceback,
+    sync_here,
+    sync_line,
+    tails,
+)
 
 N_ITEMS = 20
 
@@ -51,9 +63,12 @@ def test_a_run_killed_during_its_calls_is_one_mlflow_run_once_resumed(run_cli, f
     deadline = time.monotonic() + 120  # a bound on a hang, not a speed claim
     while time.monotonic() < deadline and not (journal.is_file() and journal.read_text().count("\n") >= 6):
         time.sleep(0.02)
+    helpers = descendants(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    time.sleep(5)  # its helper process ends within 5 s of the run's death (test_tracking_view checks it)
+    deadline = time.monotonic() + 10  # its helper process ends within 5 s of the run's death (test_tracking_view)
+    while alive(helpers) and time.monotonic() < deadline:
+        time.sleep(0.1)
     killed = job_runs(mlflow_uri(tmp_path))
     assert len(killed) <= 1 and all(run.info.status != "FINISHED" for run in killed)
 
@@ -66,27 +81,38 @@ def test_a_run_killed_during_its_calls_is_one_mlflow_run_once_resumed(run_cli, f
     assert json.loads((run_dir / "run.json").read_text())["mlflow_run_id"] == run.info.run_id
 
 
-def test_a_store_that_cannot_be_written_costs_no_answer_and_sync_finishes_it(run_cli, fake_server, tmp_path,
-                                                                              capsys):
+@pytest.mark.traces  # the sync publishes the run's traces, checked as every published run is (assert_published)
+@pytest.mark.parametrize("broken", ["corrupt", "unwritable"])
+def test_a_store_that_cannot_be_written_costs_no_answer_and_sync_finishes_it(run_cli, fake_server, tmp_path, broken):
+    """(The process tests of test_tracking_view made the same check: its run and syncs in this process here.)"""
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
-    not_a_store = tmp_path / "broken.db"
-    not_a_store.write_text("not an sqlite database\n")
+    if broken == "unwritable":
+        not_a_store = Path("/proc/forbidden/mlflow.db")
+    else:
+        not_a_store = tmp_path / "broken.db"
+        not_a_store.write_text("not an sqlite database\n")
     fake_server.reply = lambda body: "Verdict: [[A]]"
     failed = run_cli(*overrides(fake_server, dataset), f"tracking.uri=sqlite:///{not_a_store}")
     assert failed.proc.returncode == 3, failed.output
-    [line] = [ln for ln in failed.proc.stderr.splitlines() if ln.startswith("judgesweep: tracking failed")]
+    line = sync_line(failed.proc, failed.run_dir)  # the one line
     assert str(not_a_store) in line and f"judgesweep sync {failed.run_dir}" in line
     assert "Traceback" not in failed.output
     for name in ("summary.json", "metrics.json", "report.html", "view.json"):
         assert (failed.run_dir / name).is_file(), name
     assert len(failed.journal()) == N_ITEMS and len((failed.run_dir / "results.jsonl").read_text().splitlines()) == 20
+    assert_files(failed.run_dir, N_ITEMS, failed.proc)
 
     fake_server.reset()
     good = mlflow_uri(tmp_path)
-    assert sync_cli.main([str(failed.run_dir), f"tracking.uri={good}"]) == 0
-    assert sync_cli.main([str(failed.run_dir), f"tracking.uri={good}"]) == 0  # again: nothing twice
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    for n in range(2):  # again: nothing twice
+        synced = sync_here(failed.run_dir, cwd, f"tracking.uri={good}")
+        assert synced.returncode == 0, tails(synced)
+        no_traceback(synced)
+        assert "created" in synced.stdout or n, tails(synced)
+        assert_published(good, failed.run_dir, N_ITEMS, where=tails(synced))
     assert fake_server.requests == []
     [run] = job_runs(good)
     assert run.info.status == "FINISHED" and run.data.metrics["judge/calls"] == N_ITEMS
-    assert "created" in capsys.readouterr().out
