@@ -1,18 +1,21 @@
 """MLflow as a view of the run directory (issue 28): a run writes its files first and then publishes them to MLflow
 through a helper process (what `judgesweep sync` runs); `judgesweep sync` writes whatever a store lacks and nothing
 twice; a store that stays locked fails tracking (exit 3, one line naming the sync command), never the run's files (a
-store that cannot be written at all: tests/integration/test_tracking_start.py); no process outlives a killed run or
-sync; a signal while publishing ends with one line and a run that sync finishes.
+store that cannot be written at all: tests/integration/test_tracking_start.py); no process outlives a run or sync
+killed while it publishes (a run killed during its calls: test_tracking_start); a signal while publishing ends with
+one line and a run that sync finishes.
 
 The runs are judgesweep as a process started in a fresh working directory (the repository's prompts given by
-absolute path), but for the untracked run that is only synced (in this process); a sync is `judgesweep sync` as a
-process where its process or its working directory is the point (the first sync of the default run, a sync killed
-with kill -9), else the same command in this process (tracking_processes.sync_here). What MLflow holds is read back
-through MLflow's client."""
+absolute path) where the process is the point (kill -9, signals, exit 3, resumes from a working directory), else
+in this process (conftest.run_in_process: the default run, an untracked run; their publishing helper is a process
+all the same); a sync is `judgesweep sync` as a process where it is killed, else the same command in this process
+(tracking_processes.sync_here; tests/integration/test_tracking_launchers.py has the console script's exit 0). What
+MLflow holds is read back through MLflow's client."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -41,7 +44,6 @@ from tests.integration.tracking_processes import (
     start,
     start_publishing_into_a_locked_store,
     store,
-    sync,
     sync_here,
     sync_line,
     tails,
@@ -61,13 +63,16 @@ FILES = ("journal.jsonl", "results.jsonl", "summary.json", "metrics.json", "repo
 
 def test_the_default_run_publishes_one_complete_mlflow_run_syncing_it_twice_writes_nothing_twice_and_resuming_it(
         tmp_path, empty_mlflow_store):
-    """The default run writes its files, then publishes one complete MLflow run; `judgesweep sync` of it, twice
-    (the console script, then in this process), into the run's own store (its view.json): nothing lacks, nothing is
-    written twice. Then the finished run resumed into another store, and (again) with tracking off, each from its own
-    working directory, leaves no store there. One run for all (they were three tests making the same run, the
-    resumes' test with max_items=3)."""
-    db, run_dir, cwd = store(tmp_path, empty_mlflow_store), tmp_path / "run", workdir(tmp_path)
-    proc = run(run_args(tmp_path, run_dir, db, "judge=replay_gpt4", f"max_items={ITEMS}"), cwd)
+    """The default run (in this process: its helper process is the point, not its own) writes its files, then
+    publishes one complete MLflow run; `judgesweep sync` of it, twice, into the run's own store (its view.json):
+    nothing lacks, nothing is written twice. Then the finished run resumed (judgesweep as a process) into another
+    store, and (again) with tracking off, each from its own working directory, leaves no store there. One run for
+    all (they were three tests making the same run as a process, the resumes' test with max_items=3)."""
+    db, run_dir, cwd = tmp_path / "mlflow.db", tmp_path / "run", workdir(tmp_path)
+    shutil.copyfile(empty_mlflow_store(), db)  # run_in_process's store (conftest.mlflow_uri), its tables made
+    # the prompts by absolute path, as the resumes below (from other directories) give them
+    proc = run_in_process(tmp_path, run_dir, ("judge=replay_gpt4", f"max_items={ITEMS}",
+                                              f"prompts_dir={REPO / 'prompts'}"))
     assert proc.returncode == 0, tails(proc)
     no_traceback(proc)
     assert all((run_dir / name).is_file() for name in FILES), sorted(p.name for p in run_dir.glob("*"))
@@ -76,14 +81,14 @@ def test_the_default_run_publishes_one_complete_mlflow_run_syncing_it_twice_writ
     assert first.data.tags[RUN_DIR_TAG] == str(run_dir.resolve())
     assert json.loads(first.data.tags["mlflow.linkedPrompts"]) == [{"name": "llmbar_vanilla", "version": "1"}]
     assert [d.dataset.name for d in first.inputs.dataset_inputs] == ["llmbar_natural"]
-    for sync_of in (sync, sync_here):
-        again = sync_of(run_dir, cwd)
+    for _ in range(2):
+        again = sync_here(run_dir, cwd)
         assert again.returncode == 0, tails(again)
         no_traceback(again)
         tracked = assert_published(uri_of(db), run_dir, JUDGMENTS, where=tails(again))
         assert tracked.info.run_id == first.info.run_id
 
-    other = tmp_path / "other" / "mlflow.db"
+    other = store(tmp_path, empty_mlflow_store, "other.db")  # its tables made already
     for n, tracking in enumerate(([f"tracking.uri={uri_of(other)}"], ["tracking=off"])):
         resume_cwd = workdir(tmp_path, f"resume-cwd-{n}")
         args = [sys.executable, "-m", "runner", f"hydra.run.dir={run_dir}", f"resume={run_dir}", "judge=replay_gpt4",
@@ -172,7 +177,7 @@ def test_a_locked_store_does_not_fail_the_runs_files_and_tracking_timeout_s_boun
     assert_published(uri_of(db), run_dir, SLOW_ITEMS, where=tails(fixed))
 
 
-# --- D: no process outlives its run -----------------------------------------------------------------------------
+# --- D: no process outlives its run (killed while it publishes) ----------------------------------------------
 
 
 def test_kill_9_while_publishing_leaves_no_process_and_no_open_file(tmp_path, empty_mlflow_store, fake_server):
@@ -188,25 +193,6 @@ def test_kill_9_while_publishing_leaves_no_process_and_no_open_file(tmp_path, em
     again = sync_here(run_dir, cwd)
     assert again.returncode == 0, tails(again)
     assert_published(uri_of(db), run_dir, SLOW_ITEMS, where=tails(again))
-
-
-def test_kill_9_during_the_judge_calls_leaves_no_process_and_no_open_file(tmp_path, empty_mlflow_store,
-                                                                          fake_server):
-    db, run_dir = store(tmp_path, empty_mlflow_store), tmp_path / "run"
-    fake_server.reply = lambda _body: Reply(content="Verdict: [[A]]", delay_s=2.0)
-    proc = start(run_args(tmp_path, run_dir, db, *slow_overrides(fake_server, tmp_path)), workdir(tmp_path))
-    deadline = time.monotonic() + 60
-    # some answers journaled and more calls in flight: the run's helpers (if any) have started
-    while proc.poll() is None and time.monotonic() < deadline and not (
-            (run_dir / "journal.jsonl").is_file() and (run_dir / "journal.jsonl").read_text().strip()
-            and fake_server.stats()["requests"] > fake_server.stats()["accepted"]):
-        time.sleep(0.05)
-    assert proc.poll() is None, tails(finish(proc))
-    time.sleep(0.5)
-    children = descendants(proc.pid)
-    proc.send_signal(signal.SIGKILL)
-    killed = finish(proc)
-    assert_nothing_outlives(proc.pid, children, [run_dir, db], tails(killed) + f"\nchildren: {children}")
 
 
 # --- E: a signal while publishing -------------------------------------------------------------------------------
