@@ -3,7 +3,8 @@ trace per judgment of its results.jsonl, nested under the sweep's parent run (jo
 on the sweeps of tests/integration/test_launchers.py and test_ray_launcher.py); and a sweep made with tracking off
 is published later by `judgesweep sync <sweep dir>`, once, however often it is synced.
 
-judgesweep as a process in a fresh working directory; what MLflow holds read back through MLflow's client."""
+judgesweep as a process in a fresh working directory (a sweep's second sync in this process: what it writes is the
+point); no figures drawn (no test here looks at one); what MLflow holds read back through MLflow's client."""
 
 from __future__ import annotations
 
@@ -13,11 +14,21 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import REPO
-from tests.integration.tracking_processes import assert_sweep_published, run, store, sync, tails, uri_of, workdir
+from tests.integration.tracking_processes import (
+    assert_sweep_published,
+    run,
+    store,
+    sync,
+    sync_here,
+    tails,
+    uri_of,
+    workdir,
+)
 
 pytestmark = pytest.mark.slow
 
-SWEEP = ("judge=replay_gpt4", "max_items=5", "prompt=llmbar_vanilla,llmbar_vanilla_norules")
+SWEEP = ("judge=replay_gpt4", "max_items=2", "prompt=llmbar_vanilla,llmbar_vanilla_norules", "output.plots=false")
+PER_JOB = 4  # judgments: 2 items x 2 orders
 
 
 def sweep_args(tmp_path: Path, sweep_dir: Path, *overrides: str) -> list[str]:
@@ -32,7 +43,7 @@ def test_each_job_of_a_sweep_is_one_run_with_all_its_traces_under_the_parent(tmp
                       f"tracking.artifact_location={tmp_path / 'mlartifacts'}")
     proc = run(args, workdir(tmp_path))
     assert proc.returncode == 0, tails(proc)
-    assert_sweep_published(uri, sweep_dir, tails(proc))
+    assert_sweep_published(uri, sweep_dir, tails(proc), per_job=PER_JOB)
 
 
 def test_sync_of_a_sweep_dir_publishes_every_job_and_the_parent_once(tmp_path, empty_mlflow_store):
@@ -40,8 +51,8 @@ def test_sync_of_a_sweep_dir_publishes_every_job_and_the_parent_once(tmp_path, e
     proc = run(sweep_args(tmp_path, sweep_dir, "tracking=off"), cwd)
     assert proc.returncode == 0, tails(proc)
     db = store(tmp_path, empty_mlflow_store)
-    for _ in range(2):
-        synced = sync(sweep_dir, cwd, "tracking=sqlite", f"tracking.uri={uri_of(db)}")
+    for sync_of in (sync, sync_here):  # the console script, then again in this process
+        synced = sync_of(sweep_dir, cwd, "tracking=sqlite", f"tracking.uri={uri_of(db)}")
         assert synced.returncode == 0, tails(synced)
         assert "Traceback" not in synced.stdout + synced.stderr, tails(synced)
-        assert_sweep_published(uri_of(db), sweep_dir, tails(synced))
+        assert_sweep_published(uri_of(db), sweep_dir, tails(synced), per_job=PER_JOB)

@@ -1,11 +1,14 @@
 """What the process tests of tracking share (tests/integration/test_tracking_view.py, test_tracking_promises.py,
-test_tracking_launchers.py, test_ray_launcher.py): judgesweep and `judgesweep sync` as processes in a fresh working
-directory, what MLflow holds read back through MLflow's client, a store held locked by another process, the processes
-and open files a killed run leaves, a run whose judge is slow (the fake server)."""
+test_tracking_launchers.py, test_tracking_start.py, test_launchers.py, test_ray_launcher.py): judgesweep and
+`judgesweep sync` as processes in a fresh working directory, `judgesweep sync` in this process (where its process is
+not the point: mlflow is imported here already), what MLflow holds read back through MLflow's client, a store held
+locked by another process, the processes and open files a killed run leaves, a run whose judge is slow (the fake
+server)."""
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -14,12 +17,14 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import mlflow
 import pytest
 from mlflow.tracking import MlflowClient
 
+from runner.app import sync_cli
 from tests.fakes.openai_server import Reply
 from tests.integration.conftest import REPO, live_judge, offline_env
 
@@ -76,6 +81,26 @@ def finish(proc: subprocess.Popen, timeout: float = TIMEOUT_S) -> subprocess.Com
 def sync(target: Path, cwd: Path, *overrides: str) -> subprocess.CompletedProcess:
     """``judgesweep sync <target> [overrides]`` (the console script)."""
     return run([str(JUDGESWEEP), "sync", str(target), *overrides], cwd)
+
+
+def sync_here(target: Path, cwd: Path, *overrides: str) -> subprocess.CompletedProcess:
+    """``judgesweep sync <target> [overrides]`` in this process (runner.app.sync_cli.main, what the console script
+    runs) from ``cwd`` in the offline environment, with its exit status and output as a process would give them:
+    ~2.4 CPU-s less than the process, for a test whose point is what the sync writes rather than its process."""
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd = dict(os.environ), Path.cwd()
+    os.environ.clear()
+    os.environ.update(offline_env())
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = sync_cli.main([str(target), *overrides])
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["runner.app.sync_cli.main", str(target), *overrides], code, out.getvalue(),
+                                       err.getvalue())
 
 
 def tails(proc: subprocess.CompletedProcess | subprocess.Popen, stdout: str = "", stderr: str = "") -> str:
@@ -185,6 +210,28 @@ def wait_for_mlflow_run(uri: str, run_dir: Path, proc: subprocess.Popen, timeout
     pytest.fail(f"no MLflow run tagged {RUN_DIR_TAG} after {timeout} s{tails(finish(proc))}")
 
 
+def kill_while_publishing(uri: str, db: Path, run_dir: Path, proc: subprocess.Popen,
+                          check: Callable[[], None] = lambda: None) -> tuple[dict[int, int], str]:
+    """kill -9 of ``proc`` (a run or a sync) while it publishes ``run_dir`` into ``db``: once its MLflow run is in the
+    store (then ``check()``), the store is locked (between two of its writes) and released again just before the
+    kill, so the kill lands mid-publish however few judgments there are and however fast the machine is. Returns the
+    processes below it (pid -> start time) as they were before the kill, and its output's tail."""
+    wait_for_mlflow_run(uri, run_dir, proc)
+    try:
+        check()
+        lock = StoreLock(db)
+    except BaseException:
+        proc.kill()
+        finish(proc)
+        raise
+    try:
+        children = descendants(proc.pid)
+    finally:
+        lock.release()
+    proc.send_signal(signal.SIGKILL)
+    return children, tails(finish(proc))
+
+
 # --- a store held locked, processes and open files --------------------------------------------------------------
 
 
@@ -276,13 +323,16 @@ SLOW_ITEMS = 12
 
 
 def slow_overrides(server, tmp_path: Path, concurrency: int = 4) -> list[str]:
+    """SLOW_ITEMS pairs judged by the fake server (its replies set by the test); no figures drawn (no test of these
+    looks at one: report.html and every other file are the same without them)."""
     dataset = tmp_path / "pairs.jsonl"
     with dataset.open("w") as fh:
         for n in range(SLOW_ITEMS):
             fh.write(json.dumps({"id": f"q{n}", "prompt": f"question {n}", "chat": f"chat {n}",
                                  "simple_chat": f"simple {n}"}) + "\n")
     return [*live_judge(server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
-            f"dataset.path={dataset}", "order=fixed", f"concurrency={concurrency}", "cache.mode=off"]
+            f"dataset.path={dataset}", "order=fixed", f"concurrency={concurrency}", "cache.mode=off",
+            "output.plots=false"]
 
 
 def start_publishing_into_a_locked_store(tmp_path: Path, empty_mlflow_store, server,
