@@ -25,6 +25,8 @@ pytestmark = pytest.mark.slow
 N_ITEMS, SEEDS = 6, (1, 2, 3)
 JOBS = len(SEEDS)
 JOBLIB = ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+# No assertion here reads a figure or a trace: the runs' MLflow runs, metrics and tags are what is checked.
+QUIET = ("output.plots=false", "tracking.traces=false")
 
 
 def slow_judge(body: dict) -> Reply:
@@ -42,7 +44,7 @@ def write_dataset(path: Path) -> None:
 def sweep_overrides(server, dataset: Path, launcher: tuple[str, ...]) -> tuple[str, ...]:
     return (*live_judge(server), *launcher, "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
             f"dataset.path={dataset}", "order=fixed", "concurrency=1", "cache.mode=off",
-            f"judge.seed={','.join(map(str, SEEDS))}")
+            f"judge.seed={','.join(map(str, SEEDS))}", *QUIET)
 
 
 def journal_lines(sweep: Path) -> int:
