@@ -85,8 +85,8 @@ def test_sigterm_exits_143_with_the_answers_in_flight_journaled(fake_server, tmp
     write_dataset(dataset)
     fake_server.reply = lambda _body: Reply(content="Verdict: [[A]]", delay_s=LATENCY_S)
     run_dir = tmp_path / "terminated"
-    proc, _ = start_and_interrupt(cli_args(tmp_path, run_dir, tuple(overrides(fake_server, dataset))), fake_server,
-                                  signal.SIGTERM)
+    args = cli_args(tmp_path, run_dir, (*overrides(fake_server, dataset), "tracking=off"))  # MLflow is not read
+    proc, _ = start_and_interrupt(args, fake_server, signal.SIGTERM)
     assert proc.returncode == 143, proc.stdout
     assert "interrupted by SIGTERM" in proc.stdout and "Traceback" not in proc.stdout, proc.stdout
     assert len((run_dir / "journal.jsonl").read_text().splitlines()) == CONCURRENCY == fake_server.stats()["accepted"]
@@ -97,7 +97,7 @@ def test_a_second_sigint_stops_at_once(fake_server, tmp_path):
     write_dataset(dataset)
     fake_server.reply = lambda _body: Reply(content="Verdict: [[A]]", delay_s=30.0)  # longer than the grace period
     run_dir = tmp_path / "twice"
-    args = cli_args(tmp_path, run_dir, (*overrides(fake_server, dataset), "shutdown_grace_s=60"))
+    args = cli_args(tmp_path, run_dir, (*overrides(fake_server, dataset), "shutdown_grace_s=60", "tracking=off"))
     proc = subprocess.Popen(args, cwd=REPO, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     deadline = time.monotonic() + 120

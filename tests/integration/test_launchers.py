@@ -14,6 +14,8 @@ from tests.integration.launching import PID_LOG, Rendezvous, job_pids
 from tests.integration.tracking_processes import assert_sweep_published, run, tails, workdir
 
 PARALLEL = ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+ITEMS = 4  # per job, each judged in both orders; no figure is looked at (output.plots=false)
+
 
 def test_joblib_sweep_runs_jobs_in_parallel_processes_into_one_mlflow_server(fake_server, mlflow_server, tmp_path):
     # Created up front: two jobs that both find no experiment both create it, and one fails with
@@ -25,7 +27,7 @@ def test_joblib_sweep_runs_jobs_in_parallel_processes_into_one_mlflow_server(fak
     sweep_dir = tmp_path / "multirun"
     args = [sys.executable, "-m", "runner", "-m", f"hydra.sweep.dir={sweep_dir}", f"cache.path={tmp_path / 'c.sqlite'}",
             f"prompts_dir={REPO / 'prompts'}", *PARALLEL, PID_LOG, *live_judge(fake_server), "prompt=mtbench_pair",
-            "rubric=mtbench_verdict", "judge.seed=1,2", "max_items=10", "tracking=server",
+            "rubric=mtbench_verdict", "judge.seed=1,2", f"max_items={ITEMS}", "output.plots=false", "tracking=server",
             f"tracking.uri={mlflow_server}", "tracking.artifact_location=null", "tracking.experiment=launcher-test"]
     proc = run(args, workdir(tmp_path))
     output = proc.stdout + proc.stderr
@@ -41,7 +43,7 @@ def test_joblib_sweep_runs_jobs_in_parallel_processes_into_one_mlflow_server(fak
     runs = client.search_runs([experiment_id])
     job_runs = [r for r in runs if "judgesweep.kind" not in r.data.tags]
     assert sorted(r.data.params["judge.seed"] for r in job_runs) == ["1", "2"]
-    assert all(r.info.status == "FINISHED" and r.data.metrics["judge/calls"] == 20 for r in job_runs)
+    assert all(r.info.status == "FINISHED" and r.data.metrics["judge/calls"] == 2 * ITEMS for r in job_runs)
     assert {r.data.tags["judgesweep.sweep"] for r in runs} == {str(sweep_dir.resolve())}
     (table_run,) = [r for r in runs if r.data.tags.get("judgesweep.kind") == "sweep"]
     assert table_run.data.metrics["sweep/jobs"] == 2 and table_run.data.metrics["sweep/failed"] == 0
@@ -52,13 +54,13 @@ def test_joblib_sweep_runs_jobs_in_parallel_processes_into_one_mlflow_server(fak
     assert [(row["job"], row["judge.seed"], row["status"]) for row in table] == [("0", "1", "ok"), ("1", "2", "ok")]
     # what tests/integration/test_tracking_launchers.py checks of the basic launcher: each job one MLflow run with a
     # trace per judgment, nested under the sweep's parent run (this sweep runs from a fresh working directory for it)
-    assert_sweep_published(mlflow_server, sweep_dir, tails(proc), prompt_versions=False, per_job=20)
+    assert_sweep_published(mlflow_server, sweep_dir, tails(proc), prompt_versions=False, per_job=2 * ITEMS)
 
 
 def test_joblib_workers_serve_replay_judges_and_a_failed_job_fails_the_multirun(run_cli):
     # job 0 is a replay judge (no network); job 1 names an API-key variable that is not set and fails before any call
     result = run_cli(*PARALLEL, "judge=replay_gpt4", "judge.api_key_env=null,JUDGESWEEP_TEST_UNSET_KEY", "max_items=5",
-                     "tracking=off", multirun=True)
+                     "tracking=off", "output.plots=false", multirun=True)
     assert "JUDGESWEEP_TEST_UNSET_KEY is not set" in (result.run_dir / "1" / "judgesweep.log").read_text()
     metrics = json.loads((result.run_dir / "0" / "metrics.json").read_text())
     assert metrics["judge/calls"] == 10 and metrics["judge/errors"] == 0, "replay/gpt-4 unknown in the worker"

@@ -16,6 +16,7 @@ from tests.integration.launching import PID_LOG, Rendezvous, job_pids, killed_sw
 from tests.integration.tracking_processes import assert_sweep_published, run, tails, workdir
 
 pytestmark = pytest.mark.ray
+ITEMS = 3  # per job, each judged in both orders; no figure is looked at (output.plots=false)
 # The launching process's lines carry its PID too, to tell it apart from the Ray workers that run the jobs.
 LAUNCHER_PID_LOG = "hydra.hydra_logging.formatters.simple.format='[HYDRA] pid=%(process)d %(message)s'"
 
@@ -34,8 +35,8 @@ def test_ray_sweep_runs_jobs_as_parallel_ray_tasks_into_one_mlflow_server(fake_s
     args = [sys.executable, "-m", "runner", "-m", f"hydra.sweep.dir={sweep_dir}", f"cache.path={tmp_path / 'c.sqlite'}",
             f"prompts_dir={REPO / 'prompts'}", "hydra/launcher=ray_local", PID_LOG, LAUNCHER_PID_LOG,
             *live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "judge.seed=1,2",
-            "max_items=5", "tracking=server", f"tracking.uri={mlflow_server}", "tracking.artifact_location=null",
-            "tracking.experiment=ray-test"]
+            f"max_items={ITEMS}", "output.plots=false", "tracking=server", f"tracking.uri={mlflow_server}",
+            "tracking.artifact_location=null", "tracking.experiment=ray-test"]
     proc = run(args, workdir(tmp_path))
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, tails(proc)
@@ -52,13 +53,13 @@ def test_ray_sweep_runs_jobs_as_parallel_ray_tasks_into_one_mlflow_server(fake_s
     runs = client.search_runs([experiment_id])
     job_runs = [r for r in runs if "judgesweep.kind" not in r.data.tags]
     assert sorted(r.data.params["judge.seed"] for r in job_runs) == ["1", "2"]
-    assert all(r.info.status == "FINISHED" and r.data.metrics["judge/calls"] == 10 for r in job_runs)
+    assert all(r.info.status == "FINISHED" and r.data.metrics["judge/calls"] == 2 * ITEMS for r in job_runs)
     assert {r.data.tags["judgesweep.sweep"] for r in runs} == {str(sweep_dir.resolve())}
     (table_run,) = [r for r in runs if r.data.tags.get("judgesweep.kind") == "sweep"]
     assert table_run.data.metrics["sweep/jobs"] == 2 and table_run.data.metrics["sweep/failed"] == 0
     with (sweep_dir / "sweep_table.csv").open(newline="") as fh:
         assert [(row["judge.seed"], row["status"]) for row in csv.DictReader(fh)] == [("1", "ok"), ("2", "ok")]
-    assert_sweep_published(mlflow_server, sweep_dir, tails(proc), prompt_versions=False)
+    assert_sweep_published(mlflow_server, sweep_dir, tails(proc), prompt_versions=False, per_job=2 * ITEMS)
 
 
 def test_ray_workers_stop_paying_once_the_sweeps_process_is_killed(fake_server, tmp_path):

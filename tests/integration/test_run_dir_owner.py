@@ -15,6 +15,7 @@ from tests.integration.conftest import REPO, cli_args, offline_env
 from tests.integration.launching import ITEMS, killed_sweep_goes_quiet, overrides, write_dataset
 
 RUN_DIR_BUSY = 4
+QUIET = ("output.plots=false",)  # no figure is looked at
 
 
 class Gate:
@@ -40,16 +41,22 @@ def wait_for_requests(server, count: int, proc: subprocess.Popen) -> None:
     assert server.stats()["requests"] >= count, proc.poll()
 
 
-def refused(args: list[str], owner_pid: int) -> str:
-    """Run ``args`` to its end; it must refuse in one line naming ``owner_pid``; returns that line."""
-    # a process that does not refuse waits at the test's gate: the timeout fails the test
-    proc = subprocess.run(args, cwd=REPO, env=offline_env(), capture_output=True, text=True, timeout=90)
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == RUN_DIR_BUSY, output
-    assert "Traceback" not in output, output
-    [line] = [ln for ln in output.splitlines() if "RunDirectoryBusy" in ln]
-    assert f"in use by pid {owner_pid} " in line and "runner" in line, line
-    return line
+def refused(owner_pid: int, *commands: list[str]) -> None:
+    """Run the ``commands`` at once to their end; each must refuse in one line naming ``owner_pid``."""
+    procs = [start(args) for args in commands]
+    try:
+        # a process that does not refuse waits at the test's gate: the timeout fails the test
+        outputs = [proc.communicate(timeout=90)[0] for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    for proc, output in zip(procs, outputs, strict=True):
+        assert proc.returncode == RUN_DIR_BUSY, output
+        assert "Traceback" not in output, output
+        [line] = [ln for ln in output.splitlines() if "RunDirectoryBusy" in ln]
+        assert f"in use by pid {owner_pid} " in line and "runner" in line, line
 
 
 def test_a_second_process_on_a_run_directory_refuses_before_any_call(fake_server, tmp_path):
@@ -58,11 +65,12 @@ def test_a_second_process_on_a_run_directory_refuses_before_any_call(fake_server
     gate = Gate()
     fake_server.reply = gate
     run_dir = tmp_path / "run"
-    first = start(cli_args(tmp_path, run_dir, overrides(fake_server, dataset)))
+    first = start(cli_args(tmp_path, run_dir, overrides(fake_server, dataset, *QUIET)))
     try:
         wait_for_requests(fake_server, 2, first)  # the first process is at the judge, its answers held
-        refused(cli_args(tmp_path, run_dir, overrides(fake_server, dataset, f"resume={run_dir}")), first.pid)
-        refused(cli_args(tmp_path, run_dir, overrides(fake_server, dataset)), first.pid)  # a copy of the command
+        resume = cli_args(tmp_path, run_dir, overrides(fake_server, dataset, *QUIET, f"resume={run_dir}"))
+        copy = cli_args(tmp_path, run_dir, overrides(fake_server, dataset, *QUIET))  # a copy of the command
+        refused(first.pid, resume, copy)
         assert fake_server.stats()["requests"] == 2  # neither sent anything
     finally:
         gate.open.set()
@@ -74,24 +82,24 @@ def test_a_second_process_on_a_run_directory_refuses_before_any_call(fake_server
     assert len((run_dir / "results.jsonl").read_text().splitlines()) == ITEMS
 
 
-def test_the_lock_dies_with_its_owner_so_a_resume_after_kill_9_runs(fake_server, tmp_path):
+def test_the_lock_dies_with_its_owner_so_a_resume_after_kill_9_runs(run_cli, fake_server, tmp_path):
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
     gate = Gate()
     fake_server.reply = gate
     run_dir = tmp_path / "run"
-    first = start(cli_args(tmp_path, run_dir, overrides(fake_server, dataset)))
+    first = start(cli_args(tmp_path, run_dir, overrides(fake_server, dataset, *QUIET)))
     try:
         wait_for_requests(fake_server, 2, first)
-        refused(cli_args(tmp_path, run_dir, overrides(fake_server, dataset, f"resume={run_dir}")), first.pid)
+        refused(first.pid, cli_args(tmp_path, run_dir, overrides(fake_server, dataset, *QUIET, f"resume={run_dir}")))
         first.kill()  # kill -9: no chance to release anything
         first.communicate(timeout=60)
     finally:
         gate.open.set()
     assert (run_dir / ".owner.lock").is_file()  # left behind, naming a dead process: it must not matter
-    resumed = subprocess.run(cli_args(tmp_path, run_dir, overrides(fake_server, dataset, f"resume={run_dir}")),
-                             cwd=REPO, env=offline_env(), capture_output=True, text=True, timeout=300)
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    # the resume runs in this process (run_cli): the lock it must take is the dead owner's; the kill is the point
+    resumed = run_cli(*overrides(fake_server, dataset, *QUIET, f"resume={run_dir}"), run_dir=run_dir)
+    assert resumed.proc.returncode == 0, resumed.output
     assert len((run_dir / "results.jsonl").read_text().splitlines()) == ITEMS
 
 

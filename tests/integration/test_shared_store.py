@@ -18,7 +18,7 @@ from tests.integration.conftest import REPO, live_judge, offline_env
 
 pytestmark = pytest.mark.slow
 
-PROCESSES = 4
+PROCESSES = 2  # one creates the store and the cache, the other waits for it
 
 
 def test_processes_started_at_once_share_a_fresh_store_and_cache(fake_server, tmp_path):
@@ -27,7 +27,8 @@ def test_processes_started_at_once_share_a_fresh_store_and_cache(fake_server, tm
     dataset.write_text("".join(json.dumps({"id": f"q{n}", "prompt": f"question {n}", "chat": f"chat {n}",
                                            "simple_chat": f"simple {n}"}) + "\n" for n in range(2)))
     args = [sys.executable, "-m", "runner", *live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict",
-            "dataset=chat_vs_simple", f"dataset.path={dataset}", f"prompts_dir={REPO / 'prompts'}"]
+            "dataset=chat_vs_simple", f"dataset.path={dataset}", f"prompts_dir={REPO / 'prompts'}",
+            "output.plots=false"]  # the default store and cache are the point, not the figures
     procs = [subprocess.Popen([*args, f"hydra.run.dir={tmp_path / f'run{n}'}", f"judge.seed={n}"], cwd=tmp_path,
                               env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for n in range(PROCESSES)]
