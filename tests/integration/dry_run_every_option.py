@@ -11,11 +11,11 @@ OUT.json holds ``dry_runs``, mapping each override to its outcome (``{"ok": true
 what it printed}`` or ``{"ok": false, "errors": [[overrides, error], ...]}``), and ``runs``, mapping each label to
 ``{"ok": ..., "output": ..., "error": ...}``.
 
-An option is tried as ``group=option`` with the default run, then, for the two groups also used another way, that
-way: an ensemble's ``combine`` is an aggregation (``judge=ensemble +aggregation@judge.combine=X``); then with each
-experiment preset in turn (a pointwise rubric needs a pointwise prompt and dataset: a preset brings them), until one
-dry-runs: first the presets that pick that option themselves, then those an earlier option of the group dry-ran with
-(the latest first), then the others in order. An option's mandatory value (``???``) is given from ``values``.
+An option is tried as ``group=option`` with the default run, then with each experiment preset in turn (a pointwise
+rubric needs a pointwise prompt and dataset: a preset brings them), until one dry-runs: first the presets that pick
+that option themselves, then those an earlier option of the group dry-ran with (the latest first), then the others in
+order. A group also used another way is tried that way last: an ensemble's ``combine`` is an aggregation
+(``judge=ensemble +aggregation@judge.combine=X``). An option's mandatory value (``???``) is given from ``values``.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def attempts(group: str, option: str, presets: list[str], values: dict[str, str]
     first = [preset for preset in presets if picks(preset, group, option)]
     first += [preset for preset in worked if preset not in first]
     ordered = first + [preset for preset in presets if preset not in first]
-    return [plain, *forms, *([f"experiment={preset}", *plain] for preset in ordered)]
+    return [plain, *([f"experiment={preset}", *plain] for preset in ordered), *forms]
 
 
 def dry_run_all(places: list[tuple[str, Path]], work: Path, values: dict[str, str]) -> dict[str, dict[str, object]]:
