@@ -269,36 +269,42 @@ def once_per_session(tmp_path_factory: pytest.TempPathFactory, name: str,
     return where, subprocess.CompletedProcess(**json.loads(record.read_text()))
 
 
-# The 6-job LLMBar replay sweep (no network) that test_replay_sweep checks and test_compare compares.
+# The 6-job LLMBar replay sweep (no network) that test_replay_sweep and test_sweep_best check, test_compare compares and
+# test_results_api loads.
 REPLAY_SWEEP = ("judge=replay_gpt4,replay_chatgpt", "prompt=llmbar_vanilla,llmbar_vanilla_norules,llmbar_swap")
 
 
 def replay_sweep(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
     """``python -m runner -m`` over REPLAY_SWEEP with run dirs, cache and MLflow store in one directory, run once
-    per test session (once_per_session). Read-only: a test that logs to its store logs to a copy (copy_store)."""
+    per test session (once_per_session). Read-only: a test that logs to its store logs to a copy (copy_store).
+
+    Tracked without traces (``tracking.traces=false``): none of its readers (test_replay_sweep, test_sweep_best,
+    test_compare, test_results_api) reads a trace, and they were ~15% of its CPU; a basic-launcher sweep's traces
+    are checked by tests/integration/test_tracking_launchers.py. Plots on: test_replay_sweep looks at them."""
     def make(tmp: Path) -> subprocess.CompletedProcess:
-        return subprocess.run(cli_args(tmp, tmp / "multirun", REPLAY_SWEEP, multirun=True), cwd=REPO,
-                              env=offline_env(), capture_output=True, text=True, timeout=600)
+        return subprocess.run(cli_args(tmp, tmp / "multirun", (*REPLAY_SWEEP, "tracking.traces=false"), multirun=True),
+                              cwd=REPO, env=offline_env(), capture_output=True, text=True, timeout=600)
 
     tmp, proc = once_per_session(tmp_path_factory, "replay_sweep", make)
     return CliRun(proc=proc, run_dir=tmp / "multirun", mlflow_uri=mlflow_uri(tmp))
 
 
 # The calibration search that test_calibration and test_presets read: trials on dev, then the winner on test.
-SEARCH_TRIALS, SEARCH_ITEMS = 3, 30
+# Two trials: "the best is the best trial's value" needs no more (a trial and its publisher are ~3 CPU-s).
+SEARCH_TRIALS, SEARCH_ITEMS = 2, 30
 
 
 def calibration_search(tmp_path_factory: pytest.TempPathFactory,
                        preset: str) -> tuple[Path, subprocess.CompletedProcess]:
     """``python -m runner -m experiment=<preset> hydra.sweeper.n_trials=SEARCH_TRIALS max_items=SEARCH_ITEMS``,
-    started in a directory of its own with no tracking override (so into the default store, <that
+    started in a directory of its own with no tracking.uri (so into the default store, <that
     directory>/outputs/mlflow.db) and the repository's prompts: the directory (sweep in multirun/) and the process,
     once per session (once_per_session). test_calibration checks what it reports and its default store, test_presets
-    that the preset runs."""
+    that the preset runs; neither reads a trace, so none is logged (``tracking.traces=false``)."""
     def make(tmp: Path) -> subprocess.CompletedProcess:
         args = [sys.executable, "-m", "runner", "-m", f"hydra.sweep.dir={tmp / 'multirun'}", f"experiment={preset}",
                 f"hydra.sweeper.n_trials={SEARCH_TRIALS}", f"max_items={SEARCH_ITEMS}",
-                f"prompts_dir={REPO / 'prompts'}", f"cache.path={tmp / 'cache.sqlite'}"]
+                f"prompts_dir={REPO / 'prompts'}", f"cache.path={tmp / 'cache.sqlite'}", "tracking.traces=false"]
         return subprocess.run(args, cwd=tmp, env=offline_env(), capture_output=True, text=True, timeout=600)
 
     return once_per_session(tmp_path_factory, f"search_{preset}", make)

@@ -159,7 +159,7 @@ def test_the_comparison_is_logged_as_an_mlflow_run_with_its_artifact(sweep, comp
     assert logged["pairs"] == compared[1]["pairs"]
 
 
-def test_run_ids_compare_like_the_sweep_and_bad_input_exits_1(sweep, compared):
+def test_run_ids_compare_like_the_sweep_and_bad_input_exits_1(sweep, compared, tmp_path):
     ids = [run["run_id"] for run in compared[1]["runs"][:2]]
     proc = compare_here(*ids, "--tracking-uri", sweep.mlflow_uri, "--no-log")
     assert proc.returncode == 0, proc.stderr
@@ -173,7 +173,11 @@ def test_run_ids_compare_like_the_sweep_and_bad_input_exits_1(sweep, compared):
         "need at least 2 runs": [ids[0]],
         "no MLflow run of the sweep": ["--sweep", str(sweep.run_dir / "0")],
     }
-    for n, (message, args) in enumerate(bad.items()):
-        command = compare_cli if n == 0 else compare_here  # the exit code of the process itself once
-        proc = command(*args, "--tracking-uri", sweep.mlflow_uri, "--no-log")
+    for message, args in bad.items():
+        proc = compare_here(*args, "--tracking-uri", sweep.mlflow_uri, "--no-log")
         assert proc.returncode == 1 and message in proc.stderr, (args, proc.stderr)
+    # the exit code of the process itself, once: on a store that is not there (refused before MLflow is imported)
+    missing = f"sqlite:///{tmp_path / 'none.db'}"
+    proc = compare_cli(*ids, "--tracking-uri", missing, "--no-log")
+    assert proc.returncode == 1 and f"no MLflow store at {missing}" in proc.stderr, proc.stderr
+    assert not (tmp_path / "none.db").exists()

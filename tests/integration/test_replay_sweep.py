@@ -1,5 +1,6 @@
-"""The 6-job replay sweep reproduces every published LLMBar statistics.json (the sweep: conftest.replay_sweep, run
-once per session and compared by test_compare too)."""
+"""The 6-job replay sweep reproduces every published LLMBar statistics.json, and its Swap jobs call the synthesis
+stage only on conflicts (the sweep: conftest.replay_sweep, run once per session and read by test_sweep_best,
+test_compare and test_results_api too)."""
 
 from __future__ import annotations
 
@@ -76,10 +77,12 @@ def test_six_job_sweep_reproduces_all_published_statistics(tmp_path_factory):
     assert "sweep: 6 jobs" in result.output
 
 
-def test_swap_strategy_makes_synthesis_calls_only_on_conflicts(run_cli):
-    result = run_cli("judge=replay_gpt4", "prompt=llmbar_swap", "tracking=off")
+def test_swap_strategy_makes_synthesis_calls_only_on_conflicts(tmp_path_factory):
+    result = replay_sweep(tmp_path_factory)  # its job judge=replay_gpt4 prompt=llmbar_swap
     assert result.proc.returncode == 0, result.output
-    stages = [row["stage"] for row in result.journal()]
+    (job,) = [path.parent.parent for path in result.run_dir.glob("*/.hydra/overrides.yaml")
+              if {"judge=replay_gpt4", "prompt=llmbar_swap"} <= set(yaml.safe_load(path.read_text()))]
+    stages = [json.loads(line)["stage"] for line in (job / "journal.jsonl").read_text().splitlines()]
     # GPT-4's first round disagreed with itself on 7 Natural items: 7 x 2 synthesis calls.
     assert stages.count("judge") == 200 and stages.count("synthesis") == 14
 

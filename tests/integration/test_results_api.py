@@ -1,14 +1,15 @@
-"""``runner.outputs.results.load`` over real runs: a tracked replay sweep of the CLI (by directory and by run id), and
-an untracked pointwise run against the loopback server (in this process), read from its directory (and from its
-journal alone). The same sweep is the one that shows a sweep in MLflow: one parent run with a readable label, its
-jobs nested under it with readable names (a real multirun, ``python -m runner -m``, into a real sqlite store)."""
+"""``runner.outputs.results.load`` over real runs: the tracked replay sweep of the CLI (conftest.replay_sweep: 2
+judges x 3 prompts on LLMBar Natural, ``python -m runner -m`` into a real sqlite store, made once per session and read
+by test_replay_sweep, test_sweep_best and test_compare too), by directory and by run id, and an untracked pointwise run
+against the loopback server (in this process), read from its directory (and from its journal alone). The same sweep
+is the one that shows a sweep in MLflow: one parent run with a readable label, its jobs nested under it with readable
+names. Nothing here writes to the sweep or its store (a run created in it is created in a copy, copy_store)."""
 
 from __future__ import annotations
 
 import json
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,46 +19,43 @@ from mlflow.tracking import MlflowClient
 
 from runner.outputs import results
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.integration.conftest import REPO, cli_args, live_judge, mlflow_uri, offline_env, run_in_process
+from tests.integration.conftest import copy_store, live_judge, replay_sweep, run_in_process
 from tests.integration.test_presets import answer
 
 pytestmark = pytest.mark.integration
 
 JUDGES = {"replay_gpt4", "replay_chatgpt"}
+PROMPTS = {"llmbar_vanilla", "llmbar_vanilla_norules", "llmbar_swap"}
 # what summary.json does not determine: the judge calls, generation, the run's wall time
 CALL_FAMILIES = ("judge/", "calls/", "tokens/", "cost/", "latency/", "parse_failures/", "generation/", "run/")
+# judgments per job: 100 items x 2 orders, and the Swap prompt's synthesis calls (2 per item its two orders
+# disagreed on: 7 items of GPT-4's, 38 of ChatGPT's)
+JUDGMENTS = {("replay_gpt4", "llmbar_swap"): 214, ("replay_chatgpt", "llmbar_swap"): 276}
 
 
 @dataclass(frozen=True)
 class Runs:
-    """Where the three CLI invocations wrote."""
+    """Where the sweep and the pointwise run wrote."""
 
-    sweep_dir: Path  # 2 jobs x 10 items x 2 orders, tracked in store `sweep_uri`
+    sweep_dir: Path  # 6 jobs x 100 items x 2 orders (and synthesis calls), tracked in store `sweep_uri`
     sweep_uri: str
     pointwise_dir: Path  # agent_rubric on 4 items, tracking=off
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Runs:
-    """Both invocations at once: the sweep as a process (``python -m runner -m``), the pointwise run in this process
-    (runner.run_experiment, as the CLI runs it) meanwhile."""
-    sweep, point = tmp_path_factory.mktemp("sweep"), tmp_path_factory.mktemp("pointwise")
-    command = cli_args(sweep, sweep / "multirun", ("judge=replay_gpt4,replay_chatgpt", "max_items=10"), multirun=True)
-    with (sweep / "cli.log").open("w+") as log:
-        proc = subprocess.Popen(command, cwd=REPO, env=offline_env(), stdout=log, stderr=subprocess.STDOUT, text=True)
-        try:
-            with FakeOpenAIServer() as server:
-                server.reply = answer
-                pointwise = run_in_process(point, point / "run", ("experiment=agent_rubric", "max_items=4",
-                                                                  "tracking=off", *live_judge(server)))
-        finally:
-            proc.wait(timeout=600)
-        log.seek(0)
-        output = log.read()
-    assert proc.returncode == 0, output
+    """The session's replay sweep, and the pointwise run in this process (runner.run_experiment, as the CLI runs
+    it)."""
+    sweep = replay_sweep(tmp_path_factory)
+    assert sweep.proc.returncode == 0, sweep.output
+    point = tmp_path_factory.mktemp("pointwise")
+    with FakeOpenAIServer() as server:
+        server.reply = answer
+        pointwise = run_in_process(point, point / "run", ("experiment=agent_rubric", "max_items=4", "tracking=off",
+                                                          *live_judge(server)))
     assert pointwise.returncode == 0, pointwise.stdout + pointwise.stderr
     assert not (point / "mlflow.db").exists()
-    return Runs(sweep / "multirun", mlflow_uri(sweep), point / "run")
+    return Runs(sweep.run_dir, sweep.mlflow_uri, point / "run")
 
 
 @pytest.fixture(scope="module")
@@ -72,27 +70,29 @@ def summary(run_dir: str | Path) -> dict:
 
 
 def test_a_sweep_is_a_parent_run_with_its_jobs_nested_under_it(runs):
-    """(Was tests/integration/test_sweep_parent.py, on a sweep of its own of the same shape: 2 replay judges, one
-    prompt, a few items; the name of a job with a prompt override is in tests/unit/test_naming.py.)"""
+    """(Was tests/integration/test_sweep_parent.py, on a sweep of its own: 2 replay judges, one prompt, a few items;
+    the name of a job with a scalar override, max_items=10, is in tests/unit/test_naming.py.)"""
     client = MlflowClient(tracking_uri=runs.sweep_uri)
     found = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id])
     (parent,) = [r for r in found if r.data.tags.get("judgesweep.kind") == "sweep"]
     jobs = [r for r in found if "judgesweep.kind" not in r.data.tags]
-    assert re.fullmatch(r"sweep \d{4}-\d\d-\d\d \d\d:\d\d · judge", parent.info.run_name), parent.info.run_name
-    assert parent.info.status == "FINISHED" and parent.data.metrics["sweep/jobs"] == 2  # the table is in it
+    assert re.fullmatch(r"sweep \d{4}-\d\d-\d\d \d\d:\d\d · judge×prompt", parent.info.run_name), parent.info.run_name
+    assert parent.info.status == "FINISHED" and parent.data.metrics["sweep/jobs"] == 6  # the table is in it
     assert "sweep_table.csv" in {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {r.data.tags["mlflow.parentRunId"] for r in jobs} == {parent.info.run_id}
-    assert {r.info.run_name for r in jobs} == {"gpt4 · max_items=10", "chatgpt · max_items=10"}
+    assert {r.info.run_name for r in jobs} == {f"{judge} · {prompt}" for judge in ("gpt4", "chatgpt")
+                                               for prompt in ("vanilla", "vanilla_norules", "swap")}
     # results.load and judgesweep-compare still find the jobs by the sweep's tag
     assert {r.data.tags["judgesweep.sweep"] for r in found} == {str(runs.sweep_dir.resolve())}
 
 
 def test_a_sweep_dir_gives_one_row_per_run_with_choices_params_and_metrics(swept, runs):
-    assert len(swept.runs) == 2 and set(swept.runs["judge"]) == JUDGES
-    assert list(swept.runs["status"]) == ["FINISHED", "FINISHED"]
-    assert repr(swept).startswith("Results(runs=2, metrics=") and repr(swept).endswith("judgments=40, items=20)")
+    assert len(swept.runs) == 6 and set(swept.runs["judge"]) == JUDGES and set(swept.runs["prompt"]) == PROMPTS
+    assert list(swept.runs["status"]) == ["FINISHED"] * 6
+    assert repr(swept).startswith("Results(runs=6, metrics=") and repr(swept).endswith("judgments=1290, items=600)")
     assert set(swept.runs["sweep"]) == {str(runs.sweep_dir.resolve())}
-    assert swept.runs["max_items"].tolist() == [10, 10] and set(swept.runs["prompt"]) == {"llmbar_vanilla"}
+    # scalar params read back as numbers, one not set (max_items: null) as missing
+    assert swept.runs["repeats"].tolist() == [1] * 6 and swept.runs["max_items"].isna().all()
     assert set(swept.runs["judge.model"]) == {"replay/gpt-4", "replay/chatgpt"}
     assert isinstance(swept.runs["start_time"].dtype, pd.DatetimeTZDtype)
     assert list(swept.metrics["run_id"]) == list(swept.runs["run_id"])
@@ -101,18 +101,21 @@ def test_a_sweep_dir_gives_one_row_per_run_with_choices_params_and_metrics(swept
         row = swept.metrics.set_index("run_id").loc[run.run_id]
         assert row["accuracy/mean"] == pytest.approx(gold["accuracy_mean"])
         assert row["accuracy/ab"] == pytest.approx(gold["accuracy_ab"])
-        assert row["judge/calls"] == 20 and row["judge"] == run.judge
+        assert row["judge/calls"] == JUDGMENTS.get((run.judge, run.prompt), 200) and row["judge"] == run.judge
 
 
 def test_judgments_and_items_of_a_sweep_carry_run_id_and_choices(swept):
     judgments = swept.judgments
-    assert len(judgments) == 2 * 20
-    assert judgments.groupby("judge").size().to_dict() == {judge: 20 for judge in JUDGES}
-    assert judgments.groupby("run_id")["item_id"].nunique().tolist() == [10, 10]
+    assert len(judgments) == 4 * 200 + 214 + 276
+    assert judgments.groupby("judge").size().to_dict() == {"replay_gpt4": 2 * 200 + 214,
+                                                           "replay_chatgpt": 2 * 200 + 276}
+    assert judgments.groupby(["judge", "prompt"]).size().to_dict() == {
+        (judge, prompt): JUDGMENTS.get((judge, prompt), 200) for judge in JUDGES for prompt in PROMPTS}
+    assert judgments.groupby("run_id")["item_id"].nunique().tolist() == [100] * 6
     assert set(judgments["order"]) == {"ab", "ba"} and set(judgments["status"]) == {"scored"}
     assert judgments["item_id"].str.startswith("natural-").all() and judgments["gold"].notna().all()
     items = swept.items
-    assert len(items) == 20 and items.groupby("run_id").size().tolist() == [10, 10]
+    assert len(items) == 600 and items.groupby("run_id").size().tolist() == [100] * 6
     for run_id, group in items.groupby("run_id"):
         run_dir = swept.runs.set_index("run_id").loc[run_id, "run_dir"]
         aggregated = summary(run_dir)["aggregated_results"]
@@ -120,16 +123,18 @@ def test_judgments_and_items_of_a_sweep_carry_run_id_and_choices(swept):
             item: agg["final_verdict"] for item, agg in aggregated.items()}
         counts = group["verdict_counts.output_1"] + group["verdict_counts.output_2"]
         assert (counts + group.get("verdict_counts.tie", 0) == 2).all()  # two orders per item
-    # the items' gold agrees with the logged accuracy over both orders
-    gpt4 = judgments[judgments["judge"] == "replay_gpt4"]
-    accuracy = (gpt4["winner"] == gpt4["gold"]).mean()
-    assert accuracy == pytest.approx(swept.metrics.set_index("judge").loc["replay_gpt4", "accuracy/mean"])
+    # the items' gold agrees with the logged accuracy over both orders (of the prompts with no synthesis calls)
+    metrics = swept.metrics.set_index("run_id")
+    for run in swept.runs[swept.runs["prompt"] != "llmbar_swap"].itertuples():
+        mine = judgments[judgments["run_id"] == run.run_id]
+        accuracy = (mine["winner"] == mine["gold"]).mean()
+        assert accuracy == pytest.approx(metrics.loc[run.run_id, "accuracy/mean"]), (run.judge, run.prompt)
 
 
 def test_a_run_id_and_a_relative_sweep_dir_in_the_default_store(swept, runs, tmp_path, monkeypatch):
     run_id = swept.runs["run_id"].iloc[1]
     one = results.load(run_id, tracking_uri=runs.sweep_uri)
-    assert one.runs["run_id"].tolist() == [run_id] and len(one.judgments) == 20 and len(one.items) == 10
+    assert one.runs["run_id"].tolist() == [run_id] and len(one.judgments) == 200 and len(one.items) == 100
     pd.testing.assert_frame_equal(one.metrics, swept.metrics.iloc[[1]].reset_index(drop=True), check_like=True)
     # default store: ./outputs/mlflow.db of the working directory; a sweep dir may be relative to it
     (tmp_path / "outputs").mkdir()
@@ -194,7 +199,7 @@ def test_an_unfinished_run_is_read_from_its_journal(runs, tmp_path):
 def test_a_sweep_without_a_store_is_read_from_its_job_dirs(swept, runs, tmp_path):
     loaded = results.load(runs.sweep_dir, tracking_uri=f"sqlite:///{tmp_path / 'none.db'}")
     assert loaded.runs["run_id"].tolist() == swept.runs["run_id"].tolist()  # run.json keeps the MLflow ids
-    assert len(loaded.judgments) == 40 and loaded.runs["judgments_from"].tolist() == ["results.jsonl"] * 2
+    assert len(loaded.judgments) == 1290 and loaded.runs["judgments_from"].tolist() == ["results.jsonl"] * 6
     assert not (tmp_path / "none.db").exists()
 
 
@@ -205,11 +210,13 @@ def test_unknown_refs_raise_lookup_error(runs, tmp_path):
         results.load("no-such-run", tracking_uri=runs.sweep_uri)
     with pytest.raises(LookupError, match="is neither a run directory nor a sweep"):
         results.load(tmp_path, tracking_uri=runs.sweep_uri)
-    client = MlflowClient(tracking_uri=runs.sweep_uri)
+    (tmp_path / "store").mkdir()
+    copy = copy_store(runs.sweep_uri, tmp_path / "store")  # the session's store stays as the sweep left it
+    client = MlflowClient(tracking_uri=copy)
     comparison = client.create_run(client.get_experiment_by_name("judgesweep").experiment_id,
                                    tags={"judgesweep.kind": "comparison"}).info.run_id
     with pytest.raises(LookupError, match=f"MLflow run {comparison} is a comparison run, not a judge run"):
-        results.load(comparison, tracking_uri=runs.sweep_uri)
+        results.load(comparison, tracking_uri=copy)
     with pytest.raises(LookupError, match="no MLflow store at sqlite:///"):
         results.load("0123456789abcdef0123456789abcdef", tracking_uri=f"sqlite:///{tmp_path / 'none.db'}")
     assert not (tmp_path / "none.db").exists()

@@ -2,7 +2,8 @@
 sweep_best.json, the console, report.html and the sweep's MLflow parent run.
 
 The 6-job replay sweep is conftest.replay_sweep's (run once per session, shared with test_replay_sweep and
-test_compare); the issue's done-when sweep (2 judges x 3 prompts x 3 datasets = 18 jobs) runs here once, untracked.
+test_compare, test_results_api); the issue's done-when sweep (2 judges x 3 prompts x 3 datasets = 18 jobs) runs here
+once, untracked and without figures.
 """
 
 from __future__ import annotations
@@ -77,8 +78,9 @@ def test_the_six_job_sweep_names_the_best_and_its_ties_everywhere(tmp_path_facto
 
 
 def eighteen_job_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    """The issue's done-when sweep, 2 judges x 3 prompts x 3 datasets, untracked: run once per session."""
-    overrides = (*REPLAY_SWEEP, f"dataset={','.join(DATASETS)}", "tracking=off")
+    """The issue's done-when sweep, 2 judges x 3 prompts x 3 datasets, untracked and without figures (no test here
+    looks at one): run once per session."""
+    overrides = (*REPLAY_SWEEP, f"dataset={','.join(DATASETS)}", "tracking=off", "output.plots=false")
 
     def make(tmp: Path) -> subprocess.CompletedProcess:
         return subprocess.run(cli_args(tmp, tmp / "multirun", overrides, multirun=True), cwd=REPO, env=offline_env(),

@@ -3,11 +3,16 @@ default run prints the LLMBar GPT-4 figures, every packaged option of every conf
 `judgesweep init demo && cd demo && judgesweep` runs, every packaged experiment preset too (README "Use judgesweep
 in your own project"). Slow: it builds a wheel and runs judgesweep as processes.
 
-The wheel is built by pip and setuptools from a copy of the sources. The fresh venv reaches
-its dependencies through a .pth file naming this venv's site-packages: Python does not process .pth files inside a
-directory added that way, so the repository's editable install does not leak in; the test checks that ``runner``
-is imported from the fresh venv's own site-packages. Nothing is downloaded when this venv's setuptools can build
-the wheel (the dev extras install one); else pip fetches the build backend.
+The wheel is built by pip and setuptools from a copy of the sources. The fresh venv (made without pip of its own)
+reaches its dependencies, pip among them, through a .pth file naming this venv's site-packages: Python does not
+process .pth files inside a directory added that way, so the repository's editable install does not leak in; the
+test checks that ``runner`` is imported from the fresh venv's own site-packages. Nothing is downloaded when this
+venv's setuptools can build the wheel (the dev extras install one); else pip fetches the build backend.
+
+The installed console script runs `init`, `--help`, a tracked run in a project and `aggregate`; the many runs that
+need no process of their own (every option's dry run, every preset's from a project, the default run from an empty
+directory, a packaged option's run from a project) share one process of the fresh venv's python
+(tests/integration/dry_run_every_option.py, through ``runner.run_experiment``): a process start imports litellm.
 """
 
 from __future__ import annotations
@@ -62,6 +67,9 @@ def installed(tmp_path_factory) -> Installed:
     base = tmp_path_factory.mktemp("wheel")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    # litellm counts a Llama judge's tokens with a tokenizer from the Hugging Face Hub: offline, huggingface_hub
+    # retries for ~23 s before litellm falls back; told it is offline, it falls back at once
+    env["HF_HUB_OFFLINE"] = "1"
     # from a copy of what the wheel is built from: setuptools reuses a source tree's build/ (a previous build's files)
     source = base / "source"
     for name in ("runner", "conf", "prompts"):
@@ -72,7 +80,7 @@ def installed(tmp_path_factory) -> Installed:
                          str(base / "dist"), str(source)], base, env)
     wheel = next((base / "dist").glob("judgesweep-*.whl"))
     venv = base / "venv"
-    _run([sys.executable, "-m", "venv", str(venv)], base, env)
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], base, env)  # pip: this venv's, by the .pth
     python = venv / "bin" / "python"
     site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], base, env)
                 .strip())
@@ -109,15 +117,30 @@ def _options(conf: Path) -> set[str]:
             if path.parent != conf}
 
 
-def test_every_packaged_option_dry_runs_installed_from_an_empty_directory_and_every_preset_from_a_project(
-        installed, tmp_path):
-    # one process dry-runs them all (tests/integration/dry_run_every_option.py): a process start imports litellm
-    _run([str(installed.bin / "judgesweep"), "init", "demo"], tmp_path, installed.env)
-    (tmp_path / "empty").mkdir()
-    out = tmp_path / "dry_runs.json"
+PACKAGED_OPTION = ("tracking=off", "prompt=llmbar_vanilla_norules", "dataset=llmbar_natural", "max_items=5",
+                   "judge=replay_gpt4")
+
+
+@pytest.fixture(scope="module")
+def in_the_venv(installed, tmp_path_factory) -> dict[str, dict]:
+    """One process of the fresh venv's python (tests/integration/dry_run_every_option.py) started in an empty
+    directory: it dry-runs every packaged option there and every preset from a `judgesweep init` project, then runs
+    the default run in the empty directory and PACKAGED_OPTION in the project. Its OUT.json (``dry_runs``, ``runs``)."""
+    base = tmp_path_factory.mktemp("in_the_venv")
+    _run([str(installed.bin / "judgesweep"), "init", "demo"], base, installed.env)
+    (base / "empty").mkdir()
+    runs = {"default": {"cwd": str(base / "empty"), "overrides": ["tracking=off"]},
+            "packaged option in the project": {"cwd": str(base / "demo"), "overrides": list(PACKAGED_OPTION)}}
+    (base / "runs.json").write_text(json.dumps(runs))
+    out = base / "out.json"
     _run([str(installed.bin / "python"), str(Path(__file__).with_name("dry_run_every_option.py")), str(out),
-          str(tmp_path / "demo")], tmp_path / "empty", installed.env)
-    results = json.loads(out.read_text())
+          "--project", str(base / "demo"), "--runs", str(base / "runs.json")], base / "empty", installed.env)
+    return json.loads(out.read_text())
+
+
+def test_every_packaged_option_dry_runs_installed_from_an_empty_directory_and_every_preset_from_a_project(
+        in_the_venv):
+    results = in_the_venv["dry_runs"]
     packaged = _options(REPO / "conf")
     assert {"prompt=single_score", "experiment=agent_rubric_generate", "hydra/launcher=ray_local"} <= packaged
     presets = {f"project: {o}" for o in packaged if o.startswith("experiment=")}
@@ -128,27 +151,28 @@ def test_every_packaged_option_dry_runs_installed_from_an_empty_directory_and_ev
                                    for option, errors in failed.items())
 
 
-def test_the_default_run_works_from_an_empty_directory(installed, tmp_path):
+def test_the_default_run_works_from_an_empty_directory(installed, in_the_venv, tmp_path):
+    default = in_the_venv["runs"]["default"]  # `judgesweep tracking=off` in an empty directory, in the venv's python
+    assert default["ok"], default
+    assert "accuracy AB 95.0% / BA 96.0% / mean 95.5% / both 93.0%" in default["output"]
     (tmp_path / "empty").mkdir()
-    out = _run([str(installed.bin / "judgesweep"), "tracking=off"], tmp_path / "empty", installed.env)
-    assert "accuracy AB 95.0% / BA 96.0% / mean 95.5% / both 93.0%" in out
     help_text = _run([str(installed.bin / "judgesweep"), "--help"], tmp_path / "empty", installed.env)
     assert help_text.startswith("judgesweep: ") and "judge: " in help_text and "replay_gpt4" in help_text
 
 
-def test_init_demo_then_judgesweep_in_it_runs(installed, tmp_path):
+def test_init_demo_then_judgesweep_in_it_runs(installed, in_the_venv, tmp_path):
     judgesweep, env = str(installed.bin / "judgesweep"), installed.env
     _run([judgesweep, "init", "demo"], tmp_path, env)
     out = _run([judgesweep], tmp_path / "demo", env)  # tracking too: the project's sqlite store
     assert "items 8, successful 8, failed 0" in out
     assert (tmp_path / "demo" / "outputs" / "mlflow.db").is_file()
-    # a packaged option from inside the project: its template comes from the package
-    out = _run([judgesweep, "tracking=off", "prompt=llmbar_vanilla_norules", "dataset=llmbar_natural",
-                "max_items=5", "judge=replay_gpt4"], tmp_path / "demo", env)
-    assert "items 5, successful 5" in out
-    # a packaged preset that picks a generator: the project's defaults list names the group (issue 30)
-    out = _run([judgesweep, "experiment=agent_rubric_generate", "dry_run=true"], tmp_path / "demo", env)
-    assert "dry run, no call made: generator gpt4o_mini" in out
+    # a packaged option from inside a project: its template comes from the package (PACKAGED_OPTION)
+    packaged = in_the_venv["runs"]["packaged option in the project"]
+    assert packaged["ok"] and "items 5, successful 5" in packaged["output"], packaged
+    # a packaged preset that picks a generator, dry-run from inside a project: the project's defaults list names the
+    # group (issue 30)
+    preset = in_the_venv["dry_runs"]["project: experiment=agent_rubric_generate"]
+    assert preset["ok"] and "dry run, no call made: generator gpt4o_mini" in preset["output"], preset
 
 
 def test_installed_aggregate_of_the_users_results_files_gives_the_checkouts_verdicts(installed, tmp_path):
