@@ -12,6 +12,7 @@ import subprocess
 import time
 from dataclasses import replace
 
+import certifi
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -27,6 +28,21 @@ N_ITEMS = 60  # x 2 orders = 120 judgments
 KILL_ITEMS = 500  # the Done-when's run: x 2 orders = 1,000 judgments
 # what a batched judgment's results.jsonl row may differ in from the same live judgment's: its cost (batch price)
 BATCH_PRICED = ("cost_usd",)
+
+
+@pytest.fixture(autouse=True)
+def one_ca(tmp_path, monkeypatch) -> None:
+    """SSL_CERT_FILE: one CA (certifi's first) for the runs of these tests, in this process and the ones it starts.
+    litellm builds a new OpenAI client for each Files/Batches call (an upload, a poll, a download), and httpx loads
+    the CA file for each of its transports (one, and one per proxy variable: three with offline_env's): certifi's
+    bundle costs ~15 ms of CPU each time, most of these tests' CPU. The runs speak plain HTTP to 127.0.0.1, so which
+    CAs are trusted is nothing any test here checks."""
+    bundle = certifi.contents()
+    end = "-----END CERTIFICATE-----"
+    first = bundle[bundle.index("-----BEGIN CERTIFICATE-----"):bundle.index(end) + len(end)]
+    path = tmp_path / "one_ca.pem"
+    path.write_text(first + "\n")
+    monkeypatch.setenv("SSL_CERT_FILE", str(path))
 
 
 def write_dataset(path, items: int = N_ITEMS) -> None:
