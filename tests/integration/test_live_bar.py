@@ -14,6 +14,7 @@ import struct
 import subprocess
 import termios
 
+import certifi
 import pytest
 
 from tests.fakes.openai_server import Reply
@@ -80,6 +81,17 @@ def test_the_bar_shows_a_retry_after_pause_counting_down_and_keeps_its_final_lin
     assert "report: " in text[final.end():]
 
 
+def one_ca(directory) -> str:
+    """A CA file of one certificate (certifi's first), for SSL_CERT_FILE: litellm builds a new OpenAI client for each
+    batch poll, and httpx loads the CA file for each of its transports (three with offline_env's proxies): certifi's
+    bundle costs ~15 ms of CPU each time. The run speaks plain HTTP to 127.0.0.1: which CAs are trusted is no point."""
+    bundle = certifi.contents()
+    end = "-----END CERTIFICATE-----"
+    path = directory / "one_ca.pem"
+    path.write_text(bundle[bundle.index("-----BEGIN CERTIFICATE-----"):bundle.index(end) + len(end)] + "\n")
+    return str(path)
+
+
 # a frame of the batch's bar while the provider has it: the batch id, rows done of its rows, the time waited, the
 # provider's status and failed rows (what its last retrieve said)
 WAITING = re.compile(r"batch (batch_\w+) \S* 0/2 \d+:\d\d:\d\d (validating|in_progress)  failed 0")
@@ -93,7 +105,8 @@ def test_the_bar_shows_a_batch_while_the_run_waits_for_it(tmp_path, fake_server)
     fake_server.batches.polls_per_step = 10  # a few redraws per status: validating, in_progress, completed
     overrides = (*live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
                  "max_items=2", "order=fixed", "cache.mode=off", "tracking=off", "judge.batch=on", "batch.poll_s=0.1")
-    env = offline_env({"TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": "50"})
+    env = offline_env({"TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": "50",
+                       "SSL_CERT_FILE": one_ca(tmp_path)})
     env.pop("NO_COLOR", None)
     code, screen = run_on_a_terminal(cli_args(tmp_path, tmp_path / "run", overrides), env)
     assert code == 0, screen
