@@ -1,8 +1,9 @@
 """Start-up imports: the CLI composes, prints help and validates without litellm, MLflow or the statistics stack,
 and a run imports the statistics stack only after its judge calls (issue 12: start-up to the first request).
 
-Each check runs a fresh interpreter, the only way to see what an import pulls in. What is asserted is which
-modules are loaded, never how long anything takes (speed is for benchmarks/).
+Each check runs a fresh interpreter, the only way to see what an import pulls in (a run with plots off, then one
+with them on: one interpreter, its first job fresh). What is asserted is which modules are loaded, never how long
+anything takes (speed is for benchmarks/).
 """
 
 from __future__ import annotations
@@ -79,13 +80,22 @@ def test_the_position_bias_tests_import_no_scipy_stats():
     assert "scipy.stats" not in set(IMPORTED.findall(proc.stderr))
 
 
-@pytest.mark.parametrize("plots", [True, False])
-def test_a_run_imports_matplotlib_only_to_draw_its_plots(plots, tmp_path):
-    # output.plots=false (CI gates, large sweeps): report.html with its tables and no figure, matplotlib not imported
-    proc, modules = imported_by("-m", "runner", "tracking=off", "max_items=3", f"output.plots={str(plots).lower()}",
-                                f"hydra.run.dir={tmp_path / 'run'}", f"cache.path={tmp_path / 'cache.sqlite'}")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    report = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
-    assert "<h2>Verdict distribution</h2>" in report
-    assert ("matplotlib" in modules) is plots and ("data:image/png" in report) is plots
-    assert ("plots are off (output.plots=false)" in report) is not plots
+def test_a_run_imports_matplotlib_only_to_draw_its_plots(tmp_path):
+    # output.plots=false (CI gates, large sweeps): report.html with its tables and no figure, matplotlib not imported.
+    # One interpreter for both: a multirun whose jobs run in order, plots off first (job 0, in the fresh interpreter),
+    # then on (job 1); -X importtime's lines (stderr) and the launcher's "#1 : ..." line (stdout), unbuffered into one
+    # pipe, tell what job 0 imported from what came after it.
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HYDRA_FULL_ERROR": "1", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "runner", "-m", "tracking=off", "max_items=3",
+                           "output.plots=false,true", f"hydra.sweep.dir={tmp_path / 'multirun'}",
+                           f"cache.path={tmp_path / 'cache.sqlite'}"],
+                          cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    job_0, second, job_1 = proc.stdout.partition("#1 : ")
+    assert second and "output.plots=true" in job_1.splitlines()[0].lower(), proc.stdout[-2000:]
+    for plots, imported, job in ((False, job_0, "0"), (True, job_1, "1")):
+        modules = {name.split(".")[0] for name in IMPORTED.findall(imported)}
+        report = (tmp_path / "multirun" / job / "report.html").read_text(encoding="utf-8")
+        assert "<h2>Verdict distribution</h2>" in report
+        assert ("matplotlib" in modules) is plots and ("data:image/png" in report) is plots
+        assert ("plots are off (output.plots=false)" in report) is not plots
