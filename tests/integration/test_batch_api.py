@@ -24,7 +24,8 @@ from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
 from tests.integration.test_ensemble import live_members
 from tests.integration.test_resume import deterministic_judge
 
-N_ITEMS = 60  # x 2 orders = 120 judgments
+N_ITEMS = 20  # x 2 orders = 40 judgments: each test's counts hold at any size; KILL_ITEMS is the one the issue set
+THRESHOLD = N_ITEMS  # judge.batch_threshold under a run's 2 * N_ITEMS calls
 KILL_ITEMS = 500  # the Done-when's run: x 2 orders = 1,000 judgments
 # what a batched judgment's results.jsonl row may differ in from the same live judgment's: its cost (batch price)
 BATCH_PRICED = ("cost_usd",)
@@ -141,7 +142,7 @@ def test_failed_and_expired_rows_are_sent_again_live_and_counted(run_cli, fake_s
     expired = run_cli(*overrides(fake_server, dataset, "judge.batch=on"))
     assert expired.proc.returncode == 0, expired.output
     assert len(fake_server.requests) == 2 * N_ITEMS - 10
-    assert "ended expired: 10 answers, 110 rows unanswered (sent live)" in expired.output
+    assert f"ended expired: 10 answers, {2 * N_ITEMS - 10} rows unanswered (sent live)" in expired.output
     assert results(expired.run_dir) == results(run.run_dir)
 
 
@@ -188,7 +189,8 @@ def test_batch_retry_sends_failed_and_expired_rows_again_in_a_new_batch_and_coun
     expired = run_cli(*overrides(fake_server, dataset, "judge.batch=on", "batch.retry=batch"))
     assert expired.proc.returncode == 0, expired.output
     assert fake_server.requests == [] and fake_server.batches.created == 2 + 2  # (the server counts since its start)
-    assert "ended expired: 10 answers, 110 rows unanswered (sent again in a new batch)" in expired.output
+    said = f"ended expired: 10 answers, {2 * N_ITEMS - 10} rows unanswered (sent again in a new batch)"
+    assert said in expired.output
     assert json.loads((expired.run_dir / "metrics.json").read_text())["calls/batch_resent"] == 2 * N_ITEMS - 10
     assert results(expired.run_dir) == results(live.run_dir)
 
@@ -285,11 +287,11 @@ def test_auto_sends_live_below_the_threshold_and_batches_above_it(run_cli, fake_
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
     fake_server.reply = quick_judge
-    below = run_cli(*overrides(fake_server, dataset, "judge.batch=auto"))  # 120 calls <= 1000
+    below = run_cli(*overrides(fake_server, dataset, "judge.batch=auto"))  # 2 * N_ITEMS calls <= 1000
     assert below.proc.returncode == 0, below.output
     assert fake_server.batches.created == 0 and len(fake_server.requests) == 2 * N_ITEMS
     fake_server.reset()
-    above = run_cli(*overrides(fake_server, dataset, "judge.batch=auto", "judge.batch_threshold=100"))
+    above = run_cli(*overrides(fake_server, dataset, "judge.batch=auto", f"judge.batch_threshold={THRESHOLD}"))
     assert above.proc.returncode == 0, above.output
     assert fake_server.batches.created == 1 and fake_server.requests == []
     assert results(above.run_dir) == results(below.run_dir)
@@ -407,7 +409,7 @@ def test_a_panel_with_a_member_without_a_batch_api_is_refused_with_on_and_partly
     assert refused.proc.returncode == 1, refused.output
     assert "judge.batch=on: ensemble member b (lm_studio/fake-judge) has no batch API" in refused.output
     assert fake_server.requests == [] and fake_server.batches.created == 0
-    auto = run_cli(*mixed_panel(fake_server, dataset, "judge.batch=auto", "judge.batch_threshold=100"))
+    auto = run_cli(*mixed_panel(fake_server, dataset, "judge.batch=auto", f"judge.batch_threshold={THRESHOLD}"))
     assert auto.proc.returncode == 0, auto.output
     assert fake_server.batches.created == 1  # member a's calls in a batch
     assert len(fake_server.requests) == 2 * N_ITEMS and {body["seed"] for body in fake_server.requests} == {2}
