@@ -228,9 +228,10 @@ def test_batch_retry_resumes_across_processes_without_paying_twice(run_cli, fake
 
 @pytest.mark.slow  # judgesweep as a process, sent SIGINT
 def test_ctrl_c_while_waiting_for_the_batch_exits_130_with_the_resume_command_and_a_resume_collects_it(
-        run_cli, fake_server, tmp_path):
+        run_cli, run_process, fake_server, tmp_path):
     """The interrupt contract holds while a run waits for its batch: SIGINT ends the process with 130 and one line
-    naming resume=<run dir> (no traceback); the batch goes on at the provider and the resume collects it."""
+    naming resume=<run dir> (no traceback); the batch goes on at the provider: a resume with batch.wait=false exits 0
+    saying how to collect it, and a resume collects it."""
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
     fake_server.reply = quick_judge
@@ -250,6 +251,14 @@ def test_ctrl_c_while_waiting_for_the_batch_exits_130_with_the_resume_command_an
     assert f"resume={run_dir}" in line
     assert fake_server.batches.created == 1 and fake_server.requests == []
 
+    # a resume with batch.wait=false, as a process too (the CLI's exit code is the point): the batch still validating,
+    # it says how to collect it and exits 0
+    later = run_process(*args, "batch.wait=false", f"resume={run_dir}", run_dir=run_dir)
+    assert later.proc.returncode == 0, later.output
+    assert f"collect it with resume={run_dir}" in later.output
+    assert not (run_dir / "results.jsonl").exists()
+    assert fake_server.batches.created == 1 and fake_server.requests == []
+
     fake_server.batches.polls_per_step = 1
     resumed = run_cli(*args, f"resume={run_dir}", run_dir=run_dir)
     assert resumed.proc.returncode == 0, resumed.output
@@ -257,12 +266,13 @@ def test_ctrl_c_while_waiting_for_the_batch_exits_130_with_the_resume_command_an
     assert len(results(run_dir).splitlines()) == 2 * N_ITEMS
 
 
-def test_wait_false_submits_and_exits_zero_then_resume_collects(run_cli, run_process, fake_server, tmp_path):
+def test_wait_false_submits_and_exits_zero_then_resume_collects(run_cli, fake_server, tmp_path):
+    """In this process (a batch.wait=false process's exit code and line: the Ctrl-C test's resume)."""
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
     fake_server.reply = quick_judge
     run_dir = tmp_path / "later"
-    submitted = run_process(*overrides(fake_server, dataset, "judge.batch=on", "batch.wait=false"), run_dir=run_dir)
+    submitted = run_cli(*overrides(fake_server, dataset, "judge.batch=on", "batch.wait=false"), run_dir=run_dir)
     assert submitted.proc.returncode == 0, submitted.output
     assert f"collect it with resume={run_dir}" in submitted.output
     assert not (run_dir / "results.jsonl").exists() and fake_server.batches.created == 1
