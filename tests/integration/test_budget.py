@@ -113,7 +113,7 @@ def test_a_sweeps_jobs_share_one_budget_through_its_ledger(run_process, fake_ser
     fake_server.reply = lambda body: ANSWER
     limit = 7.5 * PER_CALL  # a worst case is ~3.3 answers: job 0 pays its 4 calls, job 1 then has room for one
     run = run_process(*[o for o in overrides(fake_server, f"budget.max_usd={limit}") if not o.startswith("max_items")],
-                      "max_items=4,6", multirun=True)
+                      "max_items=4,6", "output.plots=false", multirun=True)
     assert run.proc.returncode == BUDGET_REACHED, run.output
     assert len(fake_server.requests) == 4 + 1
     ledger = json.loads((run.run_dir / "budget_ledger.json").read_text())

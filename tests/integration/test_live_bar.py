@@ -92,7 +92,7 @@ def screens(tmp_path_factory) -> Iterator[tuple[str, str, FakeOpenAIServer]]:
         server.batches.polls_per_step = 10  # a few redraws per status: validating, in_progress, completed
         overrides = (*live_judge(server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
                      "max_items=2", "order=fixed", "concurrency=1", "cache.mode=off", "tracking=off",
-                     "batch.poll_s=0.1", "judge.batch=off,on")
+                     "batch.poll_s=0.1", "output.plots=false", "judge.batch=off,on")  # no test looks at a figure
         env = offline_env({"TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": "50",
                            "SSL_CERT_FILE": one_ca(tmp)})
         env.pop("NO_COLOR", None)
