@@ -12,6 +12,7 @@ import subprocess
 import time
 from dataclasses import replace
 
+import certifi
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -23,10 +24,26 @@ from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
 from tests.integration.test_ensemble import live_members
 from tests.integration.test_resume import deterministic_judge
 
-N_ITEMS = 60  # x 2 orders = 120 judgments
+N_ITEMS = 20  # x 2 orders = 40 judgments: each test's counts hold at any size; KILL_ITEMS is the one the issue set
+THRESHOLD = N_ITEMS  # judge.batch_threshold under a run's 2 * N_ITEMS calls
 KILL_ITEMS = 500  # the Done-when's run: x 2 orders = 1,000 judgments
 # what a batched judgment's results.jsonl row may differ in from the same live judgment's: its cost (batch price)
 BATCH_PRICED = ("cost_usd",)
+
+
+@pytest.fixture(autouse=True)
+def one_ca(tmp_path, monkeypatch) -> None:
+    """SSL_CERT_FILE: one CA (certifi's first) for the runs of these tests, in this process and the ones it starts.
+    litellm builds a new OpenAI client for each Files/Batches call (an upload, a poll, a download), and httpx loads
+    the CA file for each of its transports (one, and one per proxy variable: three with offline_env's): certifi's
+    bundle costs ~15 ms of CPU each time, most of these tests' CPU. The runs speak plain HTTP to 127.0.0.1, so which
+    CAs are trusted is nothing any test here checks."""
+    bundle = certifi.contents()
+    end = "-----END CERTIFICATE-----"
+    first = bundle[bundle.index("-----BEGIN CERTIFICATE-----"):bundle.index(end) + len(end)]
+    path = tmp_path / "one_ca.pem"
+    path.write_text(first + "\n")
+    monkeypatch.setenv("SSL_CERT_FILE", str(path))
 
 
 def write_dataset(path, items: int = N_ITEMS) -> None:
@@ -125,7 +142,7 @@ def test_failed_and_expired_rows_are_sent_again_live_and_counted(run_cli, fake_s
     expired = run_cli(*overrides(fake_server, dataset, "judge.batch=on"))
     assert expired.proc.returncode == 0, expired.output
     assert len(fake_server.requests) == 2 * N_ITEMS - 10
-    assert "ended expired: 10 answers, 110 rows unanswered (sent live)" in expired.output
+    assert f"ended expired: 10 answers, {2 * N_ITEMS - 10} rows unanswered (sent live)" in expired.output
     assert results(expired.run_dir) == results(run.run_dir)
 
 
@@ -172,7 +189,8 @@ def test_batch_retry_sends_failed_and_expired_rows_again_in_a_new_batch_and_coun
     expired = run_cli(*overrides(fake_server, dataset, "judge.batch=on", "batch.retry=batch"))
     assert expired.proc.returncode == 0, expired.output
     assert fake_server.requests == [] and fake_server.batches.created == 2 + 2  # (the server counts since its start)
-    assert "ended expired: 10 answers, 110 rows unanswered (sent again in a new batch)" in expired.output
+    said = f"ended expired: 10 answers, {2 * N_ITEMS - 10} rows unanswered (sent again in a new batch)"
+    assert said in expired.output
     assert json.loads((expired.run_dir / "metrics.json").read_text())["calls/batch_resent"] == 2 * N_ITEMS - 10
     assert results(expired.run_dir) == results(live.run_dir)
 
@@ -210,9 +228,10 @@ def test_batch_retry_resumes_across_processes_without_paying_twice(run_cli, fake
 
 @pytest.mark.slow  # judgesweep as a process, sent SIGINT
 def test_ctrl_c_while_waiting_for_the_batch_exits_130_with_the_resume_command_and_a_resume_collects_it(
-        run_cli, fake_server, tmp_path):
+        run_cli, run_process, fake_server, tmp_path):
     """The interrupt contract holds while a run waits for its batch: SIGINT ends the process with 130 and one line
-    naming resume=<run dir> (no traceback); the batch goes on at the provider and the resume collects it."""
+    naming resume=<run dir> (no traceback); the batch goes on at the provider: a resume with batch.wait=false exits 0
+    saying how to collect it, and a resume collects it."""
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
     fake_server.reply = quick_judge
@@ -232,6 +251,14 @@ def test_ctrl_c_while_waiting_for_the_batch_exits_130_with_the_resume_command_an
     assert f"resume={run_dir}" in line
     assert fake_server.batches.created == 1 and fake_server.requests == []
 
+    # a resume with batch.wait=false, as a process too (the CLI's exit code is the point): the batch still validating,
+    # it says how to collect it and exits 0
+    later = run_process(*args, "batch.wait=false", f"resume={run_dir}", run_dir=run_dir)
+    assert later.proc.returncode == 0, later.output
+    assert f"collect it with resume={run_dir}" in later.output
+    assert not (run_dir / "results.jsonl").exists()
+    assert fake_server.batches.created == 1 and fake_server.requests == []
+
     fake_server.batches.polls_per_step = 1
     resumed = run_cli(*args, f"resume={run_dir}", run_dir=run_dir)
     assert resumed.proc.returncode == 0, resumed.output
@@ -239,12 +266,13 @@ def test_ctrl_c_while_waiting_for_the_batch_exits_130_with_the_resume_command_an
     assert len(results(run_dir).splitlines()) == 2 * N_ITEMS
 
 
-def test_wait_false_submits_and_exits_zero_then_resume_collects(run_cli, run_process, fake_server, tmp_path):
+def test_wait_false_submits_and_exits_zero_then_resume_collects(run_cli, fake_server, tmp_path):
+    """In this process (a batch.wait=false process's exit code and line: the Ctrl-C test's resume)."""
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
     fake_server.reply = quick_judge
     run_dir = tmp_path / "later"
-    submitted = run_process(*overrides(fake_server, dataset, "judge.batch=on", "batch.wait=false"), run_dir=run_dir)
+    submitted = run_cli(*overrides(fake_server, dataset, "judge.batch=on", "batch.wait=false"), run_dir=run_dir)
     assert submitted.proc.returncode == 0, submitted.output
     assert f"collect it with resume={run_dir}" in submitted.output
     assert not (run_dir / "results.jsonl").exists() and fake_server.batches.created == 1
@@ -269,11 +297,11 @@ def test_auto_sends_live_below_the_threshold_and_batches_above_it(run_cli, fake_
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
     fake_server.reply = quick_judge
-    below = run_cli(*overrides(fake_server, dataset, "judge.batch=auto"))  # 120 calls <= 1000
+    below = run_cli(*overrides(fake_server, dataset, "judge.batch=auto"))  # 2 * N_ITEMS calls <= 1000
     assert below.proc.returncode == 0, below.output
     assert fake_server.batches.created == 0 and len(fake_server.requests) == 2 * N_ITEMS
     fake_server.reset()
-    above = run_cli(*overrides(fake_server, dataset, "judge.batch=auto", "judge.batch_threshold=100"))
+    above = run_cli(*overrides(fake_server, dataset, "judge.batch=auto", f"judge.batch_threshold={THRESHOLD}"))
     assert above.proc.returncode == 0, above.output
     assert fake_server.batches.created == 1 and fake_server.requests == []
     assert results(above.run_dir) == results(below.run_dir)
@@ -391,7 +419,7 @@ def test_a_panel_with_a_member_without_a_batch_api_is_refused_with_on_and_partly
     assert refused.proc.returncode == 1, refused.output
     assert "judge.batch=on: ensemble member b (lm_studio/fake-judge) has no batch API" in refused.output
     assert fake_server.requests == [] and fake_server.batches.created == 0
-    auto = run_cli(*mixed_panel(fake_server, dataset, "judge.batch=auto", "judge.batch_threshold=100"))
+    auto = run_cli(*mixed_panel(fake_server, dataset, "judge.batch=auto", f"judge.batch_threshold={THRESHOLD}"))
     assert auto.proc.returncode == 0, auto.output
     assert fake_server.batches.created == 1  # member a's calls in a batch
     assert len(fake_server.requests) == 2 * N_ITEMS and {body["seed"] for body in fake_server.requests} == {2}

@@ -73,13 +73,13 @@ def test_a_budget_below_the_dry_run_estimate_stops_then_a_resume_with_more_pays_
     assert len(results) == ITEMS
 
 
-def test_the_budget_stops_exactly_at_the_limit(run_process, fake_server):
+def test_the_budget_stops_exactly_at_the_limit(run_cli, fake_server):
     """One call at a time: the run pays while its spending plus the next call's worst case fits, and stops at the
-    first call whose worst case would not: spent <= limit < spent + that worst case. The CLI process (the exit code
-    is the point) says so in one line on stderr."""
+    first call whose worst case would not: spent <= limit < spent + that worst case, said in one line on stderr (the
+    CLI process's exit code and line: test_a_sweeps_jobs_share_one_budget_through_its_ledger)."""
     fake_server.reply = lambda body: ANSWER
     limit = 5.5 * PER_CALL  # a worst case (prompt + max_tokens=512 completion tokens) is several answers' cost
-    run = run_process(*overrides(fake_server, f"budget.max_usd={limit}"))
+    run = run_cli(*overrides(fake_server, f"budget.max_usd={limit}"))
     assert run.proc.returncode == BUDGET_REACHED, run.output
     [line] = [line for line in run.proc.stderr.splitlines() if "budget.max_usd reached" in line]
     assert line.startswith("judgesweep: budget.max_usd reached")
@@ -108,17 +108,20 @@ def test_a_budget_must_be_positive(run_cli, fake_server):
 def test_a_sweeps_jobs_share_one_budget_through_its_ledger(run_process, fake_server):
     """Two jobs of one multirun, one after the other: the second starts with what the first paid in the sweep's
     ledger and stops once the sweep's spending plus its next call's worst case would pass the one limit; on their
-    own budgets (not shared) it would have paid all but one of its calls."""
+    own budgets (not shared) it would have paid all but one of its calls. The CLI process (the exit code is the point)
+    says so in one line on stderr."""
     fake_server.reply = lambda body: ANSWER
     limit = 7.5 * PER_CALL  # a worst case is ~3.3 answers: job 0 pays its 4 calls, job 1 then has room for one
     run = run_process(*[o for o in overrides(fake_server, f"budget.max_usd={limit}") if not o.startswith("max_items")],
-                      "max_items=4,6", multirun=True)
+                      "max_items=4,6", "output.plots=false", multirun=True)
     assert run.proc.returncode == BUDGET_REACHED, run.output
     assert len(fake_server.requests) == 4 + 1
     ledger = json.loads((run.run_dir / "budget_ledger.json").read_text())
     assert ledger["spent"] == pytest.approx(5 * PER_CALL) and ledger["spent"] <= limit
     assert ledger["reserved"] == {}  # every reservation settled
-    spent, said_limit, _, _ = stop_line(run.proc.stderr).groups()
+    [line] = [line for line in run.proc.stderr.splitlines() if "budget.max_usd reached" in line]  # the CLI's one line
+    assert line.startswith("judgesweep: budget.max_usd reached")
+    spent, said_limit, _, _ = stop_line(line).groups()
     assert float(spent) == pytest.approx(5 * PER_CALL, abs=1e-6) and float(said_limit) == pytest.approx(limit, abs=1e-6)
 
 

@@ -1,8 +1,10 @@
-"""`make run` = judgesweep with no overrides: LLMBar Natural, replayed GPT-4 Vanilla, both orders."""
+"""`make run` = judgesweep with no overrides: LLMBar Natural, replayed GPT-4 Vanilla, both orders. Its output piped
+(no terminal): progress log records, never a bar."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import mlflow
 import pytest
@@ -107,3 +109,15 @@ def test_default_run_prints_only_what_a_user_reads(default_run):
     assert default_run.proc.stderr == ""
     assert_only_what_a_user_reads(default_run.proc.stdout)
     assert not (default_run.run_dir / "users_summary.json").exists()  # the users' presets' option, not ours
+
+
+def test_without_a_terminal_no_bar_is_drawn_only_progress_log_records(default_run):
+    # issue 14: piped output gets a one-line progress record (every progress_interval_s and at the stage's end)
+    # instead of nothing; the bar itself (cursor movement, bar glyphs) is still never drawn. (Was
+    # test_hardening's own process, max_items=3: this process's output is as piped.)
+    assert default_run.proc.returncode == 0, default_run.output
+    assert "\x1b[" not in default_run.output and "\r" not in default_run.output and "━" not in default_run.output
+    progress = [line for line in default_run.output.splitlines() if "calls/s" in line]
+    assert progress and all(re.search(r"\[runner\.judging\.progress\]\[INFO\] - judging \d+/200 ", line)
+                            for line in progress)
+    assert re.search(r"\[runner\.judging\.progress\]\[INFO\] - judging 200/200 \(100%\)", progress[-1])

@@ -1,7 +1,7 @@
 """Disk full under a run (issue 29, point 3): a run directory on a real 1 MB filesystem (tmpfs) fills up mid-run.
-The run sends nothing more, keeps every answer it could write, exits 5 with one line naming the file (no
-traceback), and its journal holds whole lines only; moved to a filesystem with room, the resume pays only for the
-judgments missing from the journal."""
+The run (a process: its exit code and output are the point) sends nothing more, keeps every answer it could write,
+exits 5 with one line naming the file (no traceback), and its journal holds whole lines only; moved to a filesystem
+with room, the resume (in this process) pays only for the judgments missing from the journal."""
 
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ def run(args: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run(args, cwd=REPO, env=offline_env(), capture_output=True, text=True, timeout=300)
 
 
-def test_a_full_disk_stops_the_run_in_one_line_and_the_resume_pays_only_what_was_not_written(fake_server, tmp_path,
-                                                                                           tiny_fs):
+def test_a_full_disk_stops_the_run_in_one_line_and_the_resume_pays_only_what_was_not_written(run_cli, fake_server,
+                                                                                           tmp_path, tiny_fs):
     dataset = tmp_path / "pairs.jsonl"
     dataset.write_text("".join(json.dumps({"id": f"q{n}", "prompt": f"question {n}", "chat": f"chat {n}",
                                            "simple_chat": f"simple {n}"}) + "\n" for n in range(ITEMS)))
@@ -60,8 +60,8 @@ def test_a_full_disk_stops_the_run_in_one_line_and_the_resume_pays_only_what_was
     roomy = tmp_path / "roomy"
     shutil.copytree(run_dir, roomy)
     fake_server.reset()
-    resumed = run(cli_args(tmp_path, roomy, (*overrides, f"resume={roomy}")))
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    resumed = run_cli(*overrides, f"resume={roomy}", run_dir=roomy)  # in this process: its exit code is no point
+    assert resumed.proc.returncode == 0, resumed.output
     assert fake_server.stats()["requests"] == ITEMS - len(journal)  # what the journal held was not paid again
     assert len((roomy / "results.jsonl").read_text().splitlines()) == ITEMS
 

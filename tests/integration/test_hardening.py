@@ -1,9 +1,8 @@
-"""Hostile input, structured output, truncation, pacing, dry runs and quiet non-TTY output."""
+"""Hostile input, structured output, truncation, pacing and dry runs (quiet non-TTY output: test_default_run)."""
 
 from __future__ import annotations
 
 import json
-import re
 
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from tests.integration.conftest import live_judge
@@ -89,17 +88,6 @@ def test_dry_run_prices_every_request_and_calls_nothing(run_cli, fake_server):
     assert "dry run, no call made: judge gpt4o_mini (openai/gpt-4o-mini)" in result.proc.stdout
     assert "calls 200" in result.proc.stdout and "cost: prompts $" in result.proc.stdout
     assert fake_server.requests == [] and not (result.run_dir / "journal.jsonl").exists()
-
-
-def test_without_a_terminal_no_bar_is_drawn_only_progress_log_records(run_process):
-    # issue 14: piped output gets a one-line progress record (every progress_interval_s and at the stage's end)
-    # instead of nothing; the bar itself (cursor movement, bar glyphs) is still never drawn
-    result = run_process("max_items=3", "tracking=off")
-    assert result.proc.returncode == 0, result.output
-    assert "\x1b[" not in result.output and "\r" not in result.output and "━" not in result.output
-    progress = [line for line in result.output.splitlines() if "calls/s" in line]
-    assert progress and all(re.search(r"\[runner\.judging\.progress\]\[INFO\] - judging 6/6 \(100%\)", line)
-                            for line in progress)
 
 
 def test_a_run_whose_calls_keep_failing_aborts_instead_of_paying_for_more(run_cli, tmp_path):

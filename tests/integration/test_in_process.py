@@ -16,7 +16,8 @@ from tests.integration.conftest import REPO, cli_args, mlflow_uri, offline_env
 
 
 def _overrides(tmp_path, run_dir, *extra: str) -> list[str]:
-    return cli_args(tmp_path, run_dir, ("max_items=20", *extra))[3:]
+    # no figures and no MLflow traces: no test here looks at them, and both ways of running get the same overrides
+    return cli_args(tmp_path, run_dir, ("max_items=20", "output.plots=false", "tracking.traces=false", *extra))[3:]
 
 
 @pytest.mark.slow  # the CLI's run is a process

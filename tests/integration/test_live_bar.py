@@ -1,7 +1,9 @@
 """The live bar on a real terminal (issue 33, point 3): judgesweep runs as a process on a pseudo-terminal against the
 fake server, which answers the first call 429 with a Retry-After. While every call waits, the bar says it is paused,
 with the time left counting down, the 429 and the retry already counted and no ETA; a spinner names the steps after
-judging; the bar's final line stays in the terminal. Nothing is timed: the test reads what the terminal was sent."""
+judging; the bar's final line stays in the terminal. Then, batched, the bar shows the batch while the run waits for it.
+Both are the jobs of one multirun in one process (module fixture ``screens``). Nothing is timed: the tests read what
+the terminal was sent."""
 
 from __future__ import annotations
 
@@ -13,10 +15,12 @@ import select
 import struct
 import subprocess
 import termios
+from collections.abc import Iterator
 
+import certifi
 import pytest
 
-from tests.fakes.openai_server import Reply
+from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
 
 pytestmark = pytest.mark.slow  # judgesweep as a process on a pseudo-terminal
@@ -58,16 +62,49 @@ def run_on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     return proc.wait(timeout=60), sent.decode("utf-8", "replace")
 
 
-def test_the_bar_shows_a_retry_after_pause_counting_down_and_keeps_its_final_line(tmp_path, fake_server):
-    fake_server.enqueue(Reply(status=429, headers={"Retry-After": "3"}, error_message="slow down"))
-    fake_server.reply = lambda body: Reply(content="[[A]]")
-    overrides = (*live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
-                 "max_items=2", "order=fixed", "concurrency=1", "cache.mode=off", "tracking=off")
-    env = offline_env({"TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": "50"})
-    env.pop("NO_COLOR", None)
-    code, screen = run_on_a_terminal(cli_args(tmp_path, tmp_path / "run", overrides), env)
-    assert code == 0, screen
-    text = CSI.sub("", screen)
+def one_ca(directory) -> str:
+    """A CA file of one certificate (certifi's first), for SSL_CERT_FILE: litellm builds a new OpenAI client for each
+    batch poll, and httpx loads the CA file for each of its transports (three with offline_env's proxies): certifi's
+    bundle costs ~15 ms of CPU each time. The run speaks plain HTTP to 127.0.0.1: which CAs are trusted is no point."""
+    bundle = certifi.contents()
+    end = "-----END CERTIFICATE-----"
+    path = directory / "one_ca.pem"
+    path.write_text(bundle[bundle.index("-----BEGIN CERTIFICATE-----"):bundle.index(end) + len(end)] + "\n")
+    return str(path)
+
+
+# a frame of the batch's bar while the provider has it: the batch id, rows done of its rows, the time waited, the
+# provider's status and failed rows (what its last retrieve said)
+WAITING = re.compile(r"batch (batch_\w+) \S* 0/2 \d+:\d\d:\d\d (validating|in_progress)  failed 0")
+COLLECTED = re.compile(r"batch (batch_\w+) 2/2 \(100%\)  \d+ s  completed  failed 0\r\n")
+
+
+@pytest.fixture(scope="module")
+def screens(tmp_path_factory) -> Iterator[tuple[str, str, FakeOpenAIServer]]:
+    """One judgesweep process on a pseudo-terminal for both tests: a multirun whose jobs run in order, judge.batch=off
+    (job 0: the fake server answers its first call 429 with Retry-After: 3), then judge.batch=on (job 1: the batch
+    stays validating and in_progress for a few polls each). What each job's part of the terminal showed (split at the
+    launcher's "#1 : ..." line, escape sequences removed), and the fake server."""
+    tmp = tmp_path_factory.mktemp("live_bar")
+    with FakeOpenAIServer() as server:
+        server.enqueue(Reply(status=429, headers={"Retry-After": "3"}, error_message="slow down"))
+        server.reply = lambda body: Reply(content="[[A]]")
+        server.batches.polls_per_step = 10  # a few redraws per status: validating, in_progress, completed
+        overrides = (*live_judge(server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
+                     "max_items=2", "order=fixed", "concurrency=1", "cache.mode=off", "tracking=off",
+                     "batch.poll_s=0.1", "output.plots=false", "judge.batch=off,on")  # no test looks at a figure
+        env = offline_env({"TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": "50",
+                           "SSL_CERT_FILE": one_ca(tmp)})
+        env.pop("NO_COLOR", None)
+        code, screen = run_on_a_terminal(cli_args(tmp, tmp / "multirun", overrides, multirun=True), env)
+        assert code == 0, screen
+        job_0, second, job_1 = CSI.sub("", screen).partition("#1 : ")
+        assert second and "judge.batch=on" in job_1.splitlines()[0], screen
+        yield job_0, job_1, server
+
+
+def test_the_bar_shows_a_retry_after_pause_counting_down_and_keeps_its_final_line(screens):
+    text, _, _ = screens
     # the bar is redrawn during the pause, not frozen on its last count: the time left goes down
     left = {int(n) for n in PAUSED.findall(text)}
     assert len(left) >= 2 and max(left) <= 4, text
@@ -80,28 +117,14 @@ def test_the_bar_shows_a_retry_after_pause_counting_down_and_keeps_its_final_lin
     assert "report: " in text[final.end():]
 
 
-# a frame of the batch's bar while the provider has it: the batch id, rows done of its rows, the time waited, the
-# provider's status and failed rows (what its last retrieve said)
-WAITING = re.compile(r"batch (batch_\w+) \S* 0/2 \d+:\d\d:\d\d (validating|in_progress)  failed 0")
-COLLECTED = re.compile(r"batch (batch_\w+) 2/2 \(100%\)  \d+ s  completed  failed 0\r\n")
-
-
-def test_the_bar_shows_a_batch_while_the_run_waits_for_it(tmp_path, fake_server):
+def test_the_bar_shows_a_batch_while_the_run_waits_for_it(screens):
     """Issue 34: waiting for a batch, the live bar shows the provider's counts, status and the time waited; its last
     line (the batch completed) stays in the terminal, then judging's bar counts the answers read from it."""
-    fake_server.reply = lambda body: Reply(content="[[A]]")
-    fake_server.batches.polls_per_step = 10  # a few redraws per status: validating, in_progress, completed
-    overrides = (*live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
-                 "max_items=2", "order=fixed", "cache.mode=off", "tracking=off", "judge.batch=on", "batch.poll_s=0.1")
-    env = offline_env({"TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": "50"})
-    env.pop("NO_COLOR", None)
-    code, screen = run_on_a_terminal(cli_args(tmp_path, tmp_path / "run", overrides), env)
-    assert code == 0, screen
-    text = CSI.sub("", screen)
+    _, text, fake_server = screens
     [batch_id] = fake_server.batches.batches
     assert {(found, status) for found, status in WAITING.findall(text)} == {(batch_id, "validating"),
                                                                             (batch_id, "in_progress")}, text
     collected = COLLECTED.search(text)
     assert collected is not None and collected[1] == batch_id, text
     assert re.search(r"judging 2/2 \(100%\)", text[collected.end():]), text
-    assert fake_server.requests == []
+    assert len(fake_server.requests) == 3  # job 0's (2 calls, one of them twice: 429s 1); none from this job
