@@ -47,12 +47,12 @@ TMPFS = Path("/dev/shm")
 # resumed), longest first. They run first, so that with `-n 2 --dist loadscope` (one module to one worker) the many
 # short modules fill in at the end rather than one long module running alone after the other worker is done;
 # xdist's own order (scopes by number of tests, --loadscope-reorder) would start them last.
-LONGEST_FIRST = ("test_tracking_view", "test_sweep_resume", "test_wheel_install", "test_ray_launcher", "test_batch_api",
-                 "test_tracking_launchers",
-                 "test_launchers", "test_run_dir_owner", "test_shared_store", "test_calibration", "test_compare",
-                 "test_tracking_promises", "test_tracking_start", "test_llmbar_subsets", "test_presets",
-                 "test_published_figures", "test_rubric_judging", "test_hardening", "test_results_api",
-                 "test_default_run", "test_in_process", "test_resume", "test_secrets", "test_config")
+LONGEST_FIRST = ("test_sweep_resume", "test_tracking_view", "test_ray_launcher", "test_wheel_install", "test_interrupt",
+                 "test_batch_api", "test_compare", "test_launchers", "test_calibration", "test_run_dir_owner",
+                 "test_tracking_launchers", "test_sweep_best", "test_secrets", "test_tracking_promises",
+                 "test_provider_faults", "test_llmbar_subsets", "test_live_bar", "test_shared_store", "test_config",
+                 "test_tracking_start", "test_rate_limits", "test_startup", "test_disk_full", "test_docs",
+                 "test_default_run", "test_published_figures", "test_in_process", "test_make_run", "test_presets")
 
 
 def pytest_configure(config: pytest.Config) -> None:  # noqa: D103
