@@ -54,7 +54,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 # Unit and in-process integration tests only: no test that runs judgesweep (or any python) as a process, signals
-# one or starts a server (the `slow` marker, tests/conftest.py). `make test` runs them all.
+# one, starts a server or waits on the clock for seconds as its point (the `slow` marker, tests/conftest.py).
+# `make test` runs them all.
 test-fast: $(STAMP)
 	$(BIN)/ruff check runner tests
 	$(BIN)/lint-imports

@@ -1,7 +1,8 @@
 """Markers by where a test lives: every test under tests/integration is ``integration``; those that run
 judgesweep (or any python) as a process (the process is their point: exit codes, kill -9 and resume, SIGINT, a
 pseudo-terminal, launchers, a sweep's callbacks, Hydra's logging, what a fresh process imports), start an MLflow
-server or run for tens of seconds are also ``slow``, which `make test-fast` leaves out (marked here by module, or in
+server, run for tens of seconds or wait on the clock for seconds as their point (a capped Retry-After, a rate
+window, pacing at an rpm) are also ``slow``, which `make test-fast` leaves out (marked here by module, or in
 the test module by ``pytestmark`` or per test). Also: tmp_path on tmpfs, the longest modules first, and the
 fixtures many modules share (``schemas``, ``hydra_conf``: Hydra on conf/ for tests.builders.to_run_config).
 Hand-built records and configs shared by modules are in tests/builders.py; a test module imports nothing from

@@ -15,6 +15,7 @@ import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.fakes.openai_server import Reply
@@ -77,6 +78,7 @@ def test_an_aborted_run_writes_what_completed_marked_partial(run_cli, fake_serve
     assert mlflow_run.data.metrics["items/total"] == len(judged)  # what completed is logged too
 
 
+@pytest.mark.slow  # waits on the clock for its point (slow answers cut off by the abort)
 def test_a_partial_run_summarizes_every_item_that_finished_before_the_abort(run_cli, fake_server):
     # pair-00's call is the first sent and fails last (after 1 s); the 29 others are answered at once: they finish
     # before it and wait behind it to be collected, and its failure crosses max_error_rate=0 (1 of 30 calls)

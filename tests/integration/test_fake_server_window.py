@@ -32,6 +32,7 @@ def test_window_limit_is_rpm_scaled_to_the_window_at_least_one(rpm: int, window_
     assert window_limit(rpm, window_s) == expected
 
 
+@pytest.mark.slow  # waits on the clock for its point (the server's rate window)
 def test_short_window_admits_its_share_of_rpm_then_429_with_both_retry_headers() -> None:
     # 120 rpm over 1.5 s = 3. A burst of 3 on loopback takes milliseconds, so even a loaded CI machine sends it well
     # inside the window (an 11-request burst in a 2 s window once saw it slide; an 8 s window made this test wait 8 s)
@@ -58,6 +59,7 @@ def test_short_window_admits_its_share_of_rpm_then_429_with_both_retry_headers()
         assert server.stats()["requests"] == 5 and server.stats()["accepted"] == 4
 
 
+@pytest.mark.slow  # waits on the clock for its point (the server's rate window sliding)
 def test_window_slides_rather_than_resetting() -> None:
     with FakeOpenAIServer(rpm_limit=60, window_s=2.0) as server, httpx.Client(trust_env=False) as client:
         url = f"{server.base_url}/chat/completions"

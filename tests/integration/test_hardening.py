@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from tests.integration.conftest import live_judge
 
@@ -47,6 +49,7 @@ def test_json_schema_is_requested_and_a_provider_ignoring_it_is_still_parsed(run
     assert rows["q2"]["raw_response"] == "not json at all"
 
 
+@pytest.mark.slow  # waits on the clock for its point (calls paced at the judge's rpm)
 def test_client_side_rpm_pacing_avoids_429s(run_cli, tmp_path):
     dataset = tmp_path / "pairs.jsonl"
     rows = [{"id": f"q{i}", "prompt": f"q{i}", "chat": "a", "simple_chat": "b"} for i in range(8)]

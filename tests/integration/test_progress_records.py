@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.fakes.openai_server import Reply
 from tests.integration.conftest import live_judge
 
@@ -19,6 +21,7 @@ def run(run_cli, fake_server, *extra: str, delay_s: float = 0.15):
                    "tracking=off", *extra)
 
 
+@pytest.mark.slow  # waits on the clock for its point (progress records every interval)
 def test_progress_is_logged_every_interval_and_at_the_end(run_cli, fake_server):
     result = run(run_cli, fake_server, "progress_interval_s=0.2")
     assert result.proc.returncode == 0, result.output

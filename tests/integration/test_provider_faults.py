@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.fakes.openai_server import Reply, nested_body
@@ -124,6 +125,7 @@ def test_a_valid_answer_with_a_malformed_usage_is_scored_with_its_tokens_unknown
             ] == [None] * 3
 
 
+@pytest.mark.slow  # waits on the clock for its point (a byte every 0.3 s until the deadline)
 def test_an_answer_trickling_a_byte_at_a_time_ends_at_the_deadline_as_a_timeout(run_cli, fake_server):
     """Was: judge.timeout_s bounded each read, so a body sent a byte every 0.3 s took minutes (or forever)."""
     fake_server.reply = lambda _body: Reply(content="Verdict: [[A]]", trickle_s=0.3)
@@ -135,6 +137,7 @@ def test_an_answer_trickling_a_byte_at_a_time_ends_at_the_deadline_as_a_timeout(
     assert row["attempts"] == 2 and len(fake_server.requests) == 2  # retried as a timeout is
 
 
+@pytest.mark.slow  # waits on the clock for its point (the Retry-After capped at 11 s)
 def test_a_retry_after_of_a_day_is_capped_logged_with_its_end_and_shown_in_the_progress(run_cli, fake_server):
     """Was: Retry-After: 86400 honoured in full, silently (no request and no log line for 9+ minutes)."""
     fake_server.enqueue(Reply(status=429, headers={"Retry-After": "86400"}))

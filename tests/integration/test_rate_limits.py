@@ -46,6 +46,7 @@ class OneSecondWindow:
         return Reply(content="[[A]]", delay_s=0.05)
 
 
+@pytest.mark.slow  # waits on the clock for its point (429s and their Retry-After)
 def test_an_unconfigured_rate_limit_loses_no_judgment(run_cli, fake_server, tmp_path):
     dataset = tmp_path / "pairs.jsonl"
     dataset.write_text("".join(json.dumps({"id": f"q{n}", "prompt": f"q{n}", "chat": "a", "simple_chat": "b"}) + "\n"
@@ -63,6 +64,7 @@ def test_an_unconfigured_rate_limit_loses_no_judgment(run_cli, fake_server, tmp_
     assert max(row["rate_limited"] for row in journal) > 0  # ... though judge.max_retries=0 allows no retry
 
 
+@pytest.mark.slow  # waits on the clock for its point (the patience of 429s without progress)
 def test_without_progress_a_429_is_given_up_after_the_patience(run_cli, fake_server, tmp_path):
     dataset = tmp_path / "pairs.jsonl"
     dataset.write_text(json.dumps({"id": "q0", "prompt": "q", "chat": "a", "simple_chat": "b"}) + "\n")
@@ -78,6 +80,7 @@ def test_without_progress_a_429_is_given_up_after_the_patience(run_cli, fake_ser
 N_SPORADIC = 300  # judgments against 10% sporadic 429s: enough answers for a few trials of a cut (20 requests a side)
 
 
+@pytest.mark.slow  # waits on the clock for its point (429s and their Retry-After)
 def test_sporadic_429s_are_not_read_as_a_rate_limit(run_cli, tmp_path):
     """A provider answering 10% of requests 429 whatever the rate (seeded): their share is no evidence of a rate limit
     (under 20% of the answers), so each holds back only its own call: no cut of the rate, no pause; nothing is lost."""
