@@ -106,7 +106,21 @@ def build_router(judge: JudgeConfig, api_keys: Mapping[str, Secret]) -> ReplicaR
         ConfigurationError: A replica's rpm/tpm is not positive, or two replicas share an api_base.
     """
     deployments = replicas.model_list(judge, api_keys)
-    return ReplicaRouter(
+    listed = set(litellm.model_cost)
+    router = ReplicaRouter(
         judge.name, {d["model_info"]["id"]: d["litellm_params"]["api_base"] for d in deployments},
         model_list=deployments, routing_strategy="simple-shuffle", num_retries=0, timeout=judge.timeout_s,
         disable_cooldowns=True, enable_weighted_failover=True, max_fallbacks=len(deployments))
+    forget_unpriced(listed)
+    return router
+
+
+def forget_unpriced(listed: set[str]) -> None:
+    """Drop the entries litellm's Router added to its process-wide cost map (``litellm.model_cost``) that hold no
+    price: the Router registers each deployment's model and id there, and litellm then prices an unlisted model's
+    calls at $0.00 rather than unknown, in this process, for every later judge of that model too (a replicated
+    job of a sweep made the next job's unpriced calls look free, and ``budget.max_usd`` with them)."""
+    for key in set(litellm.model_cost) - listed:
+        entry = litellm.model_cost.get(key)
+        if not isinstance(entry, dict) or not any("cost" in name and value for name, value in entry.items()):
+            litellm.model_cost.pop(key, None)

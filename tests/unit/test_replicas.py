@@ -18,7 +18,7 @@ import litellm  # noqa: E402
 from runner.core.config import JudgeConfig, ReplicaConfig  # noqa: E402
 from runner.core.errors import ConfigurationError  # noqa: E402
 from runner.core.types import Secret  # noqa: E402
-from runner.llm.client import JudgeClient  # noqa: E402
+from runner.llm.client import JudgeClient, price  # noqa: E402
 from runner.llm.failover import ReplicaRouter, build_router  # noqa: E402
 from runner.llm.replicas import (  # noqa: E402
     judge_secrets,
@@ -139,6 +139,18 @@ def test_router_settings_keep_retries_ours_and_cooldowns_off() -> None:
         assert router.enable_weighted_failover is True and router.max_fallbacks == 2
         assert router.timeout == 7.0
         assert router.bases == {replica_id(0): BASE_1, replica_id(1): BASE_2}
+    finally:
+        router.discard()
+
+
+def test_a_router_leaves_an_unlisted_model_unpriced_in_this_process() -> None:
+    """litellm's Router registers its deployments in the process-wide cost map; an unlisted model's calls (this
+    judge's, and any later judge's of the same model) must stay unpriced (None), not $0.00."""
+    listed = set(litellm.model_cost)
+    router = build_router(judge(ReplicaConfig(api_base=BASE_1), ReplicaConfig(api_base=BASE_2)), {})
+    try:
+        assert set(litellm.model_cost) == listed
+        assert price(judge().model, 100, 10) is None
     finally:
         router.discard()
 
