@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections
 import copy
+import hashlib
 import json
 import logging
 import math
@@ -91,6 +92,18 @@ ReplyPolicy = Callable[[dict], "Reply | str"]
 
 def _default_reply(_body: dict) -> Reply:
     return Reply(content="[[A]]")
+
+
+def verdict_by_prompt(body: dict) -> Reply:
+    """A pairwise verdict that depends only on the prompt: the same answer whatever the order of arrival, so a run
+    killed and resumed can be compared byte for byte with one that was not."""
+    digest = hashlib.sha256(body["messages"][-1]["content"].encode()).digest()
+    return Reply(content=f"Verdict: {'[[A]]' if digest[0] % 3 else '[[B]]'}")
+
+
+def slow_verdict_by_prompt(body: dict) -> Reply:
+    """:func:`verdict_by_prompt` 0.15 s late: a run slow enough to be killed mid-way."""
+    return replace(verdict_by_prompt(body), delay_s=0.15)
 
 
 def _estimate_tokens(text: str) -> int:

@@ -52,6 +52,20 @@ def offline_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def one_ca_file(directory: Path) -> str:
+    """A CA file of one certificate (certifi's first) in ``directory``, for SSL_CERT_FILE: litellm builds a new OpenAI
+    client for each Files/Batches call (an upload, a poll, a download), and httpx loads the CA file for each of its
+    transports (one, and one per proxy variable: three with offline_env's): certifi's bundle costs ~15 ms of CPU each
+    time. For runs that speak plain HTTP to 127.0.0.1, where which CAs are trusted is nothing a test checks."""
+    import certifi
+
+    bundle = certifi.contents()
+    end = "-----END CERTIFICATE-----"
+    path = directory / "one_ca.pem"
+    path.write_text(bundle[bundle.index("-----BEGIN CERTIFICATE-----"):bundle.index(end) + len(end)] + "\n")
+    return str(path)
+
+
 @dataclass
 class CliRun:
     """A finished CLI invocation and where it wrote."""

@@ -10,19 +10,16 @@ import re
 import signal
 import subprocess
 import time
-from dataclasses import replace
 
-import certifi
 import pytest
 from mlflow.tracking import MlflowClient
 
 from runner.core.errors import BUDGET_REACHED
 from runner.llm.batches import batch_price
 from runner.storage.batch_log import BATCHES_NAME
-from tests.fakes.openai_server import Reply
-from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
+from tests.fakes.openai_server import verdict_by_prompt
+from tests.integration.conftest import REPO, cli_args, live_judge, offline_env, one_ca_file
 from tests.integration.test_ensemble import live_members
-from tests.integration.test_resume import deterministic_judge
 
 N_ITEMS = 20  # x 2 orders = 40 judgments: each test's counts hold at any size; KILL_ITEMS is the one the issue set
 THRESHOLD = N_ITEMS  # judge.batch_threshold under a run's 2 * N_ITEMS calls
@@ -33,17 +30,9 @@ BATCH_PRICED = ("cost_usd",)
 
 @pytest.fixture(autouse=True)
 def one_ca(tmp_path, monkeypatch) -> None:
-    """SSL_CERT_FILE: one CA (certifi's first) for the runs of these tests, in this process and the ones it starts.
-    litellm builds a new OpenAI client for each Files/Batches call (an upload, a poll, a download), and httpx loads
-    the CA file for each of its transports (one, and one per proxy variable: three with offline_env's): certifi's
-    bundle costs ~15 ms of CPU each time, most of these tests' CPU. The runs speak plain HTTP to 127.0.0.1, so which
-    CAs are trusted is nothing any test here checks."""
-    bundle = certifi.contents()
-    end = "-----END CERTIFICATE-----"
-    first = bundle[bundle.index("-----BEGIN CERTIFICATE-----"):bundle.index(end) + len(end)]
-    path = tmp_path / "one_ca.pem"
-    path.write_text(first + "\n")
-    monkeypatch.setenv("SSL_CERT_FILE", str(path))
+    """SSL_CERT_FILE of one CA (conftest.one_ca_file) for the runs of these tests, in this process and the ones it
+    starts: certifi's bundle loaded per batch client was most of these tests' CPU."""
+    monkeypatch.setenv("SSL_CERT_FILE", one_ca_file(tmp_path))
 
 
 def write_dataset(path, items: int = N_ITEMS) -> None:
@@ -58,11 +47,6 @@ def overrides(server, dataset, *extra: str) -> list[str]:
             f"dataset.path={dataset}", "order=both", "cache.mode=off", "tracking=off", "batch.poll_s=0.05", *extra]
 
 
-def quick_judge(body: dict) -> Reply:
-    """The same answer for the same prompt (tests.integration.test_resume's judge), without its delay."""
-    return replace(deterministic_judge(body), delay_s=0.0)
-
-
 def results(run_dir) -> bytes:
     return (run_dir / "results.jsonl").read_bytes()
 
@@ -73,7 +57,7 @@ def test_batch_killed_after_creation_resumes_with_one_batch_and_a_live_runs_resu
     resumed, give a live run's results.jsonl (every field but the cost, at the batch price) from exactly one batch."""
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset, KILL_ITEMS)
-    fake_server.reply = quick_judge
+    fake_server.reply = verdict_by_prompt
     priced = ("judge.price_as=gpt-4o-mini",)  # live and batch prices differ: the cost is the one field that may
     live = run_cli(*overrides(fake_server, dataset, *priced))
     assert live.proc.returncode == 0, live.output
@@ -123,7 +107,7 @@ def rows(run_dir) -> list[dict]:
 def test_failed_and_expired_rows_are_sent_again_live_and_counted(run_cli, fake_server, tmp_path):
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
-    fake_server.reply = quick_judge
+    fake_server.reply = verdict_by_prompt
     failing = {"q3", "q7"}
     fake_server.batches.fail = lambda custom_id: json.loads(custom_id)[0] in failing
     run = run_cli(*overrides(fake_server, dataset, "judge.batch=on"))
@@ -165,7 +149,7 @@ def test_batch_retry_sends_failed_and_expired_rows_again_in_a_new_batch_and_coun
     batch journal has both batches and calls/batch_resent counts the rows sent again."""
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
-    fake_server.reply = quick_judge
+    fake_server.reply = verdict_by_prompt
     live = run_cli(*overrides(fake_server, dataset))
     assert live.proc.returncode == 0, live.output
     fake_server.reset()
@@ -209,7 +193,7 @@ def test_batch_retry_resumes_across_processes_without_paying_twice(run_cli, fake
     the first batch's saved answers again: two batches, no live call, every judgment once."""
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
-    fake_server.reply = quick_judge
+    fake_server.reply = verdict_by_prompt
     fake_server.batches.fail = fail_once({"q5"})
     run_dir = tmp_path / "rounds"
     args = overrides(fake_server, dataset, "judge.batch=on", "batch.retry=batch", "batch.wait=false")
@@ -234,7 +218,7 @@ def test_ctrl_c_while_waiting_for_the_batch_exits_130_with_the_resume_command_an
     saying how to collect it, and a resume collects it."""
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
-    fake_server.reply = quick_judge
+    fake_server.reply = verdict_by_prompt
     fake_server.batches.polls_per_step = 10**6  # the batch stays "validating" until the signal
     run_dir = tmp_path / "waiting"
     args = overrides(fake_server, dataset, "judge.batch=on")
@@ -270,7 +254,7 @@ def test_wait_false_submits_and_exits_zero_then_resume_collects(run_cli, fake_se
     """In this process (a batch.wait=false process's exit code and line: the Ctrl-C test's resume)."""
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
-    fake_server.reply = quick_judge
+    fake_server.reply = verdict_by_prompt
     run_dir = tmp_path / "later"
     submitted = run_cli(*overrides(fake_server, dataset, "judge.batch=on", "batch.wait=false"), run_dir=run_dir)
     assert submitted.proc.returncode == 0, submitted.output
@@ -296,7 +280,7 @@ def test_batch_on_for_a_judge_without_a_batch_api_is_refused_before_any_call(run
 def test_auto_sends_live_below_the_threshold_and_batches_above_it(run_cli, fake_server, tmp_path):
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
-    fake_server.reply = quick_judge
+    fake_server.reply = verdict_by_prompt
     below = run_cli(*overrides(fake_server, dataset, "judge.batch=auto"))  # 2 * N_ITEMS calls <= 1000
     assert below.proc.returncode == 0, below.output
     assert fake_server.batches.created == 0 and len(fake_server.requests) == 2 * N_ITEMS
@@ -324,7 +308,7 @@ def test_a_cancelled_batch_is_reported_and_its_rows_are_sent_again_and_counted_i
     live, counted as calls/batch_resent in metrics.json, summary.json and MLflow."""
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
-    fake_server.reply = quick_judge
+    fake_server.reply = verdict_by_prompt
     tracked = [o for o in overrides(fake_server, dataset, "judge.batch=on") if o != "tracking=off"]
     submitted = run_cli(*tracked, "batch.wait=false")
     assert submitted.proc.returncode == 0, submitted.output
@@ -347,7 +331,7 @@ def test_a_batch_over_the_budget_is_refused_before_its_upload(run_cli, fake_serv
     """Issue 34 point 3: with budget.max_usd, a batch's worst case is booked before submission."""
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
-    fake_server.reply = quick_judge
+    fake_server.reply = verdict_by_prompt
     run = run_cli(*overrides(fake_server, dataset, "judge.batch=on", "judge.price_as=gpt-4o-mini",
                              "budget.max_usd=0.001"))
     assert run.proc.returncode == BUDGET_REACHED, run.output
@@ -379,7 +363,7 @@ def test_a_panel_s_members_are_batched_and_a_resume_collects_without_paying_twic
     each member's judgments once, and the results of a live panel run but for the cost."""
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
-    fake_server.reply = quick_judge
+    fake_server.reply = verdict_by_prompt
     live = run_cli(*panel(fake_server, dataset))
     assert live.proc.returncode == 0, live.output
     fake_server.reset()
@@ -414,7 +398,7 @@ def test_a_panel_with_a_member_without_a_batch_api_is_refused_with_on_and_partly
         run_cli, fake_server, tmp_path):
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
-    fake_server.reply = quick_judge
+    fake_server.reply = verdict_by_prompt
     refused = run_cli(*mixed_panel(fake_server, dataset, "judge.batch=on"))
     assert refused.proc.returncode == 1, refused.output
     assert "judge.batch=on: ensemble member b (lm_studio/fake-judge) has no batch API" in refused.output
@@ -433,7 +417,7 @@ def test_a_batched_run_s_stderr_has_no_event_loop_is_closed(run_cli, fake_server
     in-process run shows it)."""
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
-    fake_server.reply = quick_judge
+    fake_server.reply = verdict_by_prompt
     fake_server.batches.fail = lambda custom_id: json.loads(custom_id)[0] in {"q3", "q7"}
     for _ in range(2):  # in this process, as a sweep's jobs run: the second run's loops come after the first's
         run = run_cli(*overrides(fake_server, dataset, "judge.batch=on"))

@@ -17,11 +17,10 @@ import subprocess
 import termios
 from collections.abc import Iterator
 
-import certifi
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
-from tests.integration.conftest import REPO, cli_args, live_judge, offline_env
+from tests.integration.conftest import REPO, cli_args, live_judge, offline_env, one_ca_file
 
 pytestmark = pytest.mark.slow  # judgesweep as a process on a pseudo-terminal
 
@@ -62,17 +61,6 @@ def run_on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     return proc.wait(timeout=60), sent.decode("utf-8", "replace")
 
 
-def one_ca(directory) -> str:
-    """A CA file of one certificate (certifi's first), for SSL_CERT_FILE: litellm builds a new OpenAI client for each
-    batch poll, and httpx loads the CA file for each of its transports (three with offline_env's proxies): certifi's
-    bundle costs ~15 ms of CPU each time. The run speaks plain HTTP to 127.0.0.1: which CAs are trusted is no point."""
-    bundle = certifi.contents()
-    end = "-----END CERTIFICATE-----"
-    path = directory / "one_ca.pem"
-    path.write_text(bundle[bundle.index("-----BEGIN CERTIFICATE-----"):bundle.index(end) + len(end)] + "\n")
-    return str(path)
-
-
 # a frame of the batch's bar while the provider has it: the batch id, rows done of its rows, the time waited, the
 # provider's status and failed rows (what its last retrieve said)
 WAITING = re.compile(r"batch (batch_\w+) \S* 0/2 \d+:\d\d:\d\d (validating|in_progress)  failed 0")
@@ -94,7 +82,7 @@ def screens(tmp_path_factory) -> Iterator[tuple[str, str, FakeOpenAIServer]]:
                      "max_items=2", "order=fixed", "concurrency=1", "cache.mode=off", "tracking=off",
                      "batch.poll_s=0.1", "output.plots=false", "judge.batch=off,on")  # no test looks at a figure
         env = offline_env({"TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": "50",
-                           "SSL_CERT_FILE": one_ca(tmp)})
+                           "SSL_CERT_FILE": one_ca_file(tmp)})
         env.pop("NO_COLOR", None)
         code, screen = run_on_a_terminal(cli_args(tmp, tmp / "multirun", overrides, multirun=True), env)
         assert code == 0, screen

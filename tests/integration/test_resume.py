@@ -4,8 +4,6 @@ was shown is in messages.sqlite after the kill."""
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import os
 import signal
@@ -16,22 +14,11 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from runner.storage.messages import MESSAGES_NAME, MessageStore
-from tests.fakes.openai_server import Reply
+from tests.fakes.openai_server import slow_verdict_by_prompt, verdict_by_prompt
 from tests.integration.conftest import REPO, cli_args, live_judge, mlflow_uri, offline_env
 
 N_ITEMS, REPEATS = 8, 3
 TOTAL = N_ITEMS * REPEATS
-
-
-def deterministic_judge(body: dict) -> Reply:
-    """The same answer for the same prompt, whatever the order of arrival; a little slow."""
-    digest = hashlib.sha256(body["messages"][-1]["content"].encode()).digest()
-    return Reply(content=f"Verdict: {'[[A]]' if digest[0] % 3 else '[[B]]'}", delay_s=0.15)
-
-
-def at_once(body: dict) -> Reply:
-    """deterministic_judge's answer without its delay."""
-    return dataclasses.replace(deterministic_judge(body), delay_s=0.0)
 
 
 def write_dataset(path) -> None:
@@ -64,12 +51,12 @@ def kill_after_journal_lines(args: list[str], journal, lines: int) -> None:
 def test_resume_after_kill_pays_nothing_twice_and_matches_an_uninterrupted_run(run_cli, fake_server, tmp_path):
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset)
-    fake_server.reply = at_once  # the same answers; only the killed run needs them slow (to be killed mid-way)
+    fake_server.reply = verdict_by_prompt  # the same answers; only the killed run needs them slow (killed mid-way)
     reference = run_cli(*overrides(fake_server, dataset, "reference"))
     assert reference.proc.returncode == 0, reference.output
 
     fake_server.reset()
-    fake_server.reply = deterministic_judge
+    fake_server.reply = slow_verdict_by_prompt
     run_dir = tmp_path / "interrupted"
     journal = run_dir / "journal.jsonl"
     kill_after_journal_lines(cli_args(tmp_path, run_dir, tuple(overrides(fake_server, dataset, "resumed"))),
@@ -83,7 +70,7 @@ def test_resume_after_kill_pays_nothing_twice_and_matches_an_uninterrupted_run(r
     assert 7 <= journaled < TOTAL
 
     fake_server.reset()
-    fake_server.reply = at_once
+    fake_server.reply = verdict_by_prompt
     resumed = run_cli(*overrides(fake_server, dataset, "resumed"), f"resume={run_dir}", run_dir=run_dir)
     assert resumed.proc.returncode == 0, resumed.output
     assert len(fake_server.requests) == TOTAL - journaled  # nothing the journal held was paid again
