@@ -10,7 +10,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 # module's asserts again (~3 CPU-s a pytest process).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test test-fast lint install clean bench bench-scale bench-peers report-check install-size
+.PHONY: run test test-fast test-time lint install clean bench bench-scale bench-peers report-check install-size
 
 # Two stamps: `make run` installs the runtime dependencies only; the test, lint and bench targets add the dev
 # extras (pytest, ruff, mypy, import-linter, ray). `benchmarks/install_size.sh` measures both.
@@ -61,6 +61,11 @@ test-fast: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/mypy runner
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope -m "not slow"
+
+# How long `make test` and `make test-fast` take in a clean clone of HEAD (install, then each twice), with this machine's
+# speed beside them and where the CPU goes; Markdown rows for docs/performance.md (benchmarks/suite_time.py, ~25 min).
+test-time: $(STAMP)
+	$(BIN)/python -m benchmarks.suite_time $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check runner tests

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import functools
 import json
 import selectors
 from pathlib import Path
@@ -32,8 +33,15 @@ AB, BA = Order.AB, Order.BA
 
 
 def to_run_config(overrides: list[str]) -> RunConfig:
-    """conf/config.yaml with ``overrides``, composed and typed."""
-    cfg = compose(config_name="config", overrides=overrides)
+    """conf/config.yaml with ``overrides``, composed and typed: a copy of the first composition of the same
+    overrides in this test process and working directory (a compose is ~0.1 s of CPU; many tests build the same few
+    configs)."""
+    return copy.deepcopy(_composed(tuple(overrides), str(Path.cwd())))
+
+
+@functools.cache
+def _composed(overrides: tuple[str, ...], cwd: str) -> RunConfig:
+    cfg = compose(config_name="config", overrides=list(overrides))
     obj = OmegaConf.to_object(cfg)
     assert isinstance(obj, RunConfig)
     return obj
