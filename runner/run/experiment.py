@@ -70,6 +70,10 @@ def prepare_process() -> None:
     # MLflow 3 starts a telemetry client when imported (mlflow/telemetry) unless one of these says no: set before
     # any module imports mlflow, and inherited by launcher workers. litellm's is off in runner/llm/client.py.
     os.environ.update(TELEMETRY_OFF)
+    # litellm counts a Llama judge's tokens (pricing, the budget) with a tokenizer from the Hugging Face Hub: without
+    # this it fetches it from huggingface.co, and offline it retries for ~23 s before falling back to its bundled
+    # tokenizer. A tokenizer already in the user's Hugging Face cache is still used; HF_HUB_OFFLINE=0 allows the fetch.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if not OmegaConf.has_resolver("resume_or"):
         # hydra.run.dir / hydra.sweep.dir: the directory being resumed, else a new timestamped one.
         OmegaConf.register_new_resolver("resume_or", lambda resume, fresh: resume or fresh)

@@ -67,9 +67,7 @@ def installed(tmp_path_factory) -> Installed:
     base = tmp_path_factory.mktemp("wheel")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    # litellm counts a Llama judge's tokens with a tokenizer from the Hugging Face Hub: offline, huggingface_hub
-    # retries for ~23 s before litellm falls back; told it is offline, it falls back at once
-    env["HF_HUB_OFFLINE"] = "1"
+    env.pop("HF_HUB_OFFLINE", None)  # judgesweep says it (runner.run.experiment.prepare_process): checked below
     # from a copy of what the wheel is built from: setuptools reuses a source tree's build/ (a previous build's files)
     source = base / "source"
     for name in ("runner", "conf", "prompts"):
@@ -133,9 +131,13 @@ def in_the_venv(installed, tmp_path_factory) -> dict[str, dict]:
             "packaged option in the project": {"cwd": str(base / "demo"), "overrides": list(PACKAGED_OPTION)}}
     (base / "runs.json").write_text(json.dumps(runs))
     out = base / "out.json"
-    _run([str(installed.bin / "python"), str(Path(__file__).with_name("dry_run_every_option.py")), str(out),
-          "--project", str(base / "demo"), "--runs", str(base / "runs.json")], base / "empty", installed.env)
-    return json.loads(out.read_text())
+    # any request that is not to 127.0.0.1 goes to a closed port: refused, and said on stderr by whoever made it
+    closed = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
+              "NO_PROXY": "127.0.0.1,localhost"}
+    printed = _run([str(installed.bin / "python"), str(Path(__file__).with_name("dry_run_every_option.py")), str(out),
+                    "--project", str(base / "demo"), "--runs", str(base / "runs.json")], base / "empty",
+                   {**installed.env, **closed})
+    return {**json.loads(out.read_text()), "printed": printed}
 
 
 def test_every_packaged_option_dry_runs_installed_from_an_empty_directory_and_every_preset_from_a_project(
@@ -149,6 +151,13 @@ def test_every_packaged_option_dry_runs_installed_from_an_empty_directory_and_ev
     # each failed option with the distinct errors of the ways it was tried (the default run, then each preset)
     assert failed == {}, "\n".join(f"{option}: " + " | ".join(dict.fromkeys(e[:300] for _, e in errors))
                                    for option, errors in failed.items())
+
+
+def test_no_packaged_option_reaches_out_for_a_tokenizer(in_the_venv):
+    # judge=cerebras_llama70b's dry run counts its tokens with litellm, which asks the Hugging Face Hub for a Llama
+    # tokenizer unless HF_HUB_OFFLINE is set (in_the_venv sends every request to a closed port: refused, retried ~23 s)
+    assert in_the_venv["dry_runs"]["judge=cerebras_llama70b"]["ok"]
+    assert "huggingface.co" not in in_the_venv["printed"]
 
 
 def test_the_default_run_works_from_an_empty_directory(installed, in_the_venv, tmp_path):
