@@ -158,6 +158,7 @@ def test_no_packaged_option_reaches_out_for_a_tokenizer(in_the_venv):
     # tokenizer unless HF_HUB_OFFLINE is set (in_the_venv sends every request to a closed port: refused, retried ~23 s)
     assert in_the_venv["dry_runs"]["judge=cerebras_llama70b"]["ok"]
     assert "huggingface.co" not in in_the_venv["printed"]
+    assert in_the_venv["printed"] == ""  # nor any other warning or attempt: each run's own output is in out.json
 
 
 def test_the_default_run_works_from_an_empty_directory(installed, in_the_venv, tmp_path):
