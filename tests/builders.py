@@ -1,6 +1,8 @@
 """Hand-built records and configs that several test modules use, in one place (their fixtures are in
 tests/conftest.py): composed RunConfigs, pairwise and pointwise judgments, item refs, the round trip of a report
-document, an event loop on virtual time. Nothing here runs a judge or touches a socket."""
+document, an event loop on virtual time. Nothing here runs a judge or touches a socket. What only integration
+modules share (overrides for the loopback server, reply policies, published numbers) is in
+tests/integration/shared.py."""
 
 from __future__ import annotations
 

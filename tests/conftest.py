@@ -5,8 +5,10 @@ server, run for tens of seconds or wait on the clock for seconds as their point 
 window, pacing at an rpm) are also ``slow``, which `make test-fast` leaves out (marked here by module, or in
 the test module by ``pytestmark`` or per test). Also: tmp_path on tmpfs, the longest modules first, and the
 fixtures many modules share (``schemas``, ``hydra_conf``: Hydra on conf/ for tests.builders.to_run_config).
-Hand-built records and configs shared by modules are in tests/builders.py; a test module imports nothing from
-another."""
+Hand-built records and configs shared by modules are in tests/builders.py, what integration modules share (overrides
+for the loopback server, reply policies that know the shipped presets, published numbers, checks of a run's output)
+in tests/integration/shared.py, the fake server and its generic reply policies in tests/fakes/; a test module
+imports nothing from another (tests/unit/test_test_modules.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Integration fixtures: a run in this process (runner.run_experiment) or the real CLI in a subprocess, a fake
 OpenAI-compatible server on 127.0.0.1, a throw-away MLflow sqlite store per test, a real `mlflow server` per test
 process, and runs that several modules read made once per session (once_per_session: the replay sweep, a
-calibration search)."""
+calibration search). What integration modules share that is not a fixture is in tests/integration/shared.py."""
 
 from __future__ import annotations
 
@@ -33,6 +33,10 @@ from runner.core.errors import BUDGET_REACHED, TRACKING_FAILED, BatchPending
 from runner.judging.calls import BudgetReached
 from runner.run.experiment import run_experiment
 from tests.fakes.openai_server import FakeOpenAIServer
+
+# tests/integration/shared.py's checks (assert_only_what_a_user_reads, sweep_items_blob) fail with pytest's account
+# of the values, as they did in the test modules they came from: registered before any test module imports it.
+pytest.register_assert_rewrite("tests.integration.shared")
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CEREBRAS_API_KEY")

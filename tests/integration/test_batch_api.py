@@ -19,7 +19,7 @@ from runner.llm.batches import batch_price
 from runner.storage.batch_log import BATCHES_NAME
 from tests.fakes.openai_server import verdict_by_prompt
 from tests.integration.conftest import REPO, cli_args, live_judge, offline_env, one_ca_file
-from tests.integration.test_ensemble import live_members
+from tests.integration.shared import live_members
 
 N_ITEMS = 20  # x 2 orders = 40 judgments: each test's counts hold at any size; KILL_ITEMS is the one the issue set
 THRESHOLD = N_ITEMS  # judge.batch_threshold under a run's 2 * N_ITEMS calls

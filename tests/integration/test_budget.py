@@ -15,7 +15,7 @@ from runner.core.errors import BUDGET_REACHED
 from runner.storage import store
 from tests.fakes.openai_server import Reply
 from tests.integration.conftest import live_judge
-from tests.integration.test_ensemble import live_members
+from tests.integration.shared import live_members
 
 ITEMS = 8  # chat_vs_simple's first items, one order each: 8 calls
 ANSWER = Reply(content="[[A]]", prompt_tokens=300, completion_tokens=100)

@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from mlflow.tracking import MlflowClient
 from runner.app import compare_cli as compare_main
 from runner.outputs.compare_outcomes import RunResults, outcomes, read_rows
 from tests.integration.conftest import REPO, CliRun, copy_store, offline_env, replay_sweep
-from tests.integration.test_default_run import published
+from tests.integration.shared import exact_sign_flip_p, published
 
 
 def compare_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -109,21 +108,6 @@ def test_gpt4_vs_chatgpt_vanilla_matches_the_published_accuracies(compared):
     # an item right in one order of two is half right: not a 0/1 outcome, so the permutation test, per item
     assert pair["test"] == "sign_flip_exact" and pair["p_value"] < 0.05 and pair["significant"]
     assert pair["ci_method"] == "paired_t" and (pair["ci_low"] > 0 or pair["ci_high"] < 0)
-
-
-def exact_sign_flip_p(differences: list[float]) -> Fraction:
-    """The exact two-sided sign-flip p-value in integers: the share of the 2^n sign vectors whose |sum| reaches the
-    observed one, counted by multiplying out prod_i (x^-d_i + x^d_i) (differences of shares of 2 judgments)."""
-    ints = [round(2 * d) for d in differences]
-    counts = {0: 1}
-    for d in ints:
-        grown: dict[int, int] = {}
-        for total, ways in counts.items():
-            for step in (d, -d):
-                grown[total + step] = grown.get(total + step, 0) + ways
-        counts = grown
-    observed = abs(sum(ints))
-    return Fraction(sum(ways for total, ways in counts.items() if abs(total) >= observed), 2 ** len(ints))
 
 
 def test_every_p_value_is_the_exact_one_and_not_floored_by_a_resample_count(sweep, compared, tmp_path):

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 import mlflow
@@ -11,30 +10,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.integration.conftest import REPO
-
-STATS = REPO / "runner" / "data" / "llmbar" / "statistics"
-
-
-def published(name: str) -> dict[str, float]:
-    """LLMBar's statistics.json as fractions: correct_False/True/average/both and equal."""
-    raw = json.loads((STATS / f"{name}.json").read_text())
-
-    def pct(text: str) -> float:
-        return round(float(text.rsplit("=", 1)[-1].strip().rstrip("%")) / 100, 4)
-
-    return {
-        "accuracy_ab": pct(raw["correct_False"]),
-        "accuracy_ba": pct(raw["correct_True"]),
-        "accuracy_mean": pct(raw["correct_average"]),
-        "correct_both": pct(raw["correct_both"]),
-        "positional_agreement": pct(raw["equal"]),
-    }
-
-
-def ours(gold: dict) -> dict[str, float]:
-    """Our gold metrics, rounded like the published ones."""
-    return {k: round(gold[k], 4) for k in ("accuracy_ab", "accuracy_ba", "accuracy_mean", "correct_both",
-                                           "positional_agreement")}
+from tests.integration.shared import assert_only_what_a_user_reads, ours, published
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +79,6 @@ def test_default_run_is_in_mlflow_with_params_metrics_and_raw_responses(default_
 def test_default_run_prints_only_what_a_user_reads(default_run):
     # `make run`'s run step (tests/integration/test_make_run.py runs the Makefile itself): a new MLflow store, no
     # warning from litellm, MLflow or alembic, nothing on stderr
-    from tests.integration.test_make_run import assert_only_what_a_user_reads
-
     assert default_run.proc.returncode == 0, default_run.output
     assert default_run.proc.stderr == ""
     assert_only_what_a_user_reads(default_run.proc.stdout)

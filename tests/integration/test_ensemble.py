@@ -11,6 +11,7 @@ from mlflow.tracking import MlflowClient
 from runner.outputs import results
 from runner.stats.dawid_skene import dawid_skene
 from tests.integration.launching import Rendezvous
+from tests.integration.shared import live_members
 
 COMBINES = ("majority_vote", "weighted", "mean", "median", "dawid_skene")
 
@@ -62,16 +63,6 @@ def test_replayed_gpt4_and_chatgpt_ensemble_on_llmbar_with_every_aggregation(run
     (result.run_dir / "results.jsonl").unlink()
     unfinished = results.load(result.run_dir)
     assert unfinished.judgments.groupby("judge").size().to_dict() == {"replay_chatgpt": 200, "replay_gpt4": 200}
-
-
-def live_members(server, seeds=(1, 2)) -> list[str]:
-    """An ensemble of two local_openai members on the fake server, told apart by their seed."""
-    out = ["judge=ensemble", "~judge@judge.members.replay_gpt4", "~judge@judge.members.replay_chatgpt",
-           "~judge.weights.replay_gpt4", "~judge.weights.replay_chatgpt"]
-    for name, seed in zip(("a", "b"), seeds, strict=True):
-        out += [f"+judge@judge.members.{name}=local_openai", f"judge.members.{name}.api_base={server.base_url}",
-                f"judge.members.{name}.model=openai/fake-judge", f"judge.members.{name}.seed={seed}"]
-    return out
 
 
 def test_an_ensemble_s_report_shows_each_member_s_answers_per_item(run_cli):

@@ -230,7 +230,7 @@ def test_repeats_above_temperature_0_do_not_warn(run_cli, fake_server):
 
 
 def test_an_aborted_ensemble_writes_the_items_every_member_finished(run_cli, fake_server):
-    from tests.integration.test_ensemble import live_members
+    from tests.integration.shared import live_members
 
     calls_of_b = itertools.count()
 

@@ -17,8 +17,7 @@ from mlflow.tracking import MlflowClient
 
 from runner.outputs import results
 from tests.integration.conftest import live_judge
-from tests.integration.test_presets import SCORES
-from tests.integration.test_rubric_judging import generated_text, generation_overrides, generator_and_judge
+from tests.integration.shared import SCORES, generated_text, generation_overrides, generator_and_judge
 
 pytestmark = [pytest.mark.integration, pytest.mark.traces]  # run_cli keeps MLflow traces on
 

@@ -14,7 +14,6 @@ store included). Slow: make, pip and judgesweep as processes.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -24,11 +23,11 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import REPO, offline_env
+from tests.integration.shared import LOG_RECORD, assert_only_what_a_user_reads
 
 pytestmark = pytest.mark.slow
 
 INSTALLING = "installing judgesweep and its dependencies into .venv (minutes on a fresh machine)"
-LOG_RECORD = re.compile(r"^\[[\d\- :,]+\]\[([\w.]+)\]\[(\w+)\] - ")  # conf/hydra/default.yaml's job log format
 
 
 def make(cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -71,15 +70,6 @@ def test_make_run_prints_one_install_line_then_the_run_without_warnings(project)
     assert lines[0] == INSTALLING and LOG_RECORD.match(lines[1]), proc.stdout[:3000]  # pip printed nothing
     assert any(line.startswith("accuracy AB ") for line in lines) and lines[-1].startswith("report: ")
     assert_only_what_a_user_reads(proc.stdout)
-
-
-def assert_only_what_a_user_reads(output: str) -> None:
-    """No warning, deprecation, error or traceback; log records only judgesweep's own, at INFO (a library's record,
-    litellm's, MLflow's or alembic's, would be noise)."""
-    lines = output.splitlines()
-    assert [line for line in lines if re.search(r"warn|traceback|deprecat|error:", line, re.IGNORECASE)] == []
-    records = [m for m in map(LOG_RECORD.match, lines) if m]
-    assert records and {(m.group(1).split(".")[0], m.group(2)) for m in records} == {("runner", "INFO")}
 
 
 def test_the_install_is_what_keeps_pip_quiet(project):

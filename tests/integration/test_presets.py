@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.integration.conftest import REPO, SEARCH_ITEMS, SEARCH_TRIALS, CliRun, calibration_search, live_judge
+from tests.integration.shared import answer
 
 PRESETS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
 # The users' workflows (README intro): their presets also write users_summary.json under the users' key names.
@@ -24,12 +25,6 @@ USERS_PRESETS = {"agent_rubric", "agent_rubric_generate", "reply_quality", "robu
 def is_search(preset: str) -> bool:
     """A calibration search (an Optuna sweeper): it runs as a multirun process."""
     return "/hydra/sweeper: optuna" in (REPO / "conf" / "experiment" / f"{preset}.yaml").read_text()
-
-
-# 4 of 5 on the agent rubric, 8 of 10 on reply quality: both presets' gates pass.
-SCORES = {**{name: 4 for name in ("accuracy", "completeness", "format_compliance", "scope_adherence",
-                                  "context_usage", "tool_usage")},
-          **{name: 8 for name in ("naturalness", "appropriateness", "intent_match")}}
 
 
 def override(preset: str, group: str) -> str | None:
@@ -44,14 +39,6 @@ def needs_key(preset: str, group: str = "judge") -> bool:
     if option is None:
         return False
     return bool(yaml.safe_load((REPO / "conf" / group / f"{option}.yaml").read_text()).get("api_key_env"))
-
-
-def answer(body: dict) -> str:
-    """A generated output for the generator, a score object for pointwise judges, [[A]] otherwise."""
-    if body.get("model") == "fake-generator":
-        return "A generated answer."
-    prompt = "\n".join(str(m.get("content")) for m in body["messages"])
-    return json.dumps({"scores": SCORES, "reasoning": "Fine."}) if '"scores"' in prompt else "[[A]]"
 
 
 @pytest.mark.parametrize("preset", [pytest.param(p, marks=pytest.mark.slow) if is_search(p) else p for p in PRESETS])

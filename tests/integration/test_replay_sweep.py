@@ -14,7 +14,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from tests.integration.conftest import replay_sweep
-from tests.integration.test_default_run import ours, published
+from tests.integration.shared import ours, published, sweep_items_blob
 
 NATURAL = Path(__file__).resolve().parents[2] / "runner" / "data" / "llmbar" / "natural.jsonl"
 JOBS = {
@@ -85,13 +85,6 @@ def test_swap_strategy_makes_synthesis_calls_only_on_conflicts(tmp_path_factory)
     stages = [json.loads(line)["stage"] for line in (job / "journal.jsonl").read_text().splitlines()]
     # GPT-4's first round disagreed with itself on 7 Natural items: 7 x 2 synthesis calls.
     assert stages.count("judge") == 200 and stages.count("synthesis") == 14
-
-
-def sweep_items_blob(report: str) -> dict:
-    """The sweep report's item view as its page holds it (the JSON its script draws from)."""
-    found = re.search(r'<div id="sweep-items">.*?<script type="application/json">(.*?)</script>', report, re.S)
-    assert found, "no item view in the sweep report"
-    return json.loads(found.group(1))
 
 
 def test_sweep_report_shows_every_item_with_each_jobs_verdict_and_each_run_links_its_mlflow_run(tmp_path_factory):

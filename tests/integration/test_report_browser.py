@@ -217,7 +217,7 @@ window.addEventListener("load", function () {
 def check_item_view(sweep: Path, tmp: Path) -> None:
     """Issue 33.1 and 33.4: the sweep report's item view in chromium: its filters show the rows its data says, the
     search finds an item, every cell's link opens an item anchor that exists, and it fits WIDTH px."""
-    from tests.integration.test_replay_sweep import sweep_items_blob
+    from tests.integration.shared import sweep_items_blob
 
     data = sweep_items_blob(sweep.read_text(encoding="utf-8"))
     states = [[job["st"][n] for job in data["jobs"]] for n in range(len(data["items"]))]

@@ -20,7 +20,7 @@ from mlflow.tracking import MlflowClient
 from runner.outputs import results
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.integration.conftest import copy_store, live_judge, replay_sweep, run_in_process
-from tests.integration.test_presets import answer
+from tests.integration.shared import answer
 
 pytestmark = pytest.mark.integration
 

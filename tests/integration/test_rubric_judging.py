@@ -14,7 +14,6 @@ import json
 import shutil
 import statistics
 import subprocess
-import threading
 from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -26,17 +25,22 @@ from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 from scipy import stats as scipy_stats
 
-from runner.core.choices import PromptMode
-from runner.core.config import DatasetConfig
-from runner.core.types import Item
-from runner.inputs.datasets import load_items, resolve_path
-from runner.inputs.items import Shape
 from runner.judging.checks import ai_phrases
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from tests.fakes.openai_server import FakeOpenAIServer
 from tests.integration.conftest import REPO, CliRun, live_judge, mlflow_uri, run_in_process
+from tests.integration.shared import (
+    AGENT_CRITERIA,
+    JUDGE_SAYS_FAIL,
+    NOT_GENERATED,
+    Router,
+    agent_answer,
+    generated_text,
+    generation_overrides,
+    generator_and_judge,
+    loaded,
+)
 
 EXAMPLES = REPO / "runner" / "data" / "examples"
-AGENT_CRITERIA = ("accuracy", "completeness", "format_compliance", "scope_adherence", "context_usage")
 REPLY_CRITERIA = ("naturalness", "appropriateness", "intent_match")
 REPLY_WEIGHTS = {"emotion": (0.5, 0.3, 0.2)}  # every other category: DEFAULT_REPLY_WEIGHTS
 DEFAULT_REPLY_WEIGHTS = (0.4, 0.3, 0.3)
@@ -58,7 +62,6 @@ AGENT_SCORES = {
     "agent-012": (4, 4, 4, 5, 4, 1),
 }
 AGENT_FAILING = ["agent-003", "agent-008", "agent-010"]
-JUDGE_SAYS_FAIL = {"agent-004"}  # the judge's own "pass" is false here (and true everywhere else)
 # For the gates: every criterion of an item gets one score, so 9 items at 4 and 3 at 3 give a pass rate of
 # exactly 0.75 and a mean of exactly 3.75.
 GATE_SCORES = {item_id: 3 if item_id in AGENT_FAILING else 4 for item_id in AGENT_SCORES}
@@ -83,8 +86,6 @@ BAD_ANSWERS = {  # item -> (judge text, the start of the reason it is unscored)
                   "not_a_number: completeness"),
 }
 GOOD_ANSWERS = {"agent-005": (4, 5, 4, 4, 4, 1), "agent-006": (3, 3, 3, 3, 3, 1)}  # 4.2 passes, 3.0 fails
-
-NOT_GENERATED = "agent-005"  # its generation request is answered 400
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -121,14 +122,6 @@ def dataset_rows(name: str) -> list[dict]:
     return jsonl(path) if path.suffix == ".jsonl" else json.loads(path.read_text())["examples"]
 
 
-def loaded(dataset: str) -> list[Item]:
-    """A shipped dataset as the runner maps it onto template variables (to recognise its prompts)."""
-    node = OmegaConf.merge(OmegaConf.structured(DatasetConfig),
-                           OmegaConf.load(REPO / "conf" / "dataset" / f"{dataset}.yaml"))
-    cfg: DatasetConfig = OmegaConf.to_object(node)  # type: ignore[assignment]
-    return load_items(cfg, resolve_path(cfg.path, REPO), shape=Shape(mode=PromptMode.pointwise)).items
-
-
 def tool_items() -> set[str]:
     """The examples that list expected tool calls (read from the dataset file)."""
     return {row["id"] for row in dataset_rows("agent_examples.json") if row.get("mcp_calls_expected")}
@@ -138,47 +131,6 @@ def agent_overall(item_id: str, scores: tuple[int, ...], tools: set[str]) -> flo
     """Mean of the criteria that apply: tool_usage only where tool calls are expected."""
     applied = scores if item_id in tools else scores[:5]
     return sum(applied) / len(applied)
-
-
-class Router:
-    """Tells which item a chat request is about, and counts the calls per (model, item)."""
-
-    def __init__(self, markers: dict[str, str]) -> None:
-        self.markers = markers
-        self.calls: Counter[tuple[str, str]] = Counter()
-        self._lock = threading.Lock()
-
-    @classmethod
-    def agent(cls) -> Router:
-        """Agent examples: their input text is in both the generation and the judge prompt."""
-        return cls({item.id: item.variables["input"] for item in loaded("agent_examples")})
-
-    @classmethod
-    def reply_quality(cls) -> Router:
-        """Reply-quality rows: the message replied to, in its tags (short messages recur in conversations)."""
-        return cls({item.id: f"<latest_message>\n{item.variables['message']}\n</latest_message>"
-                    for item in loaded("reply_quality")})
-
-    def route(self, body: dict) -> tuple[str, str, int]:
-        """(model, item id, how many earlier calls this model got for this item)."""
-        text = body["messages"][-1]["content"]
-        hits = [item_id for item_id, marker in self.markers.items() if marker in text]
-        if len(hits) != 1:  # a broken script must fail loudly (the server answers 500), never guess
-            raise LookupError(f"request matches items {hits}")
-        with self._lock:
-            n = self.calls[body["model"], hits[0]]
-            self.calls[body["model"], hits[0]] += 1
-        return body["model"], hits[0], n
-
-
-def agent_answer(item_id: str, scores: tuple[int, ...]) -> str:
-    """The judge's JSON for an agent example: scores for all six criteria, reasoning, suggestions, pass."""
-    return json.dumps({
-        "scores": dict(zip((*AGENT_CRITERIA, "tool_usage"), scores, strict=True)),
-        "reasoning": f"{item_id}: one-sentence verdict.\nSecond line with the details.",
-        "improvement_suggestions": [f"tighten {item_id}", "cite the context"],
-        "pass": item_id not in JUDGE_SAYS_FAIL,
-    })
 
 
 def agent_judge(scores: dict[str, tuple[int, ...]]) -> Callable[[dict], str]:
@@ -224,25 +176,6 @@ def reply_judge() -> Callable[[dict], str]:
     return reply
 
 
-def generated_text(item_id: str) -> str:
-    """What fake-gen writes for an item."""
-    return f"GENERATED-ANSWER-{item_id}: a distinctive output written by fake-gen."
-
-
-def generator_and_judge() -> Callable[[dict], Reply | str]:
-    """fake-gen writes a distinctive output per item (400 for NOT_GENERATED); fake-judge gives 4s."""
-    router = Router.agent()
-
-    def reply(body: dict) -> Reply | str:
-        model, item_id, _ = router.route(body)
-        if model == "fake-gen":
-            if item_id == NOT_GENERATED:
-                return Reply(status=400, error_message="scripted bad request")
-            return generated_text(item_id)
-        return agent_answer(item_id, (4,) * 6)
-    return reply
-
-
 # ------------------------------------------------------------------------------------- the CLI runs
 
 
@@ -271,13 +204,6 @@ def baseline_chain(tmp: Path, server: FakeOpenAIServer) -> Finished:
     within = cli(tmp, "within", *common, *baseline)
     return Finished(first, server.requests, {"branch": branch, "missing": missing, "dropped": dropped,
                                              "within": within, "requests_after_missing": requests_after_missing})
-
-
-def generation_overrides(server: FakeOpenAIServer) -> list[str]:
-    """The generate-then-judge preset with both the generator and the judge on the loopback server."""
-    return ["experiment=agent_rubric_generate", *live_judge(server), "generator=local_openai",
-            f"generator.api_base={server.base_url}", "generator.model=openai/fake-gen",
-            "generator.template=generate_agent"]
 
 
 # name -> (reply policy, overrides given the server); "baseline" is the chain above.

@@ -11,38 +11,14 @@ from mlflow.tracking import MlflowClient
 
 from runner.core.config import TrackingConfig
 from runner.outputs import sweep, tracking
-from tests.integration.conftest import live_judge
-
-# id, category, tags, gold; the judge prefers ours (A) on math and the baseline (B) on code
-ROWS = [("q0", "math", ["hard"], "chat"), ("q1", "math", [], "simple-chat"), ("q2", "code", ["hard"], "chat"),
-        ("q3", "code", [], "chat")]
-
-
-def write_dataset(path) -> None:
-    with path.open("w") as fh:
-        for item_id, category, tags, gold in ROWS:
-            fh.write(json.dumps({"id": item_id, "prompt": f"a {category} question", "chat": f"chat {item_id}",
-                                 "simple_chat": f"simple {item_id}", "category": category, "tags": tags,
-                                 "gold": gold}) + "\n")
-
-
-def by_topic(body: dict) -> str:
-    text = " ".join(str(m.get("content")) for m in body["messages"])
-    return "[[A]]" if "a math question" in text else "[[B]]"
-
-
-def overrides(server, dataset, tmp_path, job: int) -> list[str]:
-    return [*live_judge(server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
-            f"dataset.path={dataset}", "dataset.category_field=category", "dataset.tags_field=tags",
-            "dataset.gold_field=gold", "order=fixed", f"hydra.run.dir={tmp_path / 'sweep' / str(job)}",
-            f"seed={job}"]
+from tests.integration.shared import by_topic, topic_overrides, write_topic_dataset
 
 
 def test_per_category_and_per_tag_statistics_reach_every_output(run_cli, fake_server, tmp_path):
     dataset = tmp_path / "pairs.jsonl"
-    write_dataset(dataset)
+    write_topic_dataset(dataset)
     fake_server.reply = by_topic
-    runs = [run_cli(*overrides(fake_server, dataset, tmp_path, job), run_dir=tmp_path / "sweep" / str(job))
+    runs = [run_cli(*topic_overrides(fake_server, dataset, tmp_path, job), run_dir=tmp_path / "sweep" / str(job))
             for job in (0, 1)]
     for run in runs:
         assert run.proc.returncode == 0, run.output
@@ -81,9 +57,9 @@ def test_gwet_ac1_beside_kappa_reaches_every_output_from_one_registration(run_cl
     three categories offered (A, B, tie): pe = 2 * (5/8) * (3/8) / 2 = 15/64, AC1 = (1/4 - 15/64) / (49/64) = 1/49,
     where kappa = (1/4 - 1/2) / (1/2) = -1/2."""
     dataset = tmp_path / "pairs.jsonl"
-    write_dataset(dataset)
+    write_topic_dataset(dataset)
     fake_server.reply = by_topic
-    run = run_cli(*overrides(fake_server, dataset, tmp_path, 0), run_dir=tmp_path / "sweep" / "0")
+    run = run_cli(*topic_overrides(fake_server, dataset, tmp_path, 0), run_dir=tmp_path / "sweep" / "0")
     assert run.proc.returncode == 0, run.output
 
     ac1 = json.loads((run.run_dir / "summary.json").read_text())["statistics"]["chance_corrected"]["all"]["gwet_ac1"]
@@ -116,8 +92,8 @@ def test_a_baseline_logged_under_an_old_metric_name_is_found_in_a_real_store(tmp
 
 def test_a_gate_on_an_old_metric_name_fails_before_any_call_naming_the_new_one(run_cli, fake_server, tmp_path):
     dataset = tmp_path / "pairs.jsonl"
-    write_dataset(dataset)
-    result = run_cli(*overrides(fake_server, dataset, tmp_path, 0), "gate.baseline_run=latest on main",
+    write_topic_dataset(dataset)
+    result = run_cli(*topic_overrides(fake_server, dataset, tmp_path, 0), "gate.baseline_run=latest on main",
                      "gate.metric=ci/average_overall_low")
     assert result.proc.returncode == 1, result.output
     assert "gate.metric='ci/average_overall_low' was renamed to 'score/mean_ci_low'" in result.output
@@ -137,9 +113,9 @@ def test_one_name_per_number_in_every_output(run_cli, fake_server, tmp_path):
     judgment) are one number each on the console, in summary.json, MLflow and the sweep table; a category's
     agreement is the headline's quantity, not the share of items whose combined verdict is right."""
     dataset = tmp_path / "pairs.jsonl"
-    write_dataset(dataset)
+    write_topic_dataset(dataset)
     fake_server.reply = by_topic_both_orders
-    args = [a for a in overrides(fake_server, dataset, tmp_path, 0) if a != "order=fixed"]
+    args = [a for a in topic_overrides(fake_server, dataset, tmp_path, 0) if a != "order=fixed"]
     run = run_cli(*args, "order=both", run_dir=tmp_path / "sweep" / "0")
     assert run.proc.returncode == 0, run.output
     summary = json.loads((run.run_dir / "summary.json").read_text())

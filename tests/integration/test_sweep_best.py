@@ -115,7 +115,7 @@ def test_every_gpt4_vs_chatgpt_pair_of_the_eighteen_job_sweep_gets_its_exact_p_v
     p-value its test gives without resampling error: compare's p equals the exact count of sign vectors."""
     from runner.outputs.compare import compare_pair
     from runner.outputs.compare_outcomes import RunResults, outcomes, read_rows
-    from tests.integration.test_compare import exact_sign_flip_p
+    from tests.integration.shared import exact_sign_flip_p
 
     tmp, proc = eighteen_job_sweep(tmp_path_factory)
     assert proc.returncode == 0, proc.stdout + proc.stderr

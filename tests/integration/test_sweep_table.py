@@ -8,15 +8,15 @@ import io
 from rich.console import Console
 
 from runner.outputs import sweep
-from tests.integration.test_statistics import by_topic, overrides, write_dataset
+from tests.integration.shared import by_topic, topic_overrides, write_topic_dataset
 
 
 def test_a_wide_sweep_is_printed_within_120_columns_with_every_value(run_cli, fake_server, tmp_path):
     fake_server.reply = by_topic
     for job in (0, 1):
         dataset = tmp_path / f"pairs_of_a_dataset_with_a_long_descriptive_name_number_{job}.jsonl"
-        write_dataset(dataset)
-        result = run_cli(*overrides(fake_server, dataset, tmp_path, job), "judge.temperature=0.25",
+        write_topic_dataset(dataset)
+        result = run_cli(*topic_overrides(fake_server, dataset, tmp_path, job), "judge.temperature=0.25",
                          run_dir=tmp_path / "sweep" / str(job))
         assert result.proc.returncode == 0, result.output
     rows = sweep.collect(tmp_path / "sweep")
