@@ -8,6 +8,7 @@ two are the only modules besides the CLI that read a DictConfig or the environme
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import getpass
 import hashlib
 import importlib.resources
@@ -15,13 +16,12 @@ import json
 import logging
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import ConfigKeyError
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from runner.core import identity, locations, redaction
 from runner.core.config import JudgeConfig, RunConfig
@@ -110,20 +110,39 @@ def _instantiate_keys(node: Any, path: str = "") -> list[str]:
     return found
 
 
+def _unknown_keys(node: DictConfig | ListConfig, path: str = "") -> Iterator[tuple[str, str, type]]:
+    """(dotted path, key, schema) of each key below ``node`` that the schema Hydra typed its node with has no field
+    for. Composing types every node of a structured config (lists' and dicts' elements too) and refuses unknown keys
+    in YAML, so these are the keys a ``+`` override appended. Reads the nodes, resolving nothing."""
+    if isinstance(node, ListConfig):
+        children = [(f"{path}[{n}]", node._get_node(n)) for n in range(len(node))]
+    else:
+        schema = OmegaConf.get_type(node)
+        fields = {f.name for f in dataclasses.fields(schema)} if dataclasses.is_dataclass(schema) else None
+        children = []
+        for key in node.keys():
+            name = str(key)  # a structured config's keys are field names
+            where = f"{path}.{name}" if path else name
+            if fields is not None and name not in fields:
+                yield where, name, schema  # type: ignore[misc]
+            children.append((where, node._get_node(key)))
+    for where, child in children:
+        if isinstance(child, (DictConfig, ListConfig)) and not child._is_none() and not child._is_missing():
+            yield from _unknown_keys(child, where)
+
+
 def check_keys(dcfg: DictConfig) -> None:
     """Refuse keys appended with ``+`` that the schema does not know, and any instantiate key.
 
     Hydra lets ``+group.key=value`` add keys even to a structured config; judgesweep never calls
-    ``hydra.utils.instantiate``, and a ``_target_`` anywhere in user config is refused outright.
+    ``hydra.utils.instantiate``, and a ``_target_`` anywhere in user config is refused outright. (The unknown keys
+    are read from the composed nodes' own schemas: ~1 ms, where merging the config into ``RunConfig``'s was ~34.)
     """
-    container = OmegaConf.to_container(dcfg, resolve=False)
-    forbidden = _instantiate_keys(container)
+    forbidden = _instantiate_keys(OmegaConf.to_container(dcfg, resolve=False))
     if forbidden:
         raise ForbiddenKey(f"instantiate keys are not allowed in judgesweep configs: {forbidden}")
-    try:
-        OmegaConf.merge(OmegaConf.structured(RunConfig), container)
-    except ConfigKeyError as exc:
-        raise ForbiddenKey(f"unknown config key {exc.full_key!r}: {exc.msg}") from None
+    for where, key, schema in _unknown_keys(dcfg):
+        raise ForbiddenKey(f"unknown config key {where!r}: Key {key!r} not in {schema.__name__!r}")
 
 
 def _git(root: Path, *args: str) -> str:
