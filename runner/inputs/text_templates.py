@@ -1,7 +1,8 @@
 """The users' own prompt files, as they are: plain text with ``{placeholders}`` and Jinja files without blocks.
 
 Both become the Jinja source of a one-message template (``{% block user %}...{% endblock %}``), so rendering,
-the variable checks and the delimiter neutralization of :mod:`runner.inputs.prompts` apply to them unchanged.
+the variable checks of :mod:`runner.inputs.prompts` and the delimiter neutralization of
+:mod:`runner.inputs.delimiters` apply to them unchanged.
 
 Plain text follows Python's ``str.format`` syntax (:class:`string.Formatter` parses it): ``{question}`` is a
 variable, ``{{`` and ``}}`` are literal braces. Only plain names are fields: ``{0}``, ``{}``, ``{a.b}``,

@@ -13,7 +13,8 @@ from runner.core.config import DatasetConfig, SystemConfig
 from runner.core.errors import DatasetError
 from runner.core.types import Message
 from runner.inputs.datasets import SkippedRow, load_items
-from runner.inputs.prompts import ZERO_WIDTH_SPACE, Template, load_template, neutralize
+from runner.inputs.delimiters import ZERO_WIDTH_SPACE, neutralize
+from runner.inputs.prompts import Template, load_template
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PROMPTS = PROJECT_ROOT / "prompts"

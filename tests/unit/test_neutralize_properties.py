@@ -9,7 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner.inputs.prompts import ZERO_WIDTH_SPACE, load_template, neutralize
+from runner.inputs.delimiters import ZERO_WIDTH_SPACE, neutralize
+from runner.inputs.prompts import load_template
 
 PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 TEMPLATES = {p.stem: load_template(PROMPTS, p.stem) for p in sorted(PROMPTS.glob("*.j2"))}
