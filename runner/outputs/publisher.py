@@ -195,11 +195,11 @@ class _Parent:
     def read(self) -> None:
         while line := sys.stdin.readline():
             self.lines.put(line)
-        self.lines.put(None)
+        self.lines.put(None)  # idle, the main thread exits at once; during a job it stops the job
         if self.busy:
             os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(STOP_GRACE_S)
-            os._exit(143)
+        time.sleep(STOP_GRACE_S)  # whatever the main thread is doing then, the child ends
+        os._exit(143)
 
     def said(self) -> bool:
         """Whether a command (or end of file) waits: the follow of the job's answers stops there."""
@@ -254,7 +254,8 @@ def _job(cfg: TrackingConfig, parent: _Parent, command: dict[str, str]) -> int |
             except Exception as exc:  # noqa: BLE001 - the publish writes what this did not, or says why
                 log.debug("traces not written during the run: %s: %s", type(exc).__name__, exc)
             said = parent.next()
-            if said is None:  # end of file read before this job was busy: the same stop
+            if said is None:  # end of file: a stop (any SIGTERM on its way is no second one)
+                _ignore_signals()
                 raise _Stop
             command = said
         run_dir = Path(command["run_dir"])
@@ -269,6 +270,7 @@ def _job(cfg: TrackingConfig, parent: _Parent, command: dict[str, str]) -> int |
         _answer({"run_id": result.run_id, "traces": result.traces})
         return None
     except _Stop:
+        _ignore_signals()  # a second signal (Ctrl-C, then the end of file's SIGTERM) does not cut this short
         if published:  # a run this publish made or reopened: FAILED until a sync finishes it
             try:
                 tracking.close_run(cfg, published[-1], failed=True, reason=stopped)
@@ -282,9 +284,16 @@ def _on_job(parent: _Parent, busy: bool) -> None:
     file; idle: the child hears its stdin only."""
     if not busy:
         parent.busy = False
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, _on_stop if busy else signal.SIG_IGN)
+        _ignore_signals()
+    else:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, _on_stop)
     parent.busy = busy
+
+
+def _ignore_signals() -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
 
 
 def _one_line(exc: BaseException) -> str:
