@@ -170,7 +170,8 @@ class SweepSummary(Callback):
     When a multirun starts, its parent run is opened in MLflow (``judgesweep.kind=sweep``, named by when it
     started and what it sweeps); each job finds it by the sweep's ``judgesweep.sweep`` tag and nests under it
     (``mlflow.parentRunId``): jobs may run in other processes or machines (joblib, Ray launchers), and the tag
-    needs nothing shared between them. When it ends, the table is logged to that run.
+    needs nothing shared between them. When it ends, the table is logged to that run, and then the publishing process
+    that the jobs run in this process shared (runner.run.experiment.PROCESS_PUBLISHERS) is closed.
     """
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
