@@ -121,12 +121,12 @@ class Publisher:
         proc.stdin.write(json.dumps(command) + "\n")
         proc.stdin.flush()
 
-    def close(self) -> None:
+    def close(self) -> int | None:
         """Stop the helper (idempotent): end of file on its stdin, then at most STOP_GRACE_S + 1 s before it is
-        killed."""
+        killed. Returns its exit status (None if it was stopped already)."""
         proc, self._proc = self._proc, None
         if proc is None:
-            return
+            return None
         try:
             if proc.stdin is not None:
                 proc.stdin.close()
@@ -139,6 +139,7 @@ class Publisher:
             proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+        return proc.returncode
 
 
 class Idle:
@@ -175,9 +176,9 @@ class Idle:
         """Stop the idle helper, if any (idempotent)."""
         with self._lock:
             kept, self._kept = self._kept, None
-        if kept is not None:
-            kept.close()
-            log.info("publishing process %d ended: the jobs of this process are done", kept.pid)
+        if kept is not None:  # idle, it exits at once (status 0) at end of file
+            status = kept.close()
+            log.info("publishing process %d ended (exit %s): the jobs of this process are done", kept.pid, status)
 
 
 class _Stop(BaseException):

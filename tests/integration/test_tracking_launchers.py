@@ -48,13 +48,14 @@ def test_each_job_of_a_sweep_is_one_run_with_all_its_traces_under_the_parent(tmp
     assert proc.returncode == 0, tails(proc)
     assert_sweep_published(uri, sweep_dir, tails(proc), per_job=PER_JOB)
     # the jobs, run one after another in the sweep's process, were served by one publishing process (each job's log
-    # names it), which ended with the sweep: closed once its table was published, and gone now
+    # names it), which ended with the sweep: closed once its table was published, exiting at once (0, neither cut nor
+    # killed) at the end of file on its stdin, and gone now
     written_by = {job.parent.name: re.findall(r"MLflow run \w+ at .* \(written by publishing process (\d+)\)",
                                               job.read_text()) for job in sweep_dir.glob("*/judgesweep.log")}
     assert sorted(written_by) == ["0", "1"] and all(len(pids) == 1 for pids in written_by.values()), written_by
     (pid,) = {pids[0] for pids in written_by.values()}
-    assert re.search(rf"sweep table .* logged to MLflow run .*publishing process {pid} ended", proc.stdout, re.S), \
-        tails(proc)
+    ended = rf"sweep table .* logged to MLflow run .*publishing process {pid} ended \(exit 0\)"
+    assert re.search(ended, proc.stdout, re.S), tails(proc)
     assert not launcher_watch.alive(int(pid))
 
 
