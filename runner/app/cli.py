@@ -46,7 +46,7 @@ from runner.judging.shutdown import Interrupted
 # SweepSummary.
 from runner.outputs import sweep
 from runner.run import config_guard, launcher_watch, naming
-from runner.run.experiment import prepare_process, run_job
+from runner.run.experiment import PROCESS_PUBLISHERS, prepare_process, run_job
 from runner.storage import budget_ledger, owner, store
 from runner.storage.cache import CacheError
 
@@ -170,7 +170,8 @@ class SweepSummary(Callback):
     When a multirun starts, its parent run is opened in MLflow (``judgesweep.kind=sweep``, named by when it
     started and what it sweeps); each job finds it by the sweep's ``judgesweep.sweep`` tag and nests under it
     (``mlflow.parentRunId``): jobs may run in other processes or machines (joblib, Ray launchers), and the tag
-    needs nothing shared between them. When it ends, the table is logged to that run.
+    needs nothing shared between them. When it ends, the table is logged to that run, and then the publishing process
+    that the jobs run in this process shared (runner.run.experiment.PROCESS_PUBLISHERS) is closed.
     """
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
@@ -186,39 +187,47 @@ class SweepSummary(Callback):
             log.warning("sweep run not opened in MLflow: %s", exc)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
-        from runner.outputs import console, sweep_best, sweep_page, tracking
-
-        sweep_dir = Path(config.hydra.sweep.dir)
-        if not sweep_dir.is_dir():
-            return
-        rows = sweep.collect(sweep_dir)
-        # jobs that ran in other processes (joblib workers) marked their failure in their directory
-        _failed_jobs.extend(str(path.parent) for path in sweep_dir.glob(f"*/{sweep.FAILURE_NAME}"))
-        _untracked_jobs.extend(str(path.parent) for path in sweep_dir.glob(f"*/{sweep.UNTRACKED_NAME}"))
-        answer, best_files = sweep_best.settle(sweep_dir, rows)  # the best configuration and those tied with it
-        pages = sweep_page.write_sweep_report(sweep_dir, rows, answer=answer)  # frontier.csv/png, report.html
-        files = [*sweep.write(sweep_dir, rows), *best_files, *pages]
-        sweep.render(rows)
-        for line in sweep_best.lines(answer) if answer else []:
-            console.print_line(line)
-        if pages:
-            console.print_line(f"report: {pages[-1]}")
         try:
-            tracking_cfg = multirun_tracking(config)
-        except Exception as exc:  # noqa: BLE001 - the table is written; tracking it is a bonus
-            log.warning("sweep table not logged to MLflow: %s", exc)
-            return
-        if tracking_cfg.enabled:
-            try:
-                metrics, tags = sweep_best.tracking_values(answer)
-                run_id = tracking.log_sweep(tracking_cfg, sweep_dir, files, {**sweep.summary_metrics(rows), **metrics},
-                                            tags=tags)
-                log.info("sweep table %s logged to MLflow run %s", files[0], run_id)
-            except Exception as exc:  # noqa: BLE001 - the table is written; `judgesweep sync` logs it later
-                log.error("judgesweep: tracking failed: the sweep table was not logged to MLflow (%s: %s); finish "
-                          "it with: judgesweep sync %s", type(exc).__name__, " ".join(str(exc).split())[:300],
-                          sweep_dir)
-                _untracked_jobs.append(str(sweep_dir))
+            _end_multirun(config)
+        finally:  # the publishing process the jobs of this process shared (runner.run.experiment) ends with them
+            PROCESS_PUBLISHERS.close()
+
+
+def _end_multirun(config: DictConfig) -> None:
+    """The sweep's table: written, printed, and logged to its MLflow run (SweepSummary)."""
+    from runner.outputs import console, sweep_best, sweep_page, tracking
+
+    sweep_dir = Path(config.hydra.sweep.dir)
+    if not sweep_dir.is_dir():
+        return
+    rows = sweep.collect(sweep_dir)
+    # jobs that ran in other processes (joblib workers) marked their failure in their directory
+    _failed_jobs.extend(str(path.parent) for path in sweep_dir.glob(f"*/{sweep.FAILURE_NAME}"))
+    _untracked_jobs.extend(str(path.parent) for path in sweep_dir.glob(f"*/{sweep.UNTRACKED_NAME}"))
+    answer, best_files = sweep_best.settle(sweep_dir, rows)  # the best configuration and those tied with it
+    pages = sweep_page.write_sweep_report(sweep_dir, rows, answer=answer)  # frontier.csv/png, report.html
+    files = [*sweep.write(sweep_dir, rows), *best_files, *pages]
+    sweep.render(rows)
+    for line in sweep_best.lines(answer) if answer else []:
+        console.print_line(line)
+    if pages:
+        console.print_line(f"report: {pages[-1]}")
+    try:
+        tracking_cfg = multirun_tracking(config)
+    except Exception as exc:  # noqa: BLE001 - the table is written; tracking it is a bonus
+        log.warning("sweep table not logged to MLflow: %s", exc)
+        return
+    if tracking_cfg.enabled:
+        try:
+            metrics, tags = sweep_best.tracking_values(answer)
+            run_id = tracking.log_sweep(tracking_cfg, sweep_dir, files, {**sweep.summary_metrics(rows), **metrics},
+                                        tags=tags)
+            log.info("sweep table %s logged to MLflow run %s", files[0], run_id)
+        except Exception as exc:  # noqa: BLE001 - the table is written; `judgesweep sync` logs it later
+            log.error("judgesweep: tracking failed: the sweep table was not logged to MLflow (%s: %s); finish "
+                      "it with: judgesweep sync %s", type(exc).__name__, " ".join(str(exc).split())[:300],
+                      sweep_dir)
+            _untracked_jobs.append(str(sweep_dir))
 
 
 # `judgesweep <subcommand> ...`: the module whose ``main(argv)`` runs it, imported only when chosen (so that

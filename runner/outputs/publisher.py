@@ -8,18 +8,32 @@ complete, :meth:`Publisher.publish` hands it the run directory and waits for its
 answer, at most ``tracking.timeout_s``; a store that is slow, locked, down, corrupt or wrong costs that wait at
 most, never an answer or a file, and the run ends saying how to finish the tracking (``judgesweep sync``).
 
-The child never outlives the run: its stdin is the parent's pipe, and a thread of the child reads it; end of file
-(the parent exited, was killed with ``kill -9``, or cancelled the publish) makes the child mark the MLflow run
-FAILED if it had made one, within ``STOP_GRACE_S``, and exit. Run as ``python -m runner.outputs.publisher <tracking
-config as JSON>``.
+A child whose publish answered with a run id may serve the next job of the same process (:class:`Idle`: the jobs
+of a sweep on Hydra's basic launcher, which run one after another in the launching process): it waits, idle and
+deaf to signals, for that job's run directory to follow, so the imports and the store are paid once a sweep, not
+once a job. A failed, timed-out or cancelled publish ends it.
+
+The child never outlives the process that started it: its stdin is the parent's pipe, and a thread of the child
+reads it; end of file (the parent exited, was killed with ``kill -9``, or cancelled the publish) during a job makes
+the child mark the MLflow run FAILED if it had made one, within ``STOP_GRACE_S``, and exit; between jobs it exits at
+once. Run as ``python -m runner.outputs.publisher <tracking config as JSON> [<run dir to follow>]``; then one JSON
+object a line on its stdin:
+
+- ``{"follow": "<run dir>"}``: a job has started (the first job's may be the command line's): write its answers'
+  traces as they are journaled. From here to the answer the job is on: SIGINT and SIGTERM stop the child as end of
+  file does.
+- ``{"run_dir": "<run dir>"}``: the job's files are complete: publish them and answer one line on stdout,
+  ``{"run_id": ..., "traces": ...}`` (then idle) or ``{"error": "<one line>"}`` (then exit 1).
 """
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
 import logging
 import os
+import queue
 import select
 import signal
 import subprocess
@@ -49,7 +63,7 @@ def describe(cfg: TrackingConfig) -> str:
 
 
 class Publisher:
-    """The helper process of one run (see the module docstring)."""
+    """The helper process of one run, or of the jobs of a process one after another (see the module docstring)."""
 
     def __init__(self, cfg: TrackingConfig, follow: Path | None = None) -> None:
         self.cfg = cfg
@@ -58,9 +72,23 @@ class Publisher:
         self._proc: subprocess.Popen | None = subprocess.Popen(
             [sys.executable, "-m", "runner.outputs.publisher", config, *([str(follow)] if follow else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8")
+        self.pid = self._proc.pid
+
+    def alive(self) -> bool:
+        """Whether the process runs (not closed, not ended)."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def follow(self, run_dir: Path) -> bool:
+        """Tell the (idle) helper that a job has started in ``run_dir``; False, and the helper closed, if it is gone."""
+        try:
+            self._send({"follow": str(run_dir)})
+            return True
+        except (BrokenPipeError, OSError):
+            self.close()
+            return False
 
     def publish(self, run_dir: Path, timeout_s: float) -> tuple[str | None, str | None]:
-        """Publish ``run_dir`` and stop the helper.
+        """Publish ``run_dir``; the helper stays (idle) once it answered with a run id, else it is stopped.
 
         Returns:
             (MLflow run id, None) or (None, why the store was not written: one line).
@@ -68,28 +96,37 @@ class Publisher:
         proc = self._proc
         if proc is None:
             return None, "the publishing process was stopped"
-        assert proc.stdin is not None and proc.stdout is not None
+        assert proc.stdout is not None
+        ready: list[Any] = []
         try:
-            proc.stdin.write(json.dumps({"run_dir": str(run_dir)}) + "\n")
-            proc.stdin.flush()
+            self._send({"run_dir": str(run_dir)})
             ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
             line = proc.stdout.readline() if ready else ""
         except (BrokenPipeError, OSError) as exc:
             line = json.dumps({"error": f"the publishing process ended ({type(exc).__name__})"})
-        finally:
-            self.close()
         if not line:
+            self.close()
             return None, (f"no answer within tracking.timeout_s={timeout_s:g} s" if not ready
                           else "the publishing process ended without an answer")
         answer = json.loads(line)
-        return answer.get("run_id"), answer.get("error")
+        run_id, error = answer.get("run_id"), answer.get("error")
+        if error is not None or run_id is None:
+            self.close()
+        return run_id, error
 
-    def close(self) -> None:
+    def _send(self, command: dict[str, str]) -> None:
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            raise BrokenPipeError("the publishing process was stopped")
+        proc.stdin.write(json.dumps(command) + "\n")
+        proc.stdin.flush()
+
+    def close(self) -> int | None:
         """Stop the helper (idempotent): end of file on its stdin, then at most STOP_GRACE_S + 1 s before it is
-        killed."""
+        killed. Returns its exit status (None if it was stopped already)."""
         proc, self._proc = self._proc, None
         if proc is None:
-            return
+            return None
         try:
             if proc.stdin is not None:
                 proc.stdin.close()
@@ -102,23 +139,77 @@ class Publisher:
             proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+        return proc.returncode
+
+
+class Idle:
+    """Where a process keeps its one idle helper between its jobs: :meth:`keep` after a job's publish answered,
+    :meth:`take` for the next job with an equal tracking config (any other is closed), :meth:`close` when the jobs
+    are over (and at interpreter exit, whatever ends it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: Publisher | None = None
+        self._at_exit = False
+
+    def take(self, cfg: TrackingConfig) -> Publisher | None:
+        """The idle helper, if it runs and publishes with ``cfg``; None otherwise (any other is closed)."""
+        with self._lock:
+            kept, self._kept = self._kept, None
+        if kept is not None and kept.cfg == cfg and kept.alive():
+            return kept
+        if kept is not None:
+            kept.close()
+        return None
+
+    def keep(self, publisher: Publisher) -> None:
+        """Keep ``publisher`` (whose publish answered) for the next job; one kept before it is closed."""
+        with self._lock:
+            kept, self._kept = self._kept, publisher
+            if not self._at_exit:
+                atexit.register(self.close)
+                self._at_exit = True
+        if kept is not None:
+            kept.close()
+
+    def close(self) -> None:
+        """Stop the idle helper, if any (idempotent)."""
+        with self._lock:
+            kept, self._kept = self._kept, None
+        if kept is not None:  # idle, it exits at once (status 0) at end of file
+            status = kept.close()
+            log.info("publishing process %d ended (exit %s): the jobs of this process are done", kept.pid, status)
 
 
 class _Stop(BaseException):
     """The parent is gone or said stop: raised in the child's main thread by its SIGTERM handler."""
 
 
-def _watch_parent(commands: list[str], got: threading.Event) -> None:
-    """The child's stdin reader: the command line, then end of file = stop (SIGTERM to itself, a hard exit later)."""
-    line = sys.stdin.readline()
-    if line:
-        commands.append(line)
-        got.set()
-        sys.stdin.read()  # returns at end of file only
-    got.set()
-    os.kill(os.getpid(), signal.SIGTERM)
-    time.sleep(STOP_GRACE_S)
-    os._exit(143)
+class _Parent:
+    """The child's stdin reader (a thread): each command line in :attr:`lines`, then None at end of file; end of file
+    during a job (:attr:`busy`) is a stop: SIGTERM to itself, a hard exit STOP_GRACE_S later."""
+
+    def __init__(self) -> None:
+        self.lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self.busy = False  # set by the main thread once its stop handlers are in place, cleared once they are not
+
+    def read(self) -> None:
+        while line := sys.stdin.readline():
+            self.lines.put(line)
+        self.lines.put(None)  # idle, the main thread exits at once; during a job it stops the job
+        if self.busy:
+            os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(STOP_GRACE_S)  # whatever the main thread is doing then, the child ends
+        os._exit(143)
+
+    def said(self) -> bool:
+        """Whether a command (or end of file) waits: the follow of the job's answers stops there."""
+        return not self.lines.empty()
+
+    def next(self) -> dict[str, str] | None:
+        """The next command, None at end of file."""
+        line = self.lines.get()
+        return None if line is None else json.loads(line)
 
 
 def _on_stop(signum: int, frame: Any) -> None:
@@ -126,42 +217,61 @@ def _on_stop(signum: int, frame: Any) -> None:
 
 
 def serve(cfg: TrackingConfig, follow: Path | None = None) -> int:
-    """The child: open the store, write the traces of ``follow``'s answers as they come (if given), then wait for the
-    run directory, publish it, answer one JSON line."""
-    from runner.outputs import publishing, tracking
+    """The child: open the store, then serve jobs one after another (``follow``, if given, is the first's run
+    directory to follow) until end of file on stdin, or a publish that failed."""
+    from runner.outputs import tracking
 
-    signal.signal(signal.SIGTERM, _on_stop)
-    signal.signal(signal.SIGINT, _on_stop)  # Ctrl-C reaches the whole process group: the parent decides
-    commands: list[str] = []
-    got = threading.Event()
-    published: list[str] = []  # the MLflow run, once the publish has found or made it
-    stopped = "the run stopped before it was published; resume=<run dir> (or judgesweep sync) finishes it"
+    parent = _Parent()
+    _on_job(parent, True)  # a stop while mlflow is imported is a stop
     try:
-        threading.Thread(target=_watch_parent, args=(commands, got), daemon=True, name="parent").start()
+        threading.Thread(target=parent.read, daemon=True, name="parent").start()
         try:
             tracking._client(cfg)  # import mlflow and open the store while the run's calls go on
         except Exception:  # noqa: BLE001 - reported by the publish, which meets it again
             pass
-        if follow is not None:
+        command = {"follow": str(follow)} if follow is not None else parent.next()
+        while command is not None:
+            code = _job(cfg, parent, command)
+            if code is not None:
+                return code
+            command = parent.next()  # idle: only the next job, or end of file
+        return 0
+    except _Stop:
+        return 143
+
+
+def _job(cfg: TrackingConfig, parent: _Parent, command: dict[str, str]) -> int | None:
+    """One job: write its traces as they come (``{"follow": ...}``), then publish its directory and answer. Returns
+    the child's exit status when it ends here, None when it stays (idle) for the next job."""
+    from runner.outputs import publishing, tracking
+
+    _on_job(parent, True)
+    published: list[str] = []  # the MLflow run, once the follow or the publish has found or made it
+    stopped = "the run stopped before it was published; resume=<run dir> (or judgesweep sync) finishes it"
+    try:
+        if "follow" in command:
             try:
-                publishing.follow(follow, cfg, got.is_set, on_run=published.append)
+                publishing.follow(Path(command["follow"]), cfg, parent.said, on_run=published.append)
             except Exception as exc:  # noqa: BLE001 - the publish writes what this did not, or says why
                 log.debug("traces not written during the run: %s: %s", type(exc).__name__, exc)
-        got.wait()
-        if not commands:
-            return 0
-        run_dir = Path(json.loads(commands[0])["run_dir"])
+            said = parent.next()
+            if said is None:  # end of file: a stop (any SIGTERM on its way is no second one)
+                _ignore_signals()
+                raise _Stop
+            command = said
+        run_dir = Path(command["run_dir"])
         stopped = f"publishing stopped; judgesweep sync {run_dir} finishes it"
         try:
             result = publishing.publish(run_dir, cfg, on_run=published.append)
         except Exception as exc:  # noqa: BLE001 - the parent reports it in one line
-            _done()
+            _on_job(parent, False)
             _answer({"error": f"{type(exc).__name__}: {_one_line(exc)}"})
             return 1
-        _done()  # the parent closes the pipe once it has the answer: that end of file is no stop
+        _on_job(parent, False)  # the parent may close the pipe once it has the answer: that end of file is no stop
         _answer({"run_id": result.run_id, "traces": result.traces})
-        return 0
+        return None
     except _Stop:
+        _ignore_signals()  # a second signal (Ctrl-C, then the end of file's SIGTERM) does not cut this short
         if published:  # a run this publish made or reopened: FAILED until a sync finishes it
             try:
                 tracking.close_run(cfg, published[-1], failed=True, reason=stopped)
@@ -170,7 +280,19 @@ def serve(cfg: TrackingConfig, follow: Path | None = None) -> int:
         return 143
 
 
-def _done() -> None:
+def _on_job(parent: _Parent, busy: bool) -> None:
+    """A job on: SIGTERM and SIGINT (Ctrl-C reaches the whole process group) stop the child, and so does end of
+    file; idle: the child hears its stdin only."""
+    if not busy:
+        parent.busy = False
+        _ignore_signals()
+    else:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, _on_stop)
+    parent.busy = busy
+
+
+def _ignore_signals() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_IGN)
 
@@ -181,8 +303,11 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _answer(obj: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
+    except OSError:  # the parent stopped waiting (a timeout, a cancel): its end of file ends this child
+        pass
 
 
 def main(argv: list[str]) -> int:
@@ -195,8 +320,11 @@ def main(argv: list[str]) -> int:
     logging.getLogger("alembic").setLevel(logging.ERROR)
     os.nice(10)  # the run's own process and its judge calls come first; this takes what CPU they leave
     code = serve(TrackingConfig(**json.loads(argv[0])), Path(argv[1]) if len(argv) > 1 else None)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:  # a parent gone: nothing left to tell it
+            pass
     # every write is committed: no interpreter teardown (a second of mlflow's modules) for the run to wait for
     os._exit(code)
 

@@ -21,6 +21,7 @@ from runner.llm.pacing import RateLimiter
 from runner.modes import panel, pointwise
 from runner.modes.base import ModeSetup, RunMode
 from runner.modes.sections import GoldAccuracy
+from runner.outputs.publisher import Idle
 from runner.run import gates
 
 
@@ -47,6 +48,9 @@ class RunContext:
     # process once its files are written (runner.run_experiment: a notebook or test imports mlflow once, not a
     # process per run)
     publish_here: bool = False
+    # where the helper process is kept between this process's jobs (the CLI's jobs that run in the process that runs
+    # the multirun: Hydra's basic launcher); None: a helper per job (a launcher's workers, a single run)
+    publishers: Idle | None = None
 
     @property
     def progress(self) -> ProgressOptions:

@@ -41,14 +41,15 @@ from runner.core.config import RunConfig
 from runner.core.config_store import register_configs
 from runner.core.values import check_values
 from runner.llm.limiter_pool import LimiterPool
+from runner.outputs.publisher import Idle
 from runner.run import config_guard, job_context, launcher_watch
 from runner.storage import owner
 
 if TYPE_CHECKING:
     from runner.run.context import RunOutcome
 
-__all__ = ["CONFIG_DIR", "PROCESS_LIMITERS", "TELEMETRY_OFF", "prepare_process", "prepare_run", "run_experiment",
-           "run_job"]
+__all__ = ["CONFIG_DIR", "PROCESS_LIMITERS", "PROCESS_PUBLISHERS", "TELEMETRY_OFF", "prepare_process", "prepare_run",
+           "run_experiment", "run_job"]
 
 # judgesweep's own conf/ (runner/core/locations.py: in the checkout, or inside the installed package)
 CONFIG_DIR = str(locations.PACKAGED_CONF)
@@ -56,6 +57,9 @@ CONFIG_DIR = str(locations.PACKAGED_CONF)
 # Process-wide state: the rate limiters. Every job and repeat of a judge in this process shares one, whether
 # the jobs come from the CLI (a multirun) or from run_experiment calls.
 PROCESS_LIMITERS = LimiterPool()
+# Process-wide state: the publishing process a job of a multirun leaves idle for the next job of this process
+# (runner.outputs.publisher.Idle), closed when the multirun ends (runner.app.cli.SweepSummary) or the process exits.
+PROCESS_PUBLISHERS = Idle()
 # No run leaves the machine: MLflow's own switch and the cross-tool convention it also reads.
 TELEMETRY_OFF = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
 
@@ -122,9 +126,14 @@ def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LI
     prepare_run()
     from runner.run import pipeline
 
-    ctx = dataclasses.replace(job_context.context(dcfg, cfg, hc, limiters), publish_here=publish_here)
+    launcher = _launcher(hc)
+    # a multirun's jobs run one after another in its own process (Hydra's basic launcher): they share a publishing
+    # process, closed when the multirun ends; a launcher's workers (joblib, Ray) start one a job, as a single run does
+    publishers = PROCESS_PUBLISHERS if launcher == os.getpid() else None
+    ctx = dataclasses.replace(job_context.context(dcfg, cfg, hc, limiters), publish_here=publish_here,
+                              publishers=publishers)
     job_context.protect_secrets(ctx.api_keys)  # Hydra configured this job's handlers before the job started
-    with launcher_watch.watching(_launcher(hc)):
+    with launcher_watch.watching(launcher):
         return pipeline.run(ctx)
 
 

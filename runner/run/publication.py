@@ -55,15 +55,22 @@ def signals_raise(ctx: RunContext) -> Iterator[None]:
 
 class Helper:
     """The run's publishing process, started once the first answer is in (its imports would otherwise compete with
-    the run's start-up and first requests for the CPU), or when the run ends before any: :meth:`get`."""
+    the run's start-up and first requests for the CPU), or when the run ends before any: :meth:`get`. With
+    ``ctx.publishers`` (the jobs of a basic-launcher sweep) the process an earlier job of this process kept serves
+    this one too (told to follow this run directory), and is kept for the next once its publish answered."""
 
     def __init__(self, ctx: RunContext, answered: threading.Event) -> None:
         self._answered = answered
         self._publisher: Publisher | None = None
         self._error: OSError | None = None
+        self._kept = ctx.publishers
 
         def start() -> None:
             answered.wait()
+            publisher = self._kept.take(ctx.cfg.tracking) if self._kept is not None else None
+            if publisher is not None and publisher.follow(ctx.run_dir):
+                self._publisher = publisher
+                return
             try:
                 self._publisher = Publisher(ctx.cfg.tracking, follow=ctx.run_dir)
             except OSError as exc:  # no process could be started: the run publishes in its own process
@@ -78,10 +85,23 @@ class Helper:
         self._thread.join()
         if self._error is not None:
             log.warning("no publishing process (%s): publishing in the run's own process", self._error)
+            self._error = None
         return self._publisher
 
+    def publish(self, run_dir: Path, timeout_s: float) -> tuple[str | None, str | None, int] | None:
+        """Have the process publish ``run_dir``: (MLflow run id, None, its pid) or (None, why not, its pid); None
+        without a process. Once it answered with a run id it is kept for the next job (``ctx.publishers``)."""
+        publisher = self.get()
+        if publisher is None:
+            return None
+        run_id, error = publisher.publish(run_dir, timeout_s)
+        if self._kept is not None and publisher.alive():  # alive: it answered with a run id
+            self._publisher = None
+            self._kept.keep(publisher)
+        return run_id, error, publisher.pid
+
     def close(self) -> None:
-        """Stop the process (idempotent)."""
+        """Stop the process unless it was kept (idempotent)."""
         publisher = self.get()
         if publisher is not None:
             publisher.close()
@@ -96,16 +116,17 @@ def publish_run(ctx: RunContext, helper: Helper | None, result: RunOutcome | Non
     if not cfg.enabled:
         return result
     (steps or Phases()).now("publishing to MLflow")
-    publisher = helper.get() if helper is not None else None
-    if publisher is not None:
-        run_id, error = publisher.publish(ctx.run_dir, cfg.timeout_s)
+    served = helper.publish(ctx.run_dir, cfg.timeout_s) if helper is not None else None
+    if served is not None:
+        run_id, error, pid = served
+        by = f"publishing process {pid}"
     else:
-        run_id, error = _publish_here(ctx.run_dir, cfg)
+        (run_id, error), by = _publish_here(ctx.run_dir, cfg), "this process"
     if error is not None:  # said by the CLI, once, on stderr (runner.app.cli)
         error = (f"tracking failed: {describe(cfg)}: {error}. The run's files are complete in {ctx.run_dir}; "
                  f"finish the tracking with: judgesweep sync {ctx.run_dir}")
     else:
-        log.info("MLflow run %s at %s", run_id, describe(cfg))
+        log.info("MLflow run %s at %s (written by %s)", run_id, describe(cfg), by)
     if result is None:  # an aborted run: its own error is the one line; this one goes to the log
         if error is not None:
             log.warning("%s", error)

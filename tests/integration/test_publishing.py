@@ -1,12 +1,16 @@
 """Publishing a run directory (runner.outputs.publishing.publish, what a run's end, ``judgesweep sync`` and
 ``aggregate`` call) into real sqlite stores, in this process: a run made with tracking off is published into two
 stores, each gets one complete run; publishing again writes nothing twice; a metric that changed is one more
-point, not a second point at the same step."""
+point, not a second point at the same step. And the publishing process (runner.outputs.publisher) serving runs one
+after another, as a basic-launcher sweep's jobs share it: a process, as its signals are the point."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import time
 
 import mlflow
 import pytest
@@ -14,6 +18,8 @@ from mlflow.tracking import MlflowClient
 
 from runner.core.config import TrackingConfig
 from runner.outputs import publishing
+from runner.outputs.publisher import Publisher
+from tests.integration.tracking_processes import runs_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.traces]  # run_cli keeps traces on
 
@@ -67,3 +73,36 @@ def test_a_run_is_published_into_two_stores_once_each(run_cli, tmp_path, empty_m
 def test_a_directory_without_a_finished_run_is_refused(tmp_path, empty_mlflow_store):
     with pytest.raises(FileNotFoundError, match="resume="):
         publishing.publish(tmp_path, _store(tmp_path, "a.db", empty_mlflow_store()))
+
+
+def test_one_publishing_process_publishes_runs_one_after_another_and_idle_hears_only_its_stdin(
+        run_cli, tmp_path, empty_mlflow_store):
+    """Once a run's publish answered, the process stays: idle, SIGTERM and SIGINT are nothing to it; told to follow
+    the next run it publishes that one too; a SIGTERM during a run's publishing stops it as it stops the process of a
+    single run: no answer, that run's MLflow run (if made) FAILED, the process gone."""
+    first, second, third = (run_cli("judge=replay_gpt4", "max_items=2", "tracking=off").run_dir for _ in range(3))
+    cfg = _store(tmp_path, "a.db", empty_mlflow_store())
+    helper = Publisher(cfg, follow=first)
+    try:
+        published = [helper.publish(first, 120)]
+        assert published[0][1] is None and helper.alive(), published
+        for signum in (signal.SIGTERM, signal.SIGINT):  # idle: ignored (the answer came once they were)
+            os.kill(helper.pid, signum)
+        assert helper.follow(second)
+        published.append(helper.publish(second, 120))
+        assert published[1][1] is None and helper.alive(), published
+        client = MlflowClient(cfg.uri)
+        assert [client.get_run(run_id).info.status for run_id, _ in published] == ["FINISHED", "FINISHED"]
+        assert published[0][0] != published[1][0]
+
+        assert helper.follow(third)
+        deadline = time.monotonic() + 120  # a bound on a hang, not a speed claim
+        while not runs_of(cfg.uri, third) and helper.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the third run's follow has made its MLflow run: the job is on
+        os.kill(helper.pid, signal.SIGTERM)  # during the third run's publishing: a stop
+        run_id, error = helper.publish(third, 120)
+        assert run_id is None and error is not None and "ended" in error, error
+        assert not helper.alive()
+        assert [run.info.status for run in runs_of(cfg.uri, third)] == ["FAILED"]
+    finally:
+        helper.close()

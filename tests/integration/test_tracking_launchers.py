@@ -1,18 +1,21 @@
 """A sweep in MLflow whatever runs its jobs (issue 28): under the basic launcher each job is one MLflow run with a
-trace per judgment of its results.jsonl, nested under the sweep's parent run (joblib and ray_local: the same check
-on the sweeps of tests/integration/test_launchers.py and test_ray_launcher.py); and a sweep made with tracking off
-is published later by `judgesweep sync <sweep dir>`, once, however often it is synced.
+trace per judgment of its results.jsonl, nested under the sweep's parent run, all written by one publishing process
+that ends with the sweep (joblib and ray_local: the same check on the sweeps of tests/integration/test_launchers.py
+and test_ray_launcher.py); and a sweep made with tracking off is published later by `judgesweep sync <sweep dir>`,
+once, however often it is synced.
 
 judgesweep as a process in a fresh working directory (a sweep's second sync in this process: what it writes is the
 point); no figures drawn (no test here looks at one); what MLflow holds read back through MLflow's client."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
+from runner.run import launcher_watch
 from tests.integration.conftest import REPO
 from tests.integration.tracking_processes import (
     assert_sweep_published,
@@ -44,6 +47,16 @@ def test_each_job_of_a_sweep_is_one_run_with_all_its_traces_under_the_parent(tmp
     proc = run(args, workdir(tmp_path))
     assert proc.returncode == 0, tails(proc)
     assert_sweep_published(uri, sweep_dir, tails(proc), per_job=PER_JOB)
+    # the jobs, run one after another in the sweep's process, were served by one publishing process (each job's log
+    # names it), which ended with the sweep: closed once its table was published, exiting at once (0, neither cut nor
+    # killed) at the end of file on its stdin, and gone now
+    written_by = {job.parent.name: re.findall(r"MLflow run \w+ at .* \(written by publishing process (\d+)\)",
+                                              job.read_text()) for job in sweep_dir.glob("*/judgesweep.log")}
+    assert sorted(written_by) == ["0", "1"] and all(len(pids) == 1 for pids in written_by.values()), written_by
+    (pid,) = {pids[0] for pids in written_by.values()}
+    ended = rf"sweep table .* logged to MLflow run .*publishing process {pid} ended \(exit 0\)"
+    assert re.search(ended, proc.stdout, re.S), tails(proc)
+    assert not launcher_watch.alive(int(pid))
 
 
 def test_sync_of_a_sweep_dir_publishes_every_job_and_the_parent_once(tmp_path, empty_mlflow_store):
