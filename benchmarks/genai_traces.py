@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.core.types import Message
 from runner.outputs.tracking import TraceRecord, connection, log_traces
 from runner.storage.messages import MessageStore

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.outputs import compare, tracking
 from runner.outputs.compare_outcomes import RunResults, read_rows
 from runner.storage import store

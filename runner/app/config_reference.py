@@ -29,10 +29,11 @@ from runner.core.config import RunConfig
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "config.md"
 HEADER = """# Configuration reference
 
-Generated from the schemas in `runner/core/config.py` by `python -m runner.app.config_reference`; do not edit by
-hand. Every key below is checked when Hydra composes the config: a misspelt key or a wrong type fails before
-anything runs. Set a key in a YAML file of its group (`conf/judge/my_judge.yaml`) or on the command line
-(`judge.rpm=600`, `max_items=20`). *required*: the group's YAML must set it.
+Generated from the schemas in `runner/core/config.py` and `runner/core/run_settings.py` by `python -m
+runner.app.config_reference`; do not edit by hand. Every key below is checked when Hydra composes the config: a
+misspelt key or a wrong type fails before anything runs. Set a key in a YAML file of its group
+(`conf/judge/my_judge.yaml`) or on the command line (`judge.rpm=600`, `max_items=20`). *required*: the group's YAML
+must set it.
 """
 
 

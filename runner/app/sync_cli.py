@@ -24,8 +24,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from runner.core.config import TrackingConfig
 from runner.core.errors import TRACKING_FAILED
+from runner.core.run_settings import TrackingConfig
 
 PROG = "judgesweep sync"
 log = logging.getLogger("judgesweep")

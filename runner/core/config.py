@@ -16,20 +16,23 @@ from omegaconf import MISSING
 
 from runner.core.choices import (
     BatchMode,
-    BatchRetry,
-    CacheMode,
-    GateUnscoredAs,
     OnBadRow,
     OrderPolicy,
     PairError,
     PromptMode,
-    ProportionInterval,
     Strategy,
     StructuredOutput,
-    SummaryKeys,
-    UnscoredAs,
 )
 from runner.core.records import OPERATIONAL, config_record
+from runner.core.run_settings import (
+    BatchConfig,
+    BudgetConfig,
+    CacheConfig,
+    GateConfig,
+    MetricsConfig,
+    OutputConfig,
+    TrackingConfig,
+)
 
 
 @config_record
@@ -249,81 +252,6 @@ class GeneratorConfig(JudgeConfig):
     replicas: list[ReplicaConfig] = field(default_factory=list)
     temperature: float = 0.0
     max_tokens: int = 1024
-
-
-@config_record
-class GateConfig:
-    """CI gates: a run that crosses one fails the process (exit 1) with a line saying why.
-
-    ``min_pass_rate`` applies only when the rubric has a pass threshold; ``unscored_as`` says whether an item
-    without a score counts as not passed (``fail``: the rate is over every item) or is left out (``exclude``: over
-    the scored items). ``baseline_run`` is an MLflow
-    run id or ``latest on <branch>`` (the latest finished run with the same run name on that branch);
-    ``metric`` may not fall by more than ``max_drop`` below it.
-    """
-
-    min_pass_rate: float | None = 0.8
-    unscored_as: GateUnscoredAs = GateUnscoredAs.fail
-    min_mean_score: float | None = None
-    baseline_run: str | None = None
-    max_drop: float | None = None
-    metric: str = "score/mean"
-
-
-@config_record
-class MetricsConfig:
-    """How the trust metrics are computed: unscored verdicts in agreement, bootstrap CIs (seeded by ``seed``)."""
-
-    unscored_as: UnscoredAs = UnscoredAs.wrong
-    ci_level: float = 0.95
-    ci_resamples: int = 1000
-    proportion_ci: ProportionInterval = ProportionInterval.wilson  # accuracy, agreement and pass rates
-
-
-@config_record
-class OutputConfig:
-    """What a run writes beside its own record (summary.json, results.jsonl, ...), which stays as it is."""
-
-    # users: also users_summary.json, summary.json under the users' key names (the users' presets set it)
-    summary_keys: SummaryKeys = SummaryKeys.judgesweep
-    # false: no PNG drawn (report.html's figures, a sweep's frontier.png), matplotlib not imported; tables unchanged
-    plots: bool = True
-
-
-@config_record
-class TrackingConfig:
-    """Where MLflow records runs."""
-
-    enabled: bool = True
-    uri: str | None = None
-    experiment: str = "judgesweep"
-    artifact_location: str | None = None  # for a new experiment; None lets the store decide
-    traces: bool = True  # one MLflow trace per judgment, prompts in the registry, the dataset as a run input
-    timeout_s: float = 600.0  # how long a finished run waits for MLflow before it ends saying `judgesweep sync`
-
-
-@config_record
-class CacheConfig:
-    """The response cache shared across runs and sweeps."""
-
-    mode: CacheMode = CacheMode.read_write
-    path: str = "outputs/cache/responses.sqlite"  # relative to the project root
-
-
-@config_record
-class BatchConfig:
-    """How a batched run waits for and completes its batches (judge.batch)."""
-
-    wait: bool = True  # false: submit, say how to collect (resume=<run dir>), exit 0
-    poll_s: float = 30.0  # seconds between two status requests while waiting
-    retry: BatchRetry = BatchRetry.live  # rows the provider failed, expired or cancelled: sent again live | in a batch
-
-
-@config_record
-class BudgetConfig:
-    """A run's spending limit (runner.judging.budget); a resumed run may change it."""
-
-    max_usd: float | None = None  # calls are sent only while paid + in-flight worst case stays within it; null: none
 
 
 @config_record

@@ -10,7 +10,8 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from runner.core.config import RunConfig, TrackingConfig
+from runner.core.config import RunConfig
+from runner.core.run_settings import TrackingConfig
 
 _Schema = TypeVar("_Schema")
 

@@ -42,8 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.choices import BatchMode, BatchRetry
-from runner.core.config import BatchConfig, JudgeConfig
+from runner.core.config import JudgeConfig
 from runner.core.errors import BatchPending, ConfigurationError
+from runner.core.run_settings import BatchConfig
 from runner.core.types import Item, JudgeRequest, JudgeResponse, Message
 from runner.judging.batch_answers import AnswerKey, BatchedClient, Planner, key_of, line_messages
 from runner.judging.batch_progress import BatchBar

@@ -18,8 +18,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 from runner.core.choices import CacheMode
-from runner.core.config import BatchConfig, CacheConfig, JudgeConfig
+from runner.core.config import JudgeConfig
 from runner.core.judgments import Judgments
+from runner.core.run_settings import BatchConfig, CacheConfig
 from runner.core.types import Item, JudgeResponse, Order, Secret
 from runner.inputs.datasets import ItemRef, resolve_path
 from runner.inputs.prompts import Template

@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 
 log = logging.getLogger(__name__)
 
@@ -246,6 +246,7 @@ def _job(cfg: TrackingConfig, parent: _Parent, command: dict[str, str]) -> int |
     from runner.outputs import publishing, tracking
 
     _on_job(parent, True)
+    job = Path(command.get("follow") or command["run_dir"])
     published: list[str] = []  # the MLflow run, once the follow or the publish has found or made it
     stopped = "the run stopped before it was published; resume=<run dir> (or judgesweep sync) finishes it"
     try:
@@ -272,11 +273,12 @@ def _job(cfg: TrackingConfig, parent: _Parent, command: dict[str, str]) -> int |
         return None
     except _Stop:
         _ignore_signals()  # a second signal (Ctrl-C, then the end of file's SIGTERM) does not cut this short
-        if published:  # a run this publish made or reopened: FAILED until a sync finishes it
-            try:
-                tracking.close_run(cfg, published[-1], failed=True, reason=stopped)
-            except Exception:  # noqa: BLE001 - best effort within the grace period
-                pass
+        try:  # a run this job made or reopened (one made just now may not have been said yet): FAILED until a sync
+            run_id = published[-1] if published else publishing.made_run(job, cfg)
+            if run_id is not None:
+                tracking.close_run(cfg, run_id, failed=True, reason=stopped)
+        except Exception:  # noqa: BLE001 - best effort within the grace period
+            pass
         return 143
 
 

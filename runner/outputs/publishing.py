@@ -34,7 +34,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.outputs import tracking
 from runner.outputs.trace_inputs import ItemInputs
 from runner.storage import store
@@ -111,12 +111,28 @@ def publish(run_dir: Path, cfg: TrackingConfig, on_run: Callable[[str], None] | 
     return Published(run_id, created, written)
 
 
-def _ensure_run(run_dir: Path, cfg: TrackingConfig, view: Mapping[str, Any]) -> tuple[str, bool]:
-    """The run directory's MLflow run, found by its uid (the manifest's; an aggregation's is in its view) or made."""
+def _uid(run_dir: Path, view: Mapping[str, Any]) -> str:
+    """The run directory's uid: the manifest's (an aggregation's is in its view)."""
     manifest = store.read_manifest(run_dir)
-    uid = (manifest.run_uid if manifest is not None else None) or view.get("run_uid") or str(run_dir)
+    return (manifest.run_uid if manifest is not None else None) or view.get("run_uid") or str(run_dir)
+
+
+def _ensure_run(run_dir: Path, cfg: TrackingConfig, view: Mapping[str, Any]) -> tuple[str, bool]:
+    """The run directory's MLflow run, found by its uid or made."""
+    uid = _uid(run_dir, view)
     tags = {**view["tags"], UID_TAG: uid, DIR_TAG: str(run_dir)}
     return tracking.ensure_run(cfg, uid, view["run_name"], tags, view["params"])
+
+
+def made_run(run_dir: Path, cfg: TrackingConfig) -> str | None:
+    """The MLflow run of ``run_dir`` in ``cfg``'s store, found by its uid (None: none yet, or no view.json): the one a
+    follow or publish stopped in the middle of making may be there before either could say so (``on_run``)."""
+    run_dir = run_dir.resolve()
+    try:
+        view = json.loads((run_dir / VIEW_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return tracking.find_run(cfg, _uid(run_dir, view))
 
 
 def follow(run_dir: Path, cfg: TrackingConfig, stop: Callable[[], bool], on_run: Callable[[str], None] | None = None,

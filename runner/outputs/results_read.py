@@ -18,7 +18,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.modes import catalog, panel
 from runner.modes.base import RunMode
 from runner.modes.sections import EndedReport

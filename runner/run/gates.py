@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from runner.core.choices import GateUnscoredAs
-from runner.core.config import GateConfig
+from runner.core.run_settings import GateConfig
 from runner.modes.base import RunMode
 from runner.modes.record import Record
 from runner.modes.sections import Gate

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.judging.progress import Phases
 from runner.judging.shutdown import Interrupted
 from runner.outputs.publisher import Publisher, describe

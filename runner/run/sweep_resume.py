@@ -11,7 +11,7 @@ import json
 import logging
 from pathlib import Path
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.outputs import publishing, sweep
 from runner.run.context import RunOutcome
 from runner.storage import store

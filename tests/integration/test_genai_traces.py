@@ -127,7 +127,7 @@ def test_traces_off_and_resume(run_cli, tmp_path):
 
 
 def test_a_changed_template_adds_a_version(tmp_path, empty_mlflow_store):
-    from runner.core.config import TrackingConfig
+    from runner.core.run_settings import TrackingConfig
     from runner.outputs import tracking
 
     store = tmp_path / "mlflow.db"

@@ -16,10 +16,10 @@ import mlflow
 import pytest
 from mlflow.tracking import MlflowClient
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.outputs import publishing
 from runner.outputs.publisher import Publisher
-from tests.integration.tracking_processes import runs_of
+from tests.integration.tracking_processes import runs_of, traces_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.traces]  # run_cli keeps traces on
 
@@ -97,8 +97,12 @@ def test_one_publishing_process_publishes_runs_one_after_another_and_idle_hears_
 
         assert helper.follow(third)
         deadline = time.monotonic() + 120  # a bound on a hang, not a speed claim
-        while not runs_of(cfg.uri, third) and helper.alive() and time.monotonic() < deadline:
-            time.sleep(0.05)  # until the third run's follow has made its MLflow run: the job is on
+        # until the third run's follow has made its MLflow run and written its 4 judgments' traces: the job is on,
+        # and the follow tails the journal, so the stop lands there rather than inside a write to the store (a stop
+        # inside one can leave that write's sqlite lock held and the run RUNNING until a sync: best effort)
+        while not any(len(traces_of(cfg.uri, run)) == 4 for run in runs_of(cfg.uri, third)) and helper.alive() \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
         os.kill(helper.pid, signal.SIGTERM)  # during the third run's publishing: a stop
         run_id, error = helper.publish(third, 120)
         assert run_id is None and error is not None and "ended" in error, error

@@ -9,7 +9,7 @@ import json
 import pytest
 from mlflow.tracking import MlflowClient
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.outputs import sweep, tracking
 from tests.integration.shared import by_topic, topic_overrides, write_topic_dataset
 

@@ -5,7 +5,7 @@ resumed from a directory that holds none still fails: only a sweep's job that ne
 
 from __future__ import annotations
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.outputs import publishing
 from runner.run import sweep_resume
 from runner.storage import store

@@ -13,7 +13,7 @@ import sqlite3
 import mlflow
 import pytest
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.outputs import tracking
 from runner.outputs.tracking import trace_rows
 from runner.outputs.tracking.traces import TraceWriter

@@ -301,7 +301,8 @@ class TestHumanCeiling:
 def test_a_runs_macro_f1_with_unscored_as_tie_averages_over_the_gold_classes() -> None:
     """Issue 31 point 7: ``metrics.unscored_as=tie`` turns unreadable verdicts into ties; gold has no tie, so the
     tie is no class of macro-F1 (it counted as one, at F1 0, and halved the run's macro-F1)."""
-    from runner.core.config import MetricsConfig, UnscoredAs
+    from runner.core.choices import UnscoredAs
+    from runner.core.run_settings import MetricsConfig
     from runner.modes.trust import label_rows_agreement
 
     rows = [("A", "A")] * 8 + [(None, "A")] * 2 + [("B", "B")] * 9 + [("A", "B")]

@@ -304,7 +304,7 @@ def test_pointwise_length_preference_beyond_the_human_scores() -> None:
 
 
 def test_a_single_judges_both_orders_verdict_under_both_policies():
-    from runner.core.config import MetricsConfig
+    from runner.core.run_settings import MetricsConfig
     from runner.modes.sections import TrustSection
     from runner.modes.trust import both_orders, console_lines
 

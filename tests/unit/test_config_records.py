@@ -11,10 +11,11 @@ import pytest
 from omegaconf import OmegaConf
 from omegaconf.errors import ReadonlyConfigError
 
-from runner.core.config import GeneratorConfig, JudgeConfig, RunConfig, TrackingConfig
+from runner.core.config import GeneratorConfig, JudgeConfig, RunConfig
 from runner.core.config_store import to_schema
 from runner.core.identity import is_operational, operational_keys, schema_keys
 from runner.core.records import OPERATIONAL, config_record
+from runner.core.run_settings import TrackingConfig
 from runner.run.job_context import _operational
 
 # The hand-kept list (runner/run/job_context.py up to 3656644, plus "budget." which issue 34 added there) that the

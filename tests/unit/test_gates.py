@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runner.core.config import GateConfig
+from runner.core.run_settings import GateConfig
 from runner.run.gates import Baseline, GateResult, check_results, evaluate
 
 

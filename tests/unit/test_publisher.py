@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.outputs.publisher import describe
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.outputs import sweep
 from runner.run import sweep_resume
 from runner.storage import store

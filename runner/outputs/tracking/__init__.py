@@ -40,6 +40,7 @@ from runner.outputs.tracking.runs import (
     ensure_run,
     fail_run,
     find_baseline,
+    find_run,
     finish_run,
     log_new_artifacts,
     log_new_metrics,
@@ -52,7 +53,7 @@ from runner.outputs.tracking.traces import TraceWriter, human_feedback, log_trac
 __all__ = [
     "ARTIFACTS", "BASELINE_LATEST", "BATCH", "COMPARISON_KIND", "CONFIG_TAG", "KIND_TAG", "MAX_PARAM_CHARS",
     "RunRecord", "SECRET_KEY", "SWEEP_KIND", "SWEEP_TAG", "TraceRecord", "TraceWriter", "TrackedRun", "_client",
-    "_experiment_id", "close_run", "download_artifact", "ensure_run", "fail_run", "find_baseline", "find_sweep_runs",
-    "finish_run", "get_run_metrics", "get_runs", "human_feedback", "log_comparison", "log_dataset",
+    "_experiment_id", "close_run", "download_artifact", "ensure_run", "fail_run", "find_baseline", "find_run",
+    "find_sweep_runs", "finish_run", "get_run_metrics", "get_runs", "human_feedback", "log_comparison", "log_dataset",
     "log_new_artifacts", "log_new_metrics", "log_sweep", "log_traces", "register_prompt", "safe_params", "start_run",
 ]

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 
 # How long a process waits for another one to finish creating a fresh store (a few dozen migrations: seconds).
 STORE_LOCK_TIMEOUT_S = 300.0

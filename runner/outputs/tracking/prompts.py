@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.outputs.tracking import connection
 
 NOT_A_NAME = re.compile(r"[^A-Za-z0-9_.-]")  # MLflow's prompt names: letters, digits, '_', '-', '.'

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core import metric_names
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.outputs.tracking import connection, sweeps
 from runner.outputs.tracking.records import ARTIFACTS, BATCH, CONFIG_TAG, RunRecord, safe_params
 
@@ -90,8 +90,7 @@ def ensure_run(cfg: TrackingConfig, uid: str, run_name: str, tags: Mapping[str, 
 
     client = connection.client(cfg)
     experiment = connection.experiment_id(client, cfg)
-    quoted = uid.replace("\\", "\\\\").replace("'", "\\'")
-    found = client.search_runs([experiment], filter_string=f"tags.`judgesweep.run_uid` = '{quoted}'", max_results=1)
+    found = _by_uid(client, experiment, uid)
     created = not found
     if found:
         run = found[0]
@@ -106,6 +105,18 @@ def ensure_run(cfg: TrackingConfig, uid: str, run_name: str, tags: Mapping[str, 
         client.log_batch(run_id, params=new_params[start:start + BATCH], tags=new_tags[start:start + BATCH])
     log.info("MLflow run %s in experiment %r at %s", run_id, cfg.experiment, client.tracking_uri)
     return run_id, created
+
+
+def find_run(cfg: TrackingConfig, uid: str) -> str | None:
+    """The id of the MLflow run tagged ``judgesweep.run_uid`` = ``uid`` in ``cfg.experiment``; None if there is none."""
+    client = connection.client(cfg)
+    found = _by_uid(client, connection.experiment_id(client, cfg), uid)
+    return found[0].info.run_id if found else None
+
+
+def _by_uid(client: Any, experiment: str, uid: str) -> list[Any]:
+    quoted = uid.replace("\\", "\\\\").replace("'", "\\'")
+    return client.search_runs([experiment], filter_string=f"tags.`judgesweep.run_uid` = '{quoted}'", max_results=1)
 
 
 def log_new_metrics(cfg: TrackingConfig, run_id: str, metrics: Mapping[str, float]) -> None:

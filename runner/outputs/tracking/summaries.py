@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.outputs.tracking import connection, runs, sweeps
 from runner.outputs.tracking.records import (
     COMPARISON_KIND,

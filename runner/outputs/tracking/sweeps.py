@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.outputs.tracking import connection
 from runner.outputs.tracking.records import KIND_TAG, SWEEP_KIND, SWEEP_TAG
 

@@ -26,7 +26,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from runner.core.config import TrackingConfig
+from runner.core.run_settings import TrackingConfig
 from runner.outputs.tracking import connection
 from runner.outputs.tracking.feedback import FeedbackMeans, code_feedback, code_rationale
 from runner.outputs.tracking.trace_record import TraceRecord
