@@ -26,6 +26,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -167,7 +168,7 @@ def measure(runs: int, keep: bool) -> dict[str, Any]:
             result["runs"].append(run)
             print(row(f"make {target}", commit, run, speed), flush=True)
     if not keep:
-        subprocess.run(["rm", "-rf", str(work)], check=False)
+        shutil.rmtree(work, ignore_errors=True)
     return result
 
 

@@ -252,7 +252,7 @@ def _job(cfg: TrackingConfig, parent: _Parent, command: dict[str, str]) -> int |
     try:
         if "follow" in command:
             try:
-                publishing.follow(Path(command["follow"]), cfg, parent.said, on_run=published.append)
+                publishing.follow(job, cfg, parent.said, on_run=published.append)
             except Exception as exc:  # noqa: BLE001 - the publish writes what this did not, or says why
                 log.debug("traces not written during the run: %s: %s", type(exc).__name__, exc)
             said = parent.next()
@@ -285,13 +285,13 @@ def _job(cfg: TrackingConfig, parent: _Parent, command: dict[str, str]) -> int |
 def _on_job(parent: _Parent, busy: bool) -> None:
     """A job on: SIGTERM and SIGINT (Ctrl-C reaches the whole process group) stop the child, and so does end of
     file; idle: the child hears its stdin only."""
-    if not busy:
-        parent.busy = False
-        _ignore_signals()
-    else:
+    if busy:  # the handlers first, then busy: an end of file sends SIGTERM only once it stops the job
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, _on_stop)
-    parent.busy = busy
+        parent.busy = True
+    else:
+        parent.busy = False
+        _ignore_signals()
 
 
 def _ignore_signals() -> None:

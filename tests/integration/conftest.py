@@ -40,18 +40,15 @@ pytest.register_assert_rewrite("tests.integration.shared")
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CEREBRAS_API_KEY")
+# Anything that tries to leave the machine over HTTP(S) hits a closed local port and fails fast.
+CLOSED_PROXIES = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
+                  "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
 
 
 def offline_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The subprocess environment: no provider keys, no way out but loopback."""
     env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
-    env.update({
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        # Anything that tries to leave the machine over HTTP(S) hits a closed local port and fails fast.
-        "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
-        "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
-        "HYDRA_FULL_ERROR": "0",
-    })
+    env.update({"LITELLM_LOCAL_MODEL_COST_MAP": "True", **CLOSED_PROXIES, "HYDRA_FULL_ERROR": "0"})
     env.update(extra or {})
     return env
 

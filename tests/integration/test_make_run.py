@@ -42,8 +42,6 @@ def make(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
     """A copy of the sources `make run` installs, with a fresh venv (no pip of its own) in its ``.venv``."""
-    if shutil.which("make") is None:
-        pytest.skip("make is not installed")
     root = tmp_path_factory.mktemp("make_run") / "judgesweep"
     for name in ("runner", "conf", "prompts"):
         shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))

@@ -30,6 +30,8 @@ from typing import NamedTuple
 
 import pytest
 
+from tests.integration.conftest import CLOSED_PROXIES
+
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
@@ -132,11 +134,9 @@ def in_the_venv(installed, tmp_path_factory) -> dict[str, dict]:
     (base / "runs.json").write_text(json.dumps(runs))
     out = base / "out.json"
     # any request that is not to 127.0.0.1 goes to a closed port: refused, and said on stderr by whoever made it
-    closed = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
-              "NO_PROXY": "127.0.0.1,localhost"}
     printed = _run([str(installed.bin / "python"), str(Path(__file__).with_name("dry_run_every_option.py")), str(out),
                     "--project", str(base / "demo"), "--runs", str(base / "runs.json")], base / "empty",
-                   {**installed.env, **closed})
+                   {**installed.env, **CLOSED_PROXIES})
     return {**json.loads(out.read_text()), "printed": printed}
 
 
