@@ -162,6 +162,15 @@ class Idle:
             kept.close()
         return None
 
+    def start(self, cfg: TrackingConfig) -> None:
+        """Have a helper for ``cfg`` ready for the next job: the one idle here, else a new one, started now so that
+        importing mlflow and opening (or creating) the store run on the machine's other core while the job composes,
+        imports litellm and makes its first calls. Without a job it stays idle: its stdin's end of file (this
+        process's :meth:`close`, its exit or its kill) ends it at once, or during its imports within
+        STOP_GRACE_S."""
+        kept = self.take(cfg)
+        self.keep(kept if kept is not None else Publisher(cfg))
+
     def keep(self, publisher: Publisher) -> None:
         """Keep ``publisher`` (whose publish answered) for the next job; one kept before it is closed."""
         with self._lock:
@@ -172,13 +181,14 @@ class Idle:
         if kept is not None:
             kept.close()
 
-    def close(self) -> None:
-        """Stop the idle helper, if any (idempotent)."""
+    def close(self, why: str | None = "the jobs of this process are done") -> None:
+        """Stop the idle helper, if any (idempotent); ``why`` is logged with its exit status (None: nothing)."""
         with self._lock:
             kept, self._kept = self._kept, None
         if kept is not None:  # idle, it exits at once (status 0) at end of file
             status = kept.close()
-            log.info("publishing process %d ended (exit %s): the jobs of this process are done", kept.pid, status)
+            if why is not None:
+                log.info("publishing process %d ended (exit %s): %s", kept.pid, status, why)
 
 
 class _Stop(BaseException):

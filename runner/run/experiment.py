@@ -123,18 +123,26 @@ def run_job(dcfg: DictConfig, hc: DictConfig, limiters: LimiterPool = PROCESS_LI
         done = sweep_resume.finished(cfg.tracking, Path(hc.runtime.output_dir))
         if done is not None:
             return done
-    prepare_run()
-    from runner.run import pipeline
-
     launcher = _launcher(hc)
     # a multirun's jobs run one after another in its own process (Hydra's basic launcher): they share a publishing
     # process, closed when the multirun ends; a launcher's workers (joblib, Ray) start one a job, as a single run does
-    publishers = PROCESS_PUBLISHERS if launcher == os.getpid() else None
-    ctx = dataclasses.replace(job_context.context(dcfg, cfg, hc, limiters), publish_here=publish_here,
-                              publishers=publishers)
-    job_context.protect_secrets(ctx.api_keys)  # Hydra configured this job's handlers before the job started
-    with launcher_watch.watching(launcher):
-        return pipeline.run(ctx)
+    shared = launcher == os.getpid()
+    publishers = PROCESS_PUBLISHERS if shared else Idle()
+    if cfg.tracking.enabled and not publish_here and not cfg.dry_run:
+        # started before litellm is imported: its imports and the store's opening overlap the job's own start-up
+        publishers.start(cfg.tracking)
+    try:
+        prepare_run()
+        from runner.run import pipeline
+
+        ctx = dataclasses.replace(job_context.context(dcfg, cfg, hc, limiters), publish_here=publish_here,
+                                  publishers=publishers)
+        job_context.protect_secrets(ctx.api_keys)  # Hydra configured this job's handlers before the job started
+        with launcher_watch.watching(launcher):
+            return pipeline.run(ctx)
+    finally:
+        if not shared:  # this job's own helper, idle once its publish answered (or never used: a refused config)
+            publishers.close(None)
 
 
 def _launcher(hc: DictConfig) -> int | None:
