@@ -154,6 +154,10 @@ def follow(run_dir: Path, cfg: TrackingConfig, stop: Callable[[], bool], on_run:
         run_id, _ = _ensure_run(run_dir, cfg, view)
     if on_run is not None:
         on_run(run_id)
+    try:
+        _inputs(cfg, run_id, view)
+    except Exception as exc:  # noqa: BLE001 - the publish logs them, or says why
+        log.debug("prompts and dataset not logged during the run: %s: %s", type(exc).__name__, exc)
     labels: dict[str, dict] = view.get("labels") or {}
     writer = tracking.TraceWriter(cfg, run_id, int(view.get("started_ns") or time.time_ns()))
     tails = [(judge, JournalTail(run_dir / judge["dir"] / store.JOURNAL_NAME)) for judge in view["judges"]]
@@ -179,16 +183,34 @@ def follow(run_dir: Path, cfg: TrackingConfig, stop: Callable[[], bool], on_run:
             messages.close()
 
 
-def _genai(cfg: TrackingConfig, run_id: str, run_dir: Path, view: Mapping[str, Any]) -> tuple[int, dict[str, float]]:
-    """Prompts, dataset input and traces; returns the traces written and their Feedback means."""
+# What this process has logged already, as (store, MLflow run, what): the follow logs a run's prompts and dataset
+# input as soon as it has made the run, so the publish that follows it in the same process skips them (each is a few
+# store round trips: ~0.4 s of a small run's publish, otherwise paid after its printed result).
+_LOGGED: set[tuple[str, str, str]] = set()
+
+
+def _inputs(cfg: TrackingConfig, run_id: str, view: Mapping[str, Any]) -> None:
+    """The run's prompt versions (registered and linked) and its dataset input, unless this process logged them."""
     for name, template, sha in view.get("prompts", []):
-        tracking.register_prompt(cfg, run_id, name, template, sha)
+        done = (store_key(cfg), run_id, f"prompt {name} {sha}")
+        if done not in _LOGGED:
+            tracking.register_prompt(cfg, run_id, name, template, sha)
+            _LOGGED.add(done)
     labels: dict[str, dict] = view.get("labels") or {}  # every item's gold and human score, as the run had them
     if view.get("dataset"):
         name, source = view["dataset"]
         rows = [{"item_id": item, "gold": lab.get("gold"), "human_score": lab.get("human_score")}
                 for item, lab in labels.items()]
-        tracking.log_dataset(cfg, run_id, name, source, rows)
+        done = (store_key(cfg), run_id, "dataset " + json.dumps([name, source, rows], sort_keys=True))
+        if done not in _LOGGED:
+            tracking.log_dataset(cfg, run_id, name, source, rows)
+            _LOGGED.add(done)
+
+
+def _genai(cfg: TrackingConfig, run_id: str, run_dir: Path, view: Mapping[str, Any]) -> tuple[int, dict[str, float]]:
+    """Prompts, dataset input and traces; returns the traces written and their Feedback means."""
+    _inputs(cfg, run_id, view)
+    labels: dict[str, dict] = view.get("labels") or {}
     if not view.get("judges"):
         return 0, {}
     writer = tracking.TraceWriter(cfg, run_id, int(view.get("started_ns") or time.time_ns()))
