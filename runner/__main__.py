@@ -1,5 +1,5 @@
 """``python -m runner`` runs the same Hydra app as the ``judgesweep`` console script."""
 
-from runner.app.cli import main
+from runner.app.entry import main
 
 main()

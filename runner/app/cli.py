@@ -20,7 +20,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from runner.core import locations
+from runner.core import gc_pause, locations
 from runner.core.config_store import multirun_tracking
 from runner.core.errors import (
     BUDGET_REACHED,
@@ -248,6 +248,7 @@ def main() -> None:
     job(s) and exits non-zero on failure."""
     command = sys.argv[1] if len(sys.argv) > 1 else ""
     if command in SUBCOMMANDS:  # before Hydra, which would read the name as an override
+        gc_pause.resume()  # not a run: no prepare_run to turn the collector on again
         sys.exit(importlib.import_module(SUBCOMMANDS[command]).main(sys.argv[2:]))
     if command == RUN:
         del sys.argv[1]

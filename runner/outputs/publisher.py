@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import gc
 import json
 import logging
 import os
@@ -43,6 +44,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from runner.core import gc_pause
 from runner.core.run_settings import TrackingConfig
 
 log = logging.getLogger(__name__)
@@ -239,6 +241,8 @@ def serve(cfg: TrackingConfig, follow: Path | None = None) -> int:
             tracking._client(cfg)  # import mlflow and open the store while the run's calls go on
         except Exception:  # noqa: BLE001 - reported by the publish, which meets it again
             pass
+        gc.freeze()  # mlflow's modules and the store's: never garbage, never walked again by the collector
+        gc_pause.resume()  # paused by main() through the imports
         command = {"follow": str(follow)} if follow is not None else parent.next()
         while command is not None:
             code = _job(cfg, parent, command)
@@ -331,6 +335,7 @@ def main(argv: list[str]) -> int:
     logging.getLogger("mlflow").setLevel(logging.ERROR)  # "Creating initial MLflow database tables" and kin
     logging.getLogger("alembic").setLevel(logging.ERROR)
     os.nice(10)  # the run's own process and its judge calls come first; this takes what CPU they leave
+    gc_pause.pause()  # through the imports of mlflow and the store's opening (runner.core.gc_pause)
     code = serve(TrackingConfig(**json.loads(argv[0])), Path(argv[1]) if len(argv) > 1 else None)
     for stream in (sys.stdout, sys.stderr):
         try:
