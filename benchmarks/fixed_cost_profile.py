@@ -41,7 +41,10 @@ _RUNS = itertools.count()
 
 
 def aggregate(folded: Iterable[str]) -> dict[str, dict[str, Counter]]:
-    """py-spy raw (folded) lines -> per process: ``total``, ``cumulative`` and ``self`` sample counts per frame."""
+    """py-spy raw (folded) lines -> per process: ``total``, ``cumulative`` and ``self`` sample counts per frame.
+
+    With ``--subprocesses`` every stack starts with ``process PID:"cmd"``, a child's under its parent's too.
+    """
     out: dict[str, dict[str, Counter]] = defaultdict(lambda: {"total": Counter(), "cumulative": Counter(),
                                                               "self": Counter()})
     for line in folded:
@@ -49,7 +52,10 @@ def aggregate(folded: Iterable[str]) -> dict[str, dict[str, Counter]]:
         if not stack or not count.isdigit():
             continue
         frames = [LINE_NO.sub(")", f) for f in stack.split(";")]
-        process = frames.pop(0) if frames[0].startswith("process ") else "process ?"
+        # a child's stacks hang under its parent's "process" frame: the innermost one names the process
+        roots = [i for i, f in enumerate(frames) if f.startswith("process ")]
+        process = frames[roots[-1]] if roots else "process ?"
+        frames = frames[roots[-1] + 1:] if roots else frames
         agg, n = out[process], int(count)
         agg["total"]["samples"] += n
         for frame in set(frames):

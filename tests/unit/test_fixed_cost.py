@@ -119,12 +119,15 @@ def test_the_table_shows_each_target_with_its_verdict() -> None:
 def test_py_spy_stacks_aggregate_per_process_without_line_numbers() -> None:
     folded = ['process 1:"python -m runner";<module> (runner/__main__.py:3);main (cli.py:10);load (a.py:5) 7',
               'process 1:"python -m runner";<module> (runner/__main__.py:3);main (cli.py:12) 3',
-              'process 2:"python -m runner.outputs.publisher";run (publisher.py:40) 5', "garbage"]
+              'process 1:"python -m runner";process 2:"python -m runner.outputs.publisher";run (publisher.py:40) 5',
+              "garbage"]
     got = aggregate(folded)
     one = got['process 1:"python -m runner"']
     assert one["total"]["samples"] == 10
     assert one["cumulative"]["main (cli.py)"] == 10 and one["self"]["load (a.py)"] == 7
-    assert got['process 2:"python -m runner.outputs.publisher"']["self"]["run (publisher.py)"] == 5
+    child = got['process 2:"python -m runner.outputs.publisher"']
+    assert child["self"]["run (publisher.py)"] == 5 and child["total"]["samples"] == 5
+    assert not any(f.startswith("process ") for f in one["cumulative"])
 
 
 def test_import_times_split_top_level_imports_from_their_children() -> None:
