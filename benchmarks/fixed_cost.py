@@ -245,6 +245,8 @@ def _server_part(srv: FakeServer, data: Path, work: Path, store: Path, reps: int
             f = facts(m, lines, stats["first_request_ts"], stats["last_response_ts"], prefix)
             f["accepted"] = stats["accepted"]
             f["complete"] = m.rc == 0 and stats["accepted"] == planned
+            if name.startswith("judgesweep"):  # every judgment scored, as the tracking scenario checks
+                f["complete"] = f["complete"] and journal_summary(work / tag)["status"].get("scored", 0) == planned
             if name == "judgesweep":
                 f["store"] = store_check(store, work / tag, planned)
                 checks.append(f["store"]["complete"])
