@@ -18,6 +18,9 @@
    headless chromium's time to open it beside an empty page's (benchmarks/sweep_items_size.py).
 8. batch: 10,000 judgments live and through the fake server's Files and Batches API (judge.batch=on): requests,
    wall and dollars at gpt-4o-mini's cost-map prices (benchmarks/batch.py).
+9. fixed_cost: issue 43's fixed cost, phase by phase: ``make run`` default against tracking=off (a fresh cwd and a
+   re-run), one call against the bare loops and the peers, 30 calls at 0 ms, 1,000 x 200 ms, and the time from the
+   last answer to the printed result (benchmarks/fixed_cost.py).
 
 Every scenario starts the fake server as a separate process and every run is a real subprocess; see
 benchmarks/README.md for how each number is measured. Results are merged into benchmarks/results.json
@@ -43,6 +46,7 @@ from typing import Any
 
 from benchmarks.batch import scenario_batch
 from benchmarks.data import write_dataset
+from benchmarks.fixed_cost import scenario_fixed_cost
 from benchmarks.harness import REPO, git_commit, loadavg
 from benchmarks.report import FORMAT, print_table, table_rows
 from benchmarks.scenarios import (
@@ -63,17 +67,19 @@ QUICK_RESULTS = Path(tempfile.gettempdir()) / "judgesweep-bench-quick.json"  # a
 DATA_DIR = Path(tempfile.gettempdir()) / "judgesweep-bench-data"
 FULL = {"throughput_n": 1000, "throughput_reps": 3, "scale_sizes": [10_000, 100_000], "rpm_n": 300,
         "sporadic_n": 2000, "startup_reps": 3, "cache_n": 10_000, "tracking_n": 1000, "tracking_reps": 3,
-        "tracking_big_items": 5_000, "sweep_items": (10_000, 20), "batch_n": 10_000}
+        "tracking_big_items": 5_000, "sweep_items": (10_000, 20), "batch_n": 10_000,
+        "fixed_cost_reps": 3, "fixed_cost_big_n": 1000}
 QUICK = {"throughput_n": 200, "throughput_reps": 1, "scale_sizes": [2_000], "rpm_n": 60, "sporadic_n": 100,
          "startup_reps": 1,
          "cache_n": 1_000, "tracking_n": 200, "tracking_reps": 1, "tracking_big_items": 1_000,
-         "sweep_items": (1_000, 5), "batch_n": 500}
+         "sweep_items": (1_000, 5), "batch_n": 500, "fixed_cost_reps": 1,
+         "fixed_cost_big_n": 200}
 
 SCENARIOS: dict[str, Callable[[dict, Path, Path], dict[str, Any]]] = {
     "throughput": scenario_throughput, "scale": scenario_scale, "rpm": scenario_rpm,
     "sporadic_429": scenario_sporadic_429, "startup": scenario_startup,
     "cache": scenario_cache, "tracking": scenario_tracking, "sweep_items": scenario_sweep_items,
-    "batch": scenario_batch}
+    "batch": scenario_batch, "fixed_cost": scenario_fixed_cost}
 
 
 def machine_info() -> dict[str, Any]:
@@ -94,7 +100,7 @@ def dataset_rows(cfg: dict, names: list[str]) -> int:
             "cache": cfg["cache_n"], "startup": 32,
             "scale": max((scale_plan(n)[0] for n in cfg["scale_sizes"]), default=0),
             "tracking": max(cfg["tracking_n"], cfg["tracking_big_items"]), "batch": cfg["batch_n"],
-            "sweep_items": 0}
+            "sweep_items": 0, "fixed_cost": cfg["fixed_cost_big_n"]}
     return max(need[name] for name in names)
 
 

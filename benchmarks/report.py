@@ -266,12 +266,70 @@ def sweep_items_rows(s: dict[str, Any]) -> list[Row]:
             Row("", "chromium open s: report / empty page (median of 3)", opened)]
 
 
+FC_NAMES = {"judgesweep": "default", "judgesweep_off": "off", "bare_litellm": "bare litellm",
+            "bare_openai": "bare openai", "promptfoo": "promptfoo", "inspect_ai": "inspect-ai"}
+FC_PHASES = "launch -> first request / calls' span / last answer -> printed result / printed result -> exit (s)"
+
+
+def _fc_medians(spread: dict[str, Any], metric: str) -> tuple[str, str]:
+    """("default / off / ...", value) of one metric's medians for the contenders measured."""
+    keys = [k for k in FC_NAMES if k in spread]
+    return " / ".join(FC_NAMES[k] for k in keys), " / ".join(fmt(spread[k][metric]["median"], 2) for k in keys)
+
+
+def _fc_phases(spread: dict[str, Any], key: str) -> str:
+    s = spread.get(key)
+    phases = ("launch_to_first_request_s", "calls_span_s", "last_answer_to_result_s", "result_to_exit_s")
+    return " / ".join(fmt(s[p]["median"], 2) for p in phases) if s else "-"
+
+
+def fixed_cost_rows(f: dict[str, Any]) -> list[Row]:
+    """Issue 43's fixed cost: make run default / off, one call against the loops and peers, 30 calls, the fixed
+    cost of 1,000 x 200 ms, the printed result's delay; medians, each target with its verdict."""
+    v, t, mr = f["verdicts"], f["targets"], f["make_run"]
+    rows = [Row(f"fixed cost: make run ({mr['judgments']} replayed judgments)",
+                f"wall (s), median of {mr['repetitions']}: default / off", "", run=f)]
+    for case, label in (("first", "first run, fresh cwd"), ("rerun", "re-run, store existing")):
+        c = mr["cases"][case]
+        rows += [Row("", f"{label}: default / off (wall ratio, median of per-repetition ratios)",
+                     f"{_fc_medians(c['spread'], 'wall_s')[1]} ({fmt(c['default_over_off'], 2)}x)",
+                     t[f"make_run_{case}"], verdict(v[f"make_run_{case}"])),
+                 Row("", f"{label}, default: judging starts / calls / last answer -> printed result / -> exit (s)",
+                     _fc_phases(c["spread"], "judgesweep"))]
+    rows.append(Row("", "every default run's MLflow run at exit (make run and below)",
+                    "complete" if f["numbers"]["mlflow_complete"] else "incomplete", t["mlflow_complete"],
+                    verdict(v["mlflow_complete"])))
+    one, thirty, big = f["one_call"], f["calls_30"], f["calls_1000"]
+    names, walls = _fc_medians(one["spread"], "wall_s")
+    n = f["numbers"]
+    rows += [Row("fixed cost: one call (200 ms)", f"wall (s), median of {one['repetitions']}: {names}", walls, run=f),
+             Row("", "default / bare litellm, wall (median of per-repetition ratios)",
+                 fmt(n["one_call_default"], 2), t["one_call_default"], verdict(v["one_call_default"])),
+             Row("", "off / bare litellm", fmt(n["one_call_off"], 2), t["one_call_off"], verdict(v["one_call_off"])),
+             Row("", f"default: {FC_PHASES}", _fc_phases(one["spread"], "judgesweep")),
+             Row("", f"off: {FC_PHASES}", _fc_phases(one["spread"], "judgesweep_off")),
+             Row(f"fixed cost: {thirty['judgments']} calls (0 ms)", "wall (s): default / off (ratio)",
+                 f"{_fc_medians(thirty['spread'], 'wall_s')[1]} ({fmt(n['calls_30'], 2)}x)", t["calls_30"],
+                 verdict(v["calls_30"]), run=f)]
+    names, fixed = _fc_medians(big["spread"], "fixed_cost_s")
+    rows += [Row(f"fixed cost: {big['judgments']:,} x 200 ms (c=32)",
+                 f"wall minus the calls' span (s), median of {big['repetitions']}: {names}", fixed, t["fixed_cost"],
+                 verdict(v["fixed_cost"]), run=f),
+             Row("", f"default: {FC_PHASES}", _fc_phases(big["spread"], "judgesweep")),
+             Row("", f"off: {FC_PHASES}", _fc_phases(big["spread"], "judgesweep_off")),
+             Row("fixed cost: printed result", "last answer -> printed result, largest median of the judgesweep cases "
+                 "(s)", fmt(n["result_latency_s"], 2), t["result_within_s"], verdict(v["result_within_s"]), run=f)]
+    if not n["all_runs_ok"]:
+        rows.append(Row("", "a run failed or was incomplete (see results.json)", "", "", "FAIL"))
+    return rows
+
+
 ROWS: dict[str, tuple[str, Callable[[dict[str, Any]], list[Row]]]] = {
     "throughput": ("throughput", throughput_rows), "scale": ("scale", scale_rows), "rpm": ("rpm", rpm_rows),
     "sporadic_429": ("sporadic 429s", sporadic_rows),
     "startup": ("start-up", startup_rows), "cache": ("cache", cache_rows), "tracking": ("tracking", tracking_rows),
     "sweep_items": ("sweep items", sweep_items_rows),
-    "batch": ("batch vs live", batch_rows)}
+    "batch": ("batch vs live", batch_rows), "fixed_cost": ("fixed cost", fixed_cost_rows)}
 
 
 def table_rows(scenarios: dict[str, Any]) -> list[Row]:
