@@ -204,11 +204,14 @@ class _Parent:
     def __init__(self) -> None:
         self.lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self.busy = False  # set by the main thread once its stop handlers are in place, cleared once they are not
+        self._arrived = threading.Event()  # a command (or end of file) came since the last one was taken
 
     def read(self) -> None:
         while line := sys.stdin.readline():
             self.lines.put(line)
+            self._arrived.set()
         self.lines.put(None)  # idle, the main thread exits at once; during a job it stops the job
+        self._arrived.set()
         if self.busy:
             os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(STOP_GRACE_S)  # whatever the main thread is doing then, the child ends
@@ -218,8 +221,14 @@ class _Parent:
         """Whether a command (or end of file) waits: the follow of the job's answers stops there."""
         return not self.lines.empty()
 
+    def wait(self, timeout_s: float) -> None:
+        """Sleep ``timeout_s``, or less if a command (or end of file) comes: the follow's pause between its reads of
+        the journal, which the publish command ends at once rather than up to a poll later."""
+        self._arrived.wait(timeout_s)
+
     def next(self) -> dict[str, str] | None:
         """The next command, None at end of file."""
+        self._arrived.clear()  # before the take: a command that comes after it sets it again
         line = self.lines.get()
         return None if line is None else json.loads(line)
 
@@ -243,6 +252,10 @@ def serve(cfg: TrackingConfig, follow: Path | None = None) -> int:
             pass
         gc.freeze()  # mlflow's modules and the store's: never garbage, never walked again by the collector
         gc_pause.resume()  # paused by main() through the imports
+        # Its imports and the store's opening ran at the priority of the run, on the other core while the run starts
+        # (at nice 10 another busy process starved them past the run's end). What follows, the traces written while
+        # the judge calls go on, takes only the CPU the run and its calls leave.
+        os.nice(10)
         command = {"follow": str(follow)} if follow is not None else parent.next()
         while command is not None:
             code = _job(cfg, parent, command)
@@ -266,7 +279,7 @@ def _job(cfg: TrackingConfig, parent: _Parent, command: dict[str, str]) -> int |
     try:
         if "follow" in command:
             try:
-                publishing.follow(job, cfg, parent.said, on_run=published.append)
+                publishing.follow(job, cfg, parent.said, on_run=published.append, wait=parent.wait)
             except Exception as exc:  # noqa: BLE001 - the publish writes what this did not, or says why
                 log.debug("traces not written during the run: %s: %s", type(exc).__name__, exc)
             said = parent.next()
@@ -334,7 +347,6 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.WARNING, format="judgesweep publisher: %(message)s")
     logging.getLogger("mlflow").setLevel(logging.ERROR)  # "Creating initial MLflow database tables" and kin
     logging.getLogger("alembic").setLevel(logging.ERROR)
-    os.nice(10)  # the run's own process and its judge calls come first; this takes what CPU they leave
     gc_pause.pause()  # through the imports of mlflow and the store's opening (runner.core.gc_pause)
     code = serve(TrackingConfig(**json.loads(argv[0])), Path(argv[1]) if len(argv) > 1 else None)
     for stream in (sys.stdout, sys.stderr):

@@ -136,7 +136,7 @@ def made_run(run_dir: Path, cfg: TrackingConfig) -> str | None:
 
 
 def follow(run_dir: Path, cfg: TrackingConfig, stop: Callable[[], bool], on_run: Callable[[str], None] | None = None,
-           poll_s: float = POLL_S) -> int:
+           poll_s: float = POLL_S, wait: Callable[[float], object] = time.sleep) -> int:
     """Write the run's traces while its calls go on, from view.json written at its start and its journals as they
     grow, until ``stop()`` (then one last pass); returns how many were written.
 
@@ -177,7 +177,7 @@ def follow(run_dir: Path, cfg: TrackingConfig, stop: Callable[[], bool], on_run:
                 writer.flush()
                 if last:
                     return writer.written
-                time.sleep(poll_s)
+                wait(poll_s)
     finally:
         if messages is not None:
             messages.close()
