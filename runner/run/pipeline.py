@@ -35,7 +35,7 @@ from runner.judging.shutdown import Interrupted
 from runner.llm.client import supports_json_schema
 from runner.modes import catalog, ensemble_check
 from runner.outputs import console, tracking
-from runner.run import gates, outcome, publication, view, warm
+from runner.run import gates, outcome, publication, view
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
 from runner.storage import budget_ledger, store
 
@@ -246,8 +246,7 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
         helper = publication.Helper(ctx, answered)
     try:
         try:
-            with warm.imports_for(cfg, prepared, answered):  # the summary's imports, made while the calls are out
-                judged = _paid_stages(ctx, prepared, prior, answered, limit)
+            judged = _paid_stages(ctx, prepared, prior, answered, limit)
         except RunAborted as exc:
             over = isinstance(exc, BudgetReached) and limit is not None
             with publication.signals_raise(ctx):

@@ -119,36 +119,3 @@ def test_a_run_imports_matplotlib_only_to_draw_its_plots(pipeline_then_sweep):
         assert "<h2>Verdict distribution</h2>" in report
         assert ("matplotlib" in modules) is plots and ("data:image/png" in report) is plots
         assert ("plots are off (output.plots=false)" in report) is not plots
-
-
-def test_the_warm_up_imports_what_the_run_uses_and_ends_with_the_stages(tmp_path):
-    # runner.run.warm imports the summary's modules in a thread while the calls are out (issue 43): only those this
-    # run's config uses (no labels: no sklearn; output.plots=false: no matplotlib), and its thread is gone once
-    # the run returns. A fresh interpreter, so nothing was imported before.
-    code = ("import sys, threading\nfrom runner.run.experiment import run_experiment\n"
-            f"run_experiment(['tracking=off', 'max_items=5', 'dataset.gold_field=null', 'output.plots=false', "
-            f"'hydra.run.dir={tmp_path / 'run'}', 'cache.path={tmp_path / 'cache.sqlite'}'])\n"
-            "print('threads', sorted(t.name for t in threading.enumerate()))\n"
-            "print('loaded', sorted(m for m in ('scipy.stats', 'sklearn', 'matplotlib') if m in sys.modules))\n")
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HYDRA_FULL_ERROR": "1"}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if line.startswith(("threads", "loaded")))
-    assert "judgesweep-warm-imports" not in lines["threads"]
-    assert lines["loaded"] == "['scipy.stats']"
-
-
-def test_the_warm_up_stops_with_the_stages(tmp_path):
-    # the paid stages fail: the warm-up thread stops (after the module it is importing) and is joined before the
-    # error goes on, so an abort is not held up by imports and leaves no thread behind
-    code = ("import threading\nfrom runner.run import warm\n"
-            "class Cfg:\n    class judge: members = {}\n    class output: plots = True\n"
-            "class Prepared: refs = ()\n"
-            "answered = threading.Event(); answered.set()\n"
-            "try:\n    with warm.imports_for(Cfg, Prepared, answered):\n        raise KeyboardInterrupt\n"
-            "except KeyboardInterrupt:\n    pass\n"
-            "print('threads', sorted(t.name for t in threading.enumerate()))\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "judgesweep-warm-imports" not in proc.stdout and "threads ['MainThread']" in proc.stdout
