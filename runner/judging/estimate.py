@@ -122,12 +122,14 @@ def list_cost(responses: Iterable[JudgeResponse], price_as: str | None) -> dict[
         model without ``price_as``; when there are any, the dollars leave them out).
     """
     usd, unpriced = 0.0, 0
+    priceable = price_as is not None  # price() is None for a model litellm cannot price, whatever the tokens
     for response in responses:
         if response.error_type is not None:
             continue
         value = response.cost_usd
-        if value is None and price_as is not None:
-            value = price(price_as, response.prompt_tokens, response.completion_tokens)
+        if value is None and priceable:
+            value = price(price_as, response.prompt_tokens, response.completion_tokens)  # type: ignore[arg-type]
+            priceable = value is not None  # asked once, not once a call (~0.5 ms each)
         if value is None:
             unpriced += 1
         else:

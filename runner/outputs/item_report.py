@@ -18,6 +18,7 @@ from runner.modes.drilldown import Drilldown
 
 FOLD = 400  # characters from which a text is folded (its start shown as the summary)
 PREVIEW = 140
+PIECE_CHARS = 1 << 16  # characters of HTML handed to the page at a time (a few dozen items)
 
 TEMPLATE = """<div id="items">{% if d.entries|length < d.total %}<p class="note">The report draws
 {{ d.entries|length }} of the run's {{ d.total }} items, the flagged ones first; results.jsonl holds every
@@ -117,8 +118,17 @@ def render(drilldown: Drilldown) -> Markup:
 
 
 def pieces(drilldown: Drilldown) -> Iterator[Markup]:
-    """:func:`render`'s HTML in the pieces the template yields them: a page written piece by piece never holds the
-    whole section (megabytes: ~4.4 KB an item), nor the copies an autoescaping page makes of one Markup."""
+    """:func:`render`'s HTML in pieces of about :data:`PIECE_CHARS` characters: a page written piece by piece never
+    holds the whole section (megabytes: ~4.4 KB an item), nor the copies an autoescaping page makes of one Markup;
+    and the page's template handles tens of pieces, not the ~47 a drawn item is yielded in by this one."""
+    chunk: list[str] = []
+    size = 0
     for piece in Environment(autoescape=True).from_string(TEMPLATE).generate(
             d=drilldown, entries=drilldown.filled(), flags=drilldown.labels, groups=drilldown.groups, fold=fold):
-        yield Markup(piece)
+        chunk.append(piece)
+        size += len(piece)
+        if size >= PIECE_CHARS:
+            yield Markup("".join(chunk))
+            chunk, size = [], 0
+    if chunk:
+        yield Markup("".join(chunk))
