@@ -223,10 +223,11 @@ def _write_manifest(ctx: RunContext, manifest: store.Manifest | None) -> None:
 def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
     """Generate (optional), judge every item, write the run directory, publish it to MLflow, print the summary.
 
-    With tracking on, the publishing process (runner.outputs.publisher) starts beside the calls once the first
-    answer is in, so importing mlflow, opening the store and writing the traces of the answers so far cost the run
-    no time after its last answer; it is handed the run directory once every file is written. The manifest is
-    written before any call; an aborted run writes what completed (marked partial) and publishes that, failed.
+    With tracking on, the publishing process (runner.outputs.publisher), started with the job (run_job), follows
+    the run once the first answer is in: importing mlflow, opening the store and writing the traces of the answers
+    so far cost the run no time after its last answer; it is handed the run directory once every file is written.
+    The manifest is written before any call; an aborted run writes what completed (marked partial) and publishes
+    that, failed.
     """
     cfg = ctx.cfg
     started, started_ns = time.monotonic(), time.time_ns()

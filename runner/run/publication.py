@@ -1,5 +1,6 @@
 """Publishing a finished run from the pipeline (runner.run.pipeline): the helper process that writes the run's MLflow
-view (runner.outputs.publisher), started once the first answer is in, or the run's own process
+view (runner.outputs.publisher), started with the job and told to follow the run once its first answer is in, or
+the run's own process
 (``RunContext.publish_here``); the one line a tracking failure becomes; and the signals after the calls, which end
 the run as they do during them."""
 
@@ -54,10 +55,12 @@ def signals_raise(ctx: RunContext) -> Iterator[None]:
 
 
 class Helper:
-    """The run's publishing process, started once the first answer is in (its imports would otherwise compete with
-    the run's start-up and first requests for the CPU), or when the run ends before any: :meth:`get`. With
-    ``ctx.publishers`` (the jobs of a basic-launcher sweep) the process an earlier job of this process kept serves
-    this one too (told to follow this run directory), and is kept for the next once its publish answered."""
+    """The run's publishing process, told to follow this run directory once the first answer is in (the MLflow run is
+    made then), or when the run ends before any: :meth:`get`. ``ctx.publishers`` holds it: started by
+    ``runner.run.experiment.run_job`` before the job imports litellm (so mlflow's import and the store's opening run on
+    the other core during the job's start-up), or kept by an earlier job of this process (the jobs of a basic-launcher
+    sweep); it is kept there again once its publish answered. Without one there (it could not be started, or died),
+    one is started at the first answer."""
 
     def __init__(self, ctx: RunContext, answered: threading.Event) -> None:
         self._answered = answered
