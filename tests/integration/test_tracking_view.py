@@ -48,6 +48,7 @@ from tests.integration.tracking_processes import (
     sync_line,
     tails,
     uri_of,
+    wait_for_log,
     workdir,
 )
 
@@ -135,10 +136,19 @@ def test_kill_9_of_the_run_while_it_publishes_then_sync_completes_it(tmp_path, e
     proc = start(run_args(tmp_path, run_dir, db, "judge=replay_gpt4", f"max_items={ITEMS}", "output.plots=false"),
                  cwd)
 
-    def files_first() -> None:
+    # The publishing process makes the MLflow run at the first answer (it follows the run's traces), so the store is
+    # locked once the run summarizes and the kill lands once the run has handed it the finished directory: the
+    # publish then waits on the lock, and the kill comes just after the lock's release, in the middle of it.
+    wait_for_log(run_dir, "summarizing", proc)
+    lock = StoreLock(db)
+    try:
+        wait_for_log(run_dir, "publishing to MLflow", proc)
         assert (run_dir / "summary.json").is_file(), "publishing began before the run's files were written"
-
-    children, where = kill_while_publishing(uri_of(db), db, run_dir, proc, files_first)
+        children = descendants(proc.pid)
+    finally:
+        lock.release()
+    proc.send_signal(signal.SIGKILL)
+    where = tails(finish(proc))
     assert_nothing_outlives(proc.pid, children, [run_dir, db], where)
     again = sync_here(run_dir, cwd)
     assert again.returncode == 0, tails(again)

@@ -210,15 +210,29 @@ def wait_for_mlflow_run(uri: str, run_dir: Path, proc: subprocess.Popen, timeout
     pytest.fail(f"no MLflow run tagged {RUN_DIR_TAG} after {timeout} s{tails(finish(proc))}")
 
 
-def kill_while_publishing(uri: str, db: Path, run_dir: Path, proc: subprocess.Popen,
-                          check: Callable[[], None] = lambda: None) -> tuple[dict[int, int], str]:
-    """kill -9 of ``proc`` (a run or a sync) while it publishes ``run_dir`` into ``db``: once its MLflow run is in the
-    store (then ``check()``), the store is locked (between two of its writes) and released again just before the
-    kill, so the kill lands mid-publish however few judgments there are and however fast the machine is. Returns the
-    processes below it (pid -> start time) as they were before the kill, and its output's tail."""
+def wait_for_log(run_dir: Path, text: str, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Until the run's own log (``<run_dir>/judgesweep.log``, Hydra's job log) holds ``text``; fails if ``proc`` ends
+    first."""
+    log, deadline = run_dir / "judgesweep.log", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if text in log.read_text(encoding="utf-8"):
+                return
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before its log said {text!r}{tails(finish(proc))}")
+        time.sleep(0.02)
+    proc.kill()
+    pytest.fail(f"the run's log did not say {text!r} within {timeout} s{tails(finish(proc))}")
+
+
+def kill_while_publishing(uri: str, db: Path, run_dir: Path, proc: subprocess.Popen) -> tuple[dict[int, int], str]:
+    """kill -9 of ``proc`` (a sync) while it publishes ``run_dir`` into ``db``: once its MLflow run is in the store,
+    the store is locked (between two of its writes) and released again just before the kill, so the kill lands
+    mid-publish however few judgments there are and however fast the machine is. Returns the processes below it
+    (pid -> start time) as they were before the kill, and its output's tail. (A run's publishing process makes the
+    MLflow run at its first answer: test_tracking_view's run case waits for the run's log instead.)"""
     wait_for_mlflow_run(uri, run_dir, proc)
     try:
-        check()
         lock = StoreLock(db)
     except BaseException:
         proc.kill()
