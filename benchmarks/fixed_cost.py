@@ -46,6 +46,7 @@ from benchmarks.harness import (
     bench_env,
     journal_summary,
     judgesweep_cmd,
+    make_run_cmd,
     openai_loop_cmd,
 )
 from benchmarks.scenarios import TIMEOUT_S, _round, _spread, warm_store
@@ -161,12 +162,6 @@ def store_check(store: Path, run_dir: Path, planned: int) -> dict[str, Any]:
     complete = run.info.status == "FINISHED" and bool(run.data.metrics) and traces["traces"] == planned
     return {**traces, "status": run.info.status, "metrics": len(run.data.metrics), "planned": planned,
             "complete": complete}
-
-
-def make_run_cmd() -> list[str]:
-    """``make run``'s command: the venv's judgesweep console script (``python -m runner`` if there is none)."""
-    script = Path(PYTHON).parent / "judgesweep"
-    return [str(script)] if script.is_file() else [PYTHON, "-m", "runner"]
 
 
 def _make_run_part(cfg: dict, work: Path) -> dict[str, Any]:

@@ -29,8 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from benchmarks.data import write_dataset
-from benchmarks.fixed_cost import make_run_cmd
-from benchmarks.harness import PYTHON, REPO, FakeServer, bench_env, judgesweep_cmd
+from benchmarks.harness import PYTHON, REPO, FakeServer, bench_env, judgesweep_cmd, make_run_cmd
 from benchmarks.scenarios import warm_store
 
 CASES = {"make_run": None, "one_call": (1, "fixed", 200), "calls_30": (15, "both", 0),

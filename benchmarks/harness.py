@@ -170,6 +170,12 @@ def _stop_group(helper: subprocess.Popen) -> None:
             continue
 
 
+def make_run_cmd() -> list[str]:
+    """``make run``'s command: the venv's judgesweep console script (``python -m runner`` if there is none)."""
+    script = Path(PYTHON).parent / "judgesweep"
+    return [str(script)] if script.is_file() else [PYTHON, "-m", "runner"]
+
+
 def judgesweep_cmd(api_base: str, dataset: Path, n: int, run_dir: Path, cache_path: Path, cache_mode: str = "off",
                    concurrency: int = 32, extra: tuple[str, ...] = (), python_args: tuple[str, ...] = (), *,
                    tracking: Path | None = None, order: str = "fixed", repeats: int = 1,
