@@ -8,8 +8,9 @@ complete, :meth:`Publisher.publish` hands it the run directory and waits for its
 answer, at most ``tracking.timeout_s``; a store that is slow, locked, down, corrupt or wrong costs that wait at
 most, never an answer or a file, and the run ends saying how to finish the tracking (``judgesweep sync``).
 
-A child whose publish answered with a run id may serve the next job of the same process (:class:`Idle`: the jobs
-of a sweep on Hydra's basic launcher, which run one after another in the launching process): it waits, idle and
+A child whose publish answered with a run id may serve the next job of the same process (kept by
+:class:`runner.outputs.idle_publisher.Idle`: the jobs of a sweep on Hydra's basic launcher, which run one after another
+in the launching process): it waits, idle and
 deaf to signals, for that job's run directory to follow, so the imports and the store are paid once a sweep, not
 once a job. A failed, timed-out or cancelled publish ends it.
 
@@ -28,7 +29,6 @@ object a line on its stdin:
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import gc
 import json
@@ -142,55 +142,6 @@ class Publisher:
         if proc.stdout is not None:
             proc.stdout.close()
         return proc.returncode
-
-
-class Idle:
-    """Where a process keeps its one idle helper between its jobs: :meth:`keep` after a job's publish answered,
-    :meth:`take` for the next job with an equal tracking config (any other is closed), :meth:`close` when the jobs
-    are over (and at interpreter exit, whatever ends it)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._kept: Publisher | None = None
-        self._at_exit = False
-
-    def take(self, cfg: TrackingConfig) -> Publisher | None:
-        """The idle helper, if it runs and publishes with ``cfg``; None otherwise (any other is closed)."""
-        with self._lock:
-            kept, self._kept = self._kept, None
-        if kept is not None and kept.cfg == cfg and kept.alive():
-            return kept
-        if kept is not None:
-            kept.close()
-        return None
-
-    def start(self, cfg: TrackingConfig) -> None:
-        """Have a helper for ``cfg`` ready for the next job: the one idle here, else a new one, started now so that
-        importing mlflow and opening (or creating) the store run on the machine's other core while the job composes,
-        imports litellm and makes its first calls. Without a job it stays idle: its stdin's end of file (this
-        process's :meth:`close`, its exit or its kill) ends it at once, or during its imports within
-        STOP_GRACE_S."""
-        kept = self.take(cfg)
-        self.keep(kept if kept is not None else Publisher(cfg))
-
-    def keep(self, publisher: Publisher) -> None:
-        """Keep ``publisher`` (whose publish answered) for the next job; one kept before it is closed."""
-        with self._lock:
-            kept, self._kept = self._kept, publisher
-            if not self._at_exit:
-                atexit.register(self.close)
-                self._at_exit = True
-        if kept is not None:
-            kept.close()
-
-    def close(self, why: str | None = "the jobs of this process are done") -> None:
-        """Stop the idle helper, if any (idempotent); ``why`` is logged with its exit status (None: nothing)."""
-        with self._lock:
-            kept, self._kept = self._kept, None
-        if kept is not None:  # idle, it exits at once (status 0) at end of file
-            status = kept.close()
-            if why is not None:
-                log.info("publishing process %d ended (exit %s): %s", kept.pid, status, why)
 
 
 class _Stop(BaseException):

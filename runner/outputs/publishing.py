@@ -196,15 +196,14 @@ def _inputs(cfg: TrackingConfig, run_id: str, view: Mapping[str, Any]) -> None:
         if done not in _LOGGED:
             tracking.register_prompt(cfg, run_id, name, template, sha)
             _LOGGED.add(done)
-    labels: dict[str, dict] = view.get("labels") or {}  # every item's gold and human score, as the run had them
-    if view.get("dataset"):
+    done = (store_key(cfg), run_id, "dataset")  # one run's view names one dataset, its labels fixed at its start
+    if view.get("dataset") and done not in _LOGGED:
         name, source = view["dataset"]
+        labels: dict[str, dict] = view.get("labels") or {}  # every item's gold and human score, as the run had them
         rows = [{"item_id": item, "gold": lab.get("gold"), "human_score": lab.get("human_score")}
                 for item, lab in labels.items()]
-        done = (store_key(cfg), run_id, "dataset " + json.dumps([name, source, rows], sort_keys=True))
-        if done not in _LOGGED:
-            tracking.log_dataset(cfg, run_id, name, source, rows)
-            _LOGGED.add(done)
+        tracking.log_dataset(cfg, run_id, name, source, rows)
+        _LOGGED.add(done)
 
 
 def _genai(cfg: TrackingConfig, run_id: str, run_dir: Path, view: Mapping[str, Any]) -> tuple[int, dict[str, float]]:

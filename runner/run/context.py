@@ -21,7 +21,7 @@ from runner.llm.pacing import RateLimiter
 from runner.modes import panel, pointwise
 from runner.modes.base import ModeSetup, RunMode
 from runner.modes.sections import GoldAccuracy
-from runner.outputs.publisher import Idle
+from runner.outputs.idle_publisher import Idle
 from runner.run import gates
 
 

@@ -41,7 +41,7 @@ from runner.core.config import RunConfig
 from runner.core.config_store import register_configs
 from runner.core.values import check_values
 from runner.llm.limiter_pool import LimiterPool
-from runner.outputs.publisher import Idle
+from runner.outputs.idle_publisher import Idle
 from runner.run import config_guard, job_context, launcher_watch
 from runner.storage import owner
 
@@ -58,7 +58,8 @@ CONFIG_DIR = str(locations.PACKAGED_CONF)
 # the jobs come from the CLI (a multirun) or from run_experiment calls.
 PROCESS_LIMITERS = LimiterPool()
 # Process-wide state: the publishing process a job of a multirun leaves idle for the next job of this process
-# (runner.outputs.publisher.Idle), closed when the multirun ends (runner.app.cli.SweepSummary) or the process exits.
+# (runner.outputs.idle_publisher.Idle), closed when the multirun ends (runner.app.cli.SweepSummary) or the process
+# exits.
 PROCESS_PUBLISHERS = Idle()
 # No run leaves the machine: MLflow's own switch and the cross-tool convention it also reads.
 TELEMETRY_OFF = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
