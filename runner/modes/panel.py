@@ -102,11 +102,16 @@ def _preferences(votes: Mapping[str, Mapping[str, Any]], ours: str) -> dict[str,
     return {m: {item: sum(v) / len(v) if v else None for item, v in items.items()} for m, items in shares.items()}
 
 
-def _confidence(label: Hashable | None, cast: Sequence[Hashable]) -> str | None:
+def _confidence(label: Hashable | None, cast: Sequence[Hashable], invalid: int) -> str | None:
+    """The ensemble's confidence in ``label`` over the valid votes ``cast``; ``invalid`` votes (unscored or failed)
+    beside them make it at most a majority, as a repeats' vote (runner.judging.aggregation: docs/how-to/resume.md's
+    rule, whatever the combine)."""
     if label is None or not cast:
         return None
     share = sum(vote == label for vote in cast) / len(cast)
-    return UNANIMOUS if share == 1 else MAJORITY if share > 0.5 else NO_CONSENSUS
+    if share == 1:
+        return MAJORITY if invalid else UNANIMOUS
+    return MAJORITY if share > 0.5 else NO_CONSENSUS
 
 
 def combine(method: str, votes: Mapping[str, Mapping[str, Any]], cfg: RunConfig, ids: Sequence[str]
@@ -135,11 +140,13 @@ def combine(method: str, votes: Mapping[str, Mapping[str, Any]], cfg: RunConfig,
     results = []
     for item in ids:
         cast = [by_item[item] for by_item in votes.values() if by_item.get(item) is not None]
+        invalid = sum(item in by_item and by_item[item] is None for by_item in votes.values())
         label: Any = labels.get(item)  # a system's name or tie (the ensemble votes on pairwise verdicts)
         details: dict[str, Any] = {"num_votes": len(cast)}
         if posteriors.get(item):
             details["posterior"] = {str(k): round(float(p), 6) for k, p in posteriors[item].items()}
-        results.append(ItemResult(item, tuple(cast), dict(Counter(cast)), label, _confidence(label, cast), details))
+        confidence = _confidence(label, cast, invalid)
+        results.append(ItemResult(item, tuple(cast), dict(Counter(cast)), label, confidence, details))
     return results, fit
 
 

@@ -106,6 +106,20 @@ def test_member_errors_name_the_key(tmp_path, capsys, args, expected):
     assert not (tmp_path / "agg").exists()
 
 
+@pytest.mark.parametrize("combine", ["dawid_skene", "weighted"])
+def test_a_failed_vote_beside_two_agreeing_members_is_a_majority(tmp_path, combine):
+    # docs/how-to/resume.md: unanimous needs every vote valid and equal; eval3's failed call on q1 (an error, no
+    # verdict) beside eval1's and eval2's "ours" makes q1 a majority, as a repeats' vote does
+    failed = tmp_path / "eval3.json"
+    results = {e["subset_id"]: {"verdict": e["winner"]} for e in json.loads(Path(EVALS[2]).read_text())["evaluations"]}
+    failed.write_text(json.dumps({"results": {**results, "q1": {"error": "Request timed out"}}}))
+    assert aggregate(tmp_path / "agg", *EVALS[:2], str(failed), ROBUST, OFF, f"aggregation={combine}") == 0
+    items = summary(tmp_path / "agg")["aggregated_results"]
+    assert (items["q1"]["final_verdict"], items["q1"]["confidence"]) == ("chat", "majority")
+    assert items["q1"]["details"]["num_votes"] == 2
+    assert items["q4"]["confidence"] == "unanimous"  # three valid votes for simple-chat
+
+
 def test_dawid_skene_needs_three_annotators(tmp_path, capsys):
     assert aggregate(tmp_path / "agg", *EVALS[:2], ROBUST, OFF, "aggregation=dawid_skene") == 1
     assert "dawid_skene needs three or more annotators" in capsys.readouterr().err
