@@ -205,7 +205,7 @@ def console_lines(trust: TrustSection | Mapping[str, Any]) -> list[str]:
     level = f"{t.bootstrap.level:.0%} CI"
     if wr:
         se = f" (SE {wr.standard_error * 100:.2f})" if wr.standard_error is not None else ""
-        lines.append(f"win rate (ties as half) {wr.rate * 100:.2f}{se}{_interval(wr.ci)} {level}")
+        lines.append(f"ties-half rate (ours, a tie half a win) {wr.rate * 100:.2f}{se}{_interval(wr.ci)} {level}")
     ga = t.gold_agreement
     if ga:
         kappa = "n/a" if ga.cohen_kappa is None else f"{ga.cohen_kappa:.3f}"

@@ -36,7 +36,7 @@ def verdict_png(distribution: Mapping[str, int], n: int, win_rate: Mapping[str, 
     title = "final verdicts (95% Wilson CI)"
     ci = (win_rate or {}).get("ci") or {}
     if win_rate and win_rate.get("rate") is not None and ci.get("low") is not None:
-        title += f"\nwin rate, ties as half: {win_rate['rate']:.3f} [{ci['low']:.3f}, {ci['high']:.3f}]"
+        title += f"\nties-half rate (a tie half a win): {win_rate['rate']:.3f} [{ci['low']:.3f}, {ci['high']:.3f}]"
     ax.set_title(title, fontsize=10)
     return png_bytes(fig)
 

@@ -31,8 +31,11 @@ UNTRACKED_NAME = "tracking_failure.json"  # a job whose files are complete but w
 HEADLINE = {
     "accuracy/mean": "accuracy", "agreement/accuracy_all": "agreement", "agreement/accuracy_all_ci_low": "agr low",
     "agreement/accuracy_all_ci_high": "agr high", "agreement/cohen_kappa": "kappa", "agreement/macro_f1": "macro-F1",
-    "bias/position_consistency": "consistency", "verdict/win_rate": "win rate",
-    "verdict/win_rate_ci_low": "wr low", "verdict/win_rate_ci_high": "wr high", "score/mean": "mean score",
+    "bias/position_consistency": "consistency",
+    # three numbers, three names (docs/methods.md): the users' ``ours_win_rate`` (strict wins over the items with a
+    # verdict) and the ties-half rate (a tie half a win); the sweep's best is on the win score (per judgment)
+    "verdict/ours_wins_share": "ours_win_rate", "verdict/win_rate": "ties-half rate",
+    "verdict/win_rate_ci_low": "th low", "verdict/win_rate_ci_high": "th high", "score/mean": "mean score",
     "score/mean_ci_low": "score low", "score/mean_ci_high": "score high", "pass/rate": "pass rate",
     "judge/parse_failure_rate": "unscored", "judge/unscored": "unscored n", "judge/calls": "calls",
     "tokens/total": "tokens", "cost/usd_total": "cost $", "cost/usd_list": "list $", "run/wall_s": "wall s",
@@ -117,7 +120,7 @@ def write(sweep_dir: Path, rows: Sequence[dict[str, Any]]) -> list[Path]:
     return [csv_path, json_path]
 
 
-CI_COLUMNS = {"agreement": ("agr low", "agr high"), "win rate": ("wr low", "wr high"),
+CI_COLUMNS = {"agreement": ("agr low", "agr high"), "ties-half rate": ("th low", "th high"),
               "mean score": ("score low", "score high")}
 
 

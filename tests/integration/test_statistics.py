@@ -136,9 +136,11 @@ def test_one_name_per_number_in_every_output(run_cli, fake_server, tmp_path):
     assert metrics["agreement/accuracy_all"] == metrics["by_category/code/agreement"] == 0.5
 
     assert "wins share ours 50.0%" in run.output and "win rate ours" not in run.output
-    assert "win rate (ties as half) 75.00" in run.output
+    assert "ties-half rate (ours, a tie half a win) 75.00" in run.output and "win rate (ties" not in run.output
     [row] = sweep.collect(tmp_path / "sweep")
-    assert row["win rate"] == 0.75 and row["agreement"] == 0.5 and row["by_category/code/agreement"] == 0.5
+    # issue 44 point 2: the users' ours_win_rate is a column of its own; the ties-half rate is not called a win rate
+    assert row["ours_win_rate"] == summary["summary"]["ours_win_rate"] == 0.5 and "win rate" not in row
+    assert row["ties-half rate"] == 0.75 and row["agreement"] == 0.5 and row["by_category/code/agreement"] == 0.5
 
 
 def test_the_sweep_table_reads_a_job_written_before_the_win_rate_was_renamed(tmp_path):
@@ -146,4 +148,4 @@ def test_the_sweep_table_reads_a_job_written_before_the_win_rate_was_renamed(tmp
     job.mkdir()
     (job / "metrics.json").write_text(json.dumps({"verdict/win_rate_with_ties": 0.5556, "judge/calls": 6}))
     [row] = sweep.collect(tmp_path)
-    assert row["win rate"] == 0.5556 and row["calls"] == 6
+    assert row["ties-half rate"] == 0.5556 and row["calls"] == 6

@@ -4,6 +4,7 @@ long override values and many metrics (per-category statistics with their CIs), 
 from __future__ import annotations
 
 import io
+import json
 
 from rich.console import Console
 
@@ -31,5 +32,10 @@ def test_a_wide_sweep_is_printed_within_120_columns_with_every_value(run_cli, fa
     for row in rows:  # each job's differing override, whole even where folded
         assert row["dataset.path"] in first_column
     assert text.count("win_rate") >= 2 and "agreement_ci" not in text  # a CI is under its value, not a column
+    # issue 44 point 2: the users' ours_win_rate is a column (strict wins, 2 of 4 items: math's), beside the
+    # ties-half rate; no column is a bare "win rate"
+    summary = json.loads((tmp_path / "sweep" / "0" / "summary.json").read_text())["summary"]
+    assert [row["ours_win_rate"] for row in rows] == [summary["ours_win_rate"]] * 2
+    assert "ours_win_rate" in text and "ties-half" in text and "win rate" not in text
     for column in ("agreement", "kappa", "by_category/", "math/", "by_tag/"):
         assert column in text
