@@ -28,7 +28,8 @@ from runner.storage import store
 # Cell states, one character each in the blob: correct vs gold, wrong vs gold, pass, fail (threshold or check),
 # unscored, no chip (no gold nor threshold), the item absent from the job's results, the job failed.
 CORRECT, WRONG, PASS, FAIL, UNSCORED, PLAIN, ABSENT, JOB_FAILED = "cwpfun-x"
-HEADLINES = ("agreement", "accuracy", "pass rate", "mean score", "ties-half rate")  # a column's headline: the first it has
+# a column's headline: the first it has
+HEADLINES = ("agreement", "accuracy", "pass rate", "mean score", "ties-half rate")
 PAGE = 100  # rows drawn at once
 
 
