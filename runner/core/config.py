@@ -271,6 +271,9 @@ class RunConfig:
     seed: int = 0
     concurrency: int = field(default=16, metadata=OPERATIONAL)
     repeats: int = 1
+    # sample s judges the repeats s*repeats .. s*repeats+repeats-1 (their own judge seeds, swap_random coins and
+    # cache keys): three runs sample=0,1,2 are the three repeats of one repeats=3 run, not one run's cached copies
+    sample: int = 0  # which independent repetition of the experiment this run is (0, 1, 2, ...)
     order: OrderPolicy = OrderPolicy.both
     max_items: int | None = None
     # more failed calls than this: abort (after 20 calls) and exit non-zero

@@ -49,7 +49,7 @@ class Estimate:
 
 def _requests(plan: JudgePlan, item: Item, placeholder: str | None) -> Iterator[tuple[Message, ...]]:
     """The first-round requests of one item; a generated output (not written yet) is ``placeholder``."""
-    for repeat in range(plan.repeats):
+    for repeat in plan.repeat_indices:
         if plan.scoring is not None:
             output = item.candidates[0].text if item.candidates else (placeholder or "")
             variables = {**item.variables, "output": output, "criteria": plan.scoring.for_item(item)}

@@ -88,6 +88,12 @@ class JudgePlan:
     max_error_rate: float = 1.0  # abort once more than this share of calls failed (after ABORT_MIN_CALLS)
     scoring: Scoring | None = None  # pointwise: the rubric's criteria; None for pairwise plans
     score_truncated: bool = False  # rubric.score_truncated: read answers cut off at max_tokens (reproduction only)
+    first_repeat: int = 0  # the run's sample x repeats: an independent repetition asks repeats of its own
+
+    @property
+    def repeat_indices(self) -> range:
+        """The repeat index of each of the run's ``repeats`` samples of an item (its seed, coin and cache key)."""
+        return range(self.first_repeat, self.first_repeat + self.repeats)
 
 
 def plan_orders(policy: OrderPolicy, seed: int, item_id: str, repeat: int) -> tuple[Order, ...]:
@@ -273,7 +279,7 @@ class Executor:
         return first
 
     def _units(self, items: Iterable[Item]) -> Iterator[tuple[Item, int]]:
-        return ((item, r) for item in items for r in range(self.plan.repeats))
+        return ((item, r) for item in items for r in self.plan.repeat_indices)
 
     async def run(self, items: Iterable[Item]) -> Judgments:
         """Judge every item ``repeats`` times; judgments come back in plan order (item, repeat).

@@ -21,7 +21,7 @@ from runner.llm import recorded
 def planned_keys(plan: JudgePlan, item_ids: Iterable[str]) -> Iterator[recorded.Key]:
     """The (item id, order, repeat) of every first-round call ``plan`` makes, in the order they are planned."""
     for item_id in item_ids:
-        for repeat in range(plan.repeats):
+        for repeat in plan.repeat_indices:
             if plan.scoring is not None:  # pointwise: one call per repeat, no order
                 yield item_id, None, repeat
                 continue

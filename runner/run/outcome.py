@@ -120,11 +120,26 @@ def _report(ctx: RunContext, prepared: Prepared, judged: Judged, partial: str | 
                                    point.enforced if point is not None else frozenset())
     if gate_results:
         metrics["gate/passed"] = float(all(g.passed for g in gate_results))
+    cached = cached_answers(cfg, judge_stats)
     report = report.ended(RunEnd(
         skipped_rows=tuple(f"{s.where}: {s.reason}" for s in prepared.dataset.skipped),
         failed_calls=judge_stats["calls/failed"], retries=judge_stats["calls/retries"],
-        batch_resent=judge_stats.get("calls/batch_resent"), gates=tuple(gate_results), partial_reason=partial))
+        batch_resent=judge_stats.get("calls/batch_resent"), answers_from_cache=cached,
+        gates=tuple(gate_results), partial_reason=partial))
     return report, metrics, judge_stats
+
+
+def cached_answers(cfg: RunConfig, judge_stats: Mapping[str, Any]) -> int | None:
+    """How many judge answers the response cache served (None: none), said loudly on the console: they are earlier
+    runs' answers to the same requests, so a run meant as an independent repetition is a copy (issue 44)."""
+    hits = int(judge_stats.get("calls/cache_hits") or 0)
+    if not hits:
+        return None
+    log.warning("%d of %d judge answers came from the response cache (%s): earlier runs' answers to the same "
+                "requests, so this run (sample=%d) repeats them and is no independent sample of the judge; for an "
+                "independent repetition run with sample=%d (or another unused sample), or cache.mode=off",
+                hits, judge_stats["judge/calls"], cfg.cache.path, cfg.sample, cfg.sample + 1)
+    return hits
 
 
 def completed_part(exc: RunAborted, generations: dict[str, Generation] | None, members: int) -> Judged | None:

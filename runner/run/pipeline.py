@@ -77,6 +77,8 @@ def prepare(ctx: RunContext) -> Prepared:
     cfg = ctx.cfg
     if cfg.repeats < 1 or cfg.concurrency < 1:
         raise ConfigurationError("repeats and concurrency must be >= 1")
+    if cfg.sample < 0:
+        raise ConfigurationError(f"sample={cfg.sample}: must be >= 0 (0, 1, 2, ...: which independent repetition)")
     _check_generator(cfg)
     batching.check(cfg.judge)
     budget.check(cfg)
@@ -98,7 +100,7 @@ def prepare(ctx: RunContext) -> Prepared:
         template=mode_setup.template, synthesis_template=mode_setup.synthesis_template, strategy=cfg.prompt.strategy,
         labels=tuple(cfg.rubric.labels), parser=cfg.rubric.parser,
         synthesis_parser=cfg.rubric.synthesis_parser or cfg.rubric.parser, order_policy=cfg.order,
-        repeats=cfg.repeats, seed=cfg.seed, concurrency=cfg.concurrency,
+        repeats=cfg.repeats, first_repeat=cfg.sample * cfg.repeats, seed=cfg.seed, concurrency=cfg.concurrency,
         neutralize=cfg.prompt.neutralize_delimiters, max_error_rate=cfg.max_error_rate,
         scoring=mode_setup.point.scoring if mode_setup.point else None, score_truncated=cfg.rubric.score_truncated,
     )

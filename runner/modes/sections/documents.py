@@ -72,6 +72,7 @@ class RunEnd:
     failed_calls: int | None = None
     retries: int | None = None
     batch_resent: int | None = None
+    answers_from_cache: int | None = None  # judge answers the response cache served (None: none)
     gates: tuple[Gate, ...] = ()
     partial_reason: str | None = None  # an aborted run's summary of what completed: why it stopped
 
@@ -99,7 +100,8 @@ class EndedReport(Protocol):
 
 
 REPORT_END_FIELDS = ("summary", "gates", "partial", "partial_reason")
-SUMMARY_END_FIELDS = ("skipped_rows", "failed_calls", "retries", "batch_resent", "partial", "partial_reason")
+SUMMARY_END_FIELDS = ("skipped_rows", "failed_calls", "retries", "batch_resent", "answers_from_cache", "partial",
+                      "partial_reason")
 
 
 def run_end_missing(report_type: type) -> list[str]:
@@ -125,7 +127,8 @@ def with_run_end(report: ReportT, end: RunEnd) -> ReportT:
     partial = True if end.partial_reason is not None else None
     document = cast(Any, report)  # an EndedReport: checked when its mode registered (run_end_missing)
     summary = dataclasses.replace(document.summary, skipped_rows=end.skipped_rows, failed_calls=end.failed_calls,
-                                  retries=end.retries, batch_resent=end.batch_resent, partial=partial,
+                                  retries=end.retries, batch_resent=end.batch_resent,
+                                  answers_from_cache=end.answers_from_cache, partial=partial,
                                   partial_reason=end.partial_reason)
     return cast(ReportT, dataclasses.replace(document, summary=summary, gates=end.gates or None, partial=partial,
                                              partial_reason=end.partial_reason))

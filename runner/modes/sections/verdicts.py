@@ -32,6 +32,8 @@ class VerdictSummary(Record):
     failed_calls: int | None = optional()  # calls made that failed, every one the run made (added when it ends)
     retries: int | None = optional()  # retries of those calls (added when the run ends)
     batch_resent: int | None = optional()  # judge.batch: rows the provider failed, expired or cancelled, sent again
+    # answers served by the response cache: earlier runs' answers, not independent samples (None: none)
+    answers_from_cache: int | None = optional()
     partial: bool | None = optional()  # an aborted run's summary of what completed (added when the run ends)
     partial_reason: str | None = optional()
 
