@@ -6,7 +6,9 @@ The files are the users' per-run evaluation JSON files, judgesweep's own results
 a run uses (``aggregation=weighted``, ``aggregation.params.weights=...``, ``experiment=robust_pairwise``,
 ``tracking=off``), plus four of this command's own: ``output_dir=DIR``, ``ours=NAME`` and ``baseline=NAME`` (the
 compared systems' names; the role words ``ours`` / ``baseline`` in a file always mean them) and
-``members=true|false|NAME,...`` (the files as an ensemble's members: runner.run.reaggregation_members).
+``members=true|false|NAME,...`` (the files as an ensemble's members: runner.run.reaggregation_members), and
+``overwrite=true`` (write into an ``output_dir`` that holds files; refused otherwise). Files that are copies of each
+other (the same bytes, or the same raw answers to some items) are named in one warning line each.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from runner.core.config import RunConfig
 from runner.core.errors import TRACKING_FAILED, ConfigurationError, DatasetError
 from runner.core.registry import UnknownNameError
 from runner.inputs.evaluation_files import Systems
-from runner.inputs.evaluation_sets import read_evaluation_set
+from runner.inputs.evaluation_sets import copies, read_evaluation_set
 from runner.inputs.prompts import TemplateError
 from runner.judging.scoring import RubricError
 from runner.run import job_context
@@ -42,7 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = ["OWN_KEYS", "build_parser", "main", "script"]
 
-OWN_KEYS = ("output_dir", "ours", "baseline", "members")  # this command's keys; every other override is Hydra's
+# this command's keys; every other override is Hydra's
+OWN_KEYS = ("output_dir", "ours", "baseline", "members", "overwrite")
 ERRORS = (ConfigurationError, DatasetError, TemplateError, UnknownNameError, RubricError, HydraException,
           OmegaConfBaseException)
 PROG = "judgesweep aggregate"
@@ -55,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluation JSON files (k files = k votes per item), judgesweep's results.jsonl from several runs, or "
         "generic JSONL votes. Writes summary.json, results.jsonl, metrics.json, report.html and an MLflow run.",
         epilog="overrides: aggregation=majority_vote|weighted|dawid_skene|mean|median, aggregation.params.<p>=..., "
-               "experiment=..., tracking=off, output_dir=DIR, ours=NAME, baseline=NAME, "
+               "experiment=..., tracking=off, output_dir=DIR, overwrite=true, ours=NAME, baseline=NAME, "
                "members=true|false|NAME,NAME,... (the files as an ensemble's members; weighted and dawid_skene "
                "always take them so)")
     parser.add_argument("args", nargs="+", metavar="FILE|OVERRIDE", help="evaluation files and key=value overrides")
@@ -106,11 +109,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not files:
         parser.error("give one or more evaluation files")
     try:
+        _check_output_dir(own)
         dcfg, full = compose_config(overrides, args.config_dir)
         cfg: RunConfig = OmegaConf.to_object(dcfg)  # type: ignore[assignment]
         ours, baseline = cfg.dataset.ours, cfg.dataset.baseline  # a pointwise dataset has neither
         systems = Systems(ours.name if ours else "ours", baseline.name if baseline else "baseline")
         evaluation = read_evaluation_set(files, systems)
+        for line in copies(evaluation.files):
+            sys.stderr.write(f"{PROG}: warning: {line}\n")
         # Only once the files are read: the report's modules (the statistics, litellm's cost map, MLflow's
         # publishing path) take seconds to import, and a file that cannot be aggregated is refused without them.
         from runner.run.reaggregation import reaggregate
@@ -126,6 +132,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"{PROG}: {outcome.tracking_error}\n")
         return TRACKING_FAILED
     return 0
+
+
+def _check_output_dir(own: dict[str, str]) -> None:
+    """Refuse an ``output_dir`` that already holds files (another aggregate's, a run's) unless ``overwrite=true``."""
+    if own.get("overwrite", "false").lower() not in ("true", "false"):
+        raise ConfigurationError(f"overwrite={own['overwrite']}: must be true or false")
+    out = own.get("output_dir")
+    if out and Path(out).is_dir() and any(Path(out).iterdir()) and own.get("overwrite", "").lower() != "true":
+        raise ConfigurationError(f"output_dir={out} already holds files (an earlier aggregate's?): give another "
+                                 "output_dir, or overwrite=true to write over them")
 
 
 def _job(dcfg: DictConfig, full: DictConfig, own: dict[str, str], n_files: int, config_dir: str | None

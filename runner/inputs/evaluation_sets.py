@@ -12,7 +12,7 @@ from pathlib import Path
 
 from runner.inputs.evaluation_files import EvaluationFile, EvaluationFileError, Systems, Vote, read_evaluation_file
 
-__all__ = ["EvaluationSet", "members_of", "read_evaluation_set"]
+__all__ = ["EvaluationSet", "copies", "members_of", "read_evaluation_set"]
 
 SHOWN = 5  # ids named in a mismatch message
 
@@ -61,6 +61,40 @@ def read_evaluation_set(paths: Sequence[Path], systems: Systems) -> EvaluationSe
         votes += renumbered
     _check_gold(votes)
     return EvaluationSet(files, tuple(votes), ids, first.kind, base, any(v.order is not None for v in votes))
+
+
+def copies(files: Sequence[EvaluationFile]) -> list[str]:
+    """One line for each two files that are copies of each other, in whole or in part: the same bytes, or the same
+    answer (status, verdict or score, and raw text) to some items in every order. Separate runs whose answers came
+    from the response cache are such copies (issue 44): their votes are one sample counted twice."""
+    lines = []
+    answers = [_answers(f) for f in files]
+    for i, a in enumerate(files):
+        for j in range(i + 1, len(files)):
+            b = files[j]
+            if a.sha256 == b.sha256:
+                lines.append(f"{a.path} and {b.path} are the same file (sha256 {a.sha256[:12]}): their votes are "
+                             "one run's, counted twice")
+                continue
+            same = [item for item, answer in answers[i].items()
+                    if answer is not None and answers[j].get(item) == answer]
+            if same:
+                lines.append(f"{a.path} and {b.path}: {len(same)} of {len(answers[i])} items have the same raw answers "
+                             f"in both ({', '.join(same[:SHOWN])}{', ...' if len(same) > SHOWN else ''}): copies (from "
+                             "the response cache?), not independent votes; separate runs meant as repetitions need "
+                             "sample=1, 2, ... (docs/tutorials/robust-pairwise.md)")
+    return lines
+
+
+def _answers(f: EvaluationFile) -> dict[str, tuple | None]:
+    """Item id -> its answers in the file (sorted by order and stage: status, verdict, score, raw text); None for an
+    item one of whose votes has no raw text (nothing to tell a copy from an agreeing vote by)."""
+    by_item: dict[str, list[tuple]] = {}
+    for v in f.votes:
+        by_item.setdefault(v.item_id, []).append((v.order or "", v.stage, v.status, v.verdict, v.score,
+                                                  tuple(sorted(v.scores.items())), v.text))
+    return {item: None if any(not answer[-1] for answer in votes) else tuple(sorted(votes, key=str))
+            for item, votes in by_item.items()}
 
 
 def _check_ids(f: EvaluationFile, first: EvaluationFile, ids: tuple[str, ...]) -> None:

@@ -50,6 +50,34 @@ def test_a_run_served_from_the_cache_says_so_and_another_sample_is_independent(r
     assert finals != {k: v["verdicts"] for k, v in first.summary()["aggregated_results"].items()}
 
 
+def test_aggregate_names_files_that_are_copies_and_keeps_an_earlier_output(run_cli, fake_server, tmp_path, capsys):
+    fake_server.reply = by_seed
+    files = []
+    for name in ("r0", "copy"):
+        run = run_cli(*robust(tmp_path, fake_server, "repeats=1"), run_dir=tmp_path / name)
+        assert run.proc.returncode == 0, run.output
+        files.append(str(run.run_dir / "results.jsonl"))
+    twin = tmp_path / "twin.jsonl"  # r0's rows, keys sorted: other bytes, the same answers
+    twin.write_text("".join(json.dumps(json.loads(line), sort_keys=True) + "\n"
+                            for line in Path(files[0]).read_text().splitlines()))
+    out = tmp_path / "agg"
+    args = [*files, str(twin), "experiment=robust_pairwise", f"dataset.path={tmp_path / 'pairs.jsonl'}", "tracking=off",
+            "output.plots=false", f"output_dir={out}"]
+    capsys.readouterr()
+    assert aggregate_cli.main(args) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning:" in line]
+    assert len(warnings) == 3, warnings  # one line for each two files
+    assert f"{files[0]} and {files[1]} are the same file" in warnings[0]  # byte for byte: the cache's answers
+    assert f"{files[0]} and {twin}: {ITEMS} of {ITEMS} items have the same raw answers" in warnings[1]
+    assert "not independent votes" in warnings[1]
+    written = (out / "summary.json").read_text()
+    assert aggregate_cli.main([*args[:2], *args[3:]]) == 1  # the output of the first: kept
+    assert f"output_dir={out} already holds files" in capsys.readouterr().err
+    assert (out / "summary.json").read_text() == written
+    assert aggregate_cli.main([*args[:2], *args[3:], "overwrite=true"]) == 0  # said so: written over
+    assert json.loads((out / "summary.json").read_text())["summary"]["num_evaluation_runs"] == 2
+
+
 def test_three_samples_re_aggregated_are_one_run_with_three_repeats(run_cli, fake_server, tmp_path):
     fake_server.reply = by_seed
     files = []
