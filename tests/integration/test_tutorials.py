@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+from runner.app import aggregate_cli
+
 from tests.docs_blocks import REPO, commands
 
 
@@ -44,6 +46,16 @@ def test_the_robust_pairwise_tutorial_runs_on_replayed_gpt4(run_cli) -> None:
     assert "confidence: unanimous" in output(run) and "agreement with gold" in output(run)
     assert {"summary.json", "users_summary.json", "results.jsonl", "report.html"} <= {
         p.name for p in run.run_dir.iterdir()}
+    # the page's aggregate command on this run's results (issue 44 point 7): the run's statistics, the run's AC1
+    [args] = [a for _, a in commands([REPO / "docs" / "tutorials" / "robust-pairwise.md"])
+              if a[0] == "aggregate" and "rubric=llmbar" in a]
+    out = run.run_dir.parent / "agg"
+    args = [str(run.run_dir / "results.jsonl") if "*" in a else f"output_dir={out}" if "output_dir=" in a else a
+            for a in args[1:]]
+    assert aggregate_cli.main([*args, "output.plots=false"]) == 0
+    ac1 = [json.loads((d / "summary.json").read_text())["statistics"]["chance_corrected"]["all"]["gwet_ac1"]
+           for d in (run.run_dir, out)]
+    assert ac1[0]["value"] == ac1[1]["value"], ac1
 
 
 def test_the_ci_gate_how_to_fails_the_cheaper_judge_against_its_baseline(run_cli) -> None:
