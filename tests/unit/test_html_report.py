@@ -153,7 +153,7 @@ def test_the_headline_and_all_metrics_show_a_ci_beside_its_value_not_on_rows_of_
                "verdict/win_rate_ci_low": 0.3364, "verdict/win_rate_ci_high": 0.515}
     html = run_report(pairwise_summary(), metrics, "t", "pairwise")
     assert "<td>agreement</td><td>0.955 [0.92, 0.975]</td>" in html
-    assert "<td>win rate</td><td>0.425 [0.3364, 0.515]</td>" in html
+    assert "<td>ties-half rate</td><td>0.425 [0.3364, 0.515]</td>" in html and "<td>win rate</td>" not in html
     assert "agr low" not in html and "accuracy_all_ci_low" not in html  # neither in the headline nor all metrics
     assert "<td>agreement/accuracy_all</td><td>0.955 [0.92, 0.975]</td>" in html
 
