@@ -105,14 +105,17 @@ def test_bad_files_fail_naming_file_and_line(tmp_path, capsys, content, expected
 
 
 def test_results_of_three_runs_give_the_summary_of_one_run_with_three_repeats(tmp_path, run_cli):
-    runs = [run_cli("max_items=6", "tracking=off") for _ in range(3)]
+    # separate runs meant as repetitions: sample=0,1,2 (without it, runs 2 and 3 are the cache's copies of run 1)
+    runs = [run_cli("max_items=6", "tracking=off", f"sample={s}") for s in range(3)]
     assert all(r.proc.returncode == 0 for r in runs), runs[0].output
     repeated = run_cli("max_items=6", "repeats=3", "tracking=off")
     assert repeated.proc.returncode == 0, repeated.output
     assert aggregate(tmp_path / "agg", *(str(r.run_dir / "results.jsonl") for r in runs), OFF) == 0
     doc, want = summary(tmp_path / "agg"), repeated.summary()
     assert doc["aggregated_results"] == want["aggregated_results"]
-    run_only = {"evaluation_completed", "failed_calls", "retries"}  # when the run ended; the calls it made
+    # when the run ended; the calls it made; the repeated run's answers are the three runs' (from the cache)
+    run_only = {"evaluation_completed", "failed_calls", "retries", "answers_from_cache"}
+    assert want["summary"]["answers_from_cache"] == 6 * 2 * 3
     assert {k: v for k, v in doc["summary"].items() if k not in run_only} == {
         k: v for k, v in want["summary"].items() if k not in run_only}
     assert doc["gold"] == want["gold"]  # the results' gold column: agreement with gold, per order
@@ -129,7 +132,8 @@ def test_generic_scores_give_the_pointwise_report(tmp_path):
     # the preset's gate applies: a mean of 5.2 is below its 6.0, and the command exits 1 after writing the summary
     assert aggregate(tmp_path / "agg", str(votes), "experiment=reply_quality", OFF) == 1
     assert summary(tmp_path / "agg")["gates"][0]["passed"] is False
-    assert aggregate(tmp_path / "agg", str(votes), "experiment=reply_quality", "gate.min_mean_score=null", OFF) == 0
+    assert aggregate(tmp_path / "agg", str(votes), "experiment=reply_quality", "gate.min_mean_score=null", OFF,
+                     "overwrite=true") == 0  # the first call's files are there
     doc = summary(tmp_path / "agg")
     # the preset's output.summary_keys=users: the users' names beside summary.json, as a run of the preset writes
     users = json.loads((tmp_path / "agg" / "users_summary.json").read_text())
