@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -70,6 +70,11 @@ class Statistic:
     compute: Compute
     headline: bool = False
     percent: bool = True
+    labels: Mapping[str, str] = field(default_factory=dict)  # measure -> its shown name (default: its key, spaced)
+
+    def label(self, measure: str) -> str:
+        """How the console and the HTML table name ``measure``."""
+        return self.labels.get(measure, measure.replace("_", " "))
 
 
 STATISTICS: dict[str, Statistic] = {}
@@ -79,7 +84,7 @@ HEADLINE_GROUP = "all"  # a headline statistic's one group: the whole run
 
 
 def statistic(name: str, title: str, modes: Sequence[str], *, headline: bool = False,
-              percent: bool = True) -> Callable[[Compute], Compute]:
+              percent: bool = True, labels: Mapping[str, str] | None = None) -> Callable[[Compute], Compute]:
     """Register ``fn(inputs: StatInputs) -> Table`` as the statistic ``name`` of the given modes.
 
     Args:
@@ -88,6 +93,7 @@ def statistic(name: str, title: str, modes: Sequence[str], *, headline: bool = F
         modes: The run modes it is computed for.
         headline: Its table has one group, :data:`HEADLINE_GROUP`, left out of the metric keys.
         percent: Its values are shares, shown as percentages; False: coefficients, shown as numbers.
+        labels: A measure's shown name where its key would mislead (``win_rate``: ``ties-half rate``).
     """
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
         raise ValueError(f"statistic name {name!r}: snake_case, it becomes a metric family")
@@ -95,7 +101,7 @@ def statistic(name: str, title: str, modes: Sequence[str], *, headline: bool = F
     def decorate(fn: Compute) -> Compute:
         if name in STATISTICS:
             raise ValueError(f"statistic {name!r} is registered twice")
-        STATISTICS[name] = Statistic(name, title, frozenset(modes), fn, headline, percent)
+        STATISTICS[name] = Statistic(name, title, frozenset(modes), fn, headline, percent, dict(labels or {}))
         return fn
 
     return decorate
@@ -171,13 +177,18 @@ def _title(name: str) -> str:
     return stat.title if stat is not None else name
 
 
+def _label(name: str, measure: str) -> str:
+    stat = STATISTICS.get(name)
+    return stat.label(measure) if stat is not None else measure.replace("_", " ")
+
+
 def console_lines(section: Mapping[str, Any]) -> list[str]:
     """One console line per group of every statistic (typed or as JSON): its measures with their intervals and n."""
     lines = []
     for name, table in read(section).items():
         for group, row in table.items():
             n = max((est.n for est in row.values()), default=0)
-            measures = ", ".join(f"{measure.replace('_', ' ')} {_shown(name, est)}" for measure, est in row.items())
+            measures = ", ".join(f"{_label(name, measure)} {_shown(name, est)}" for measure, est in row.items())
             shown_group = "" if _is_headline(name, group) else f" {group}"
             lines.append(f"{_title(name)}{shown_group} (n={n}): {measures}")
     return lines
@@ -190,7 +201,7 @@ def views(section: Mapping[str, Any]) -> list[View]:
         measures = list(dict.fromkeys(m for row in table.values() for m in row))
         rows = tuple((group, str(max((e.n for e in row.values()), default=0)),
                       *(_shown(name, row[m]) if m in row else "" for m in measures)) for group, row in table.items())
-        out.append(View(_title(name), columns=("group", "n", *measures), rows=rows,
+        out.append(View(_title(name), columns=("group", "n", *(_label(name, m) for m in measures)), rows=rows,
                         notes=("value [confidence interval]; the interval is empty where there was no spread",)))
     return out
 

@@ -40,8 +40,8 @@ def test_per_category_and_per_tag_statistics_reach_every_output(run_cli, fake_se
     assert metrics["by_category/math/agreement_ci_low"] == math["agreement"]["ci_low"]
     assert metrics["by_category/math/n"] == 2.0 and metrics["by_tag/hard/win_rate"] == 0.5
 
-    assert "category math (n=2): win rate 100.0%" in run.output
-    assert "tag hard (n=2): win rate 50.0%" in run.output
+    assert "category math (n=2): ties-half rate 100.0%" in run.output
+    assert "tag hard (n=2): ties-half rate 50.0%" in run.output
     html = (run.run_dir / "report.html").read_text()
     assert "<h2>category</h2>" in html and "<td>math</td>" in html and "<h2>tag</h2>" in html
 

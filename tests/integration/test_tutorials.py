@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 from runner.app import aggregate_cli
-
 from tests.docs_blocks import REPO, commands
 
 

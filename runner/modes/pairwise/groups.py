@@ -80,13 +80,16 @@ def _table(inputs: StatInputs, groups_of: Callable[[ItemRef], Iterable[str]]) ->
     return table
 
 
-@statistic("by_category", "category", modes=["pairwise"])
+SHOWN = {"win_rate": "ties-half rate"}  # a tie half a win: not the users' ours_win_rate (docs/methods.md)
+
+
+@statistic("by_category", "category", modes=["pairwise"], labels=SHOWN)
 def by_category(inputs: StatInputs) -> Table:
     """Win rate and agreement with gold per dataset category."""
     return _table(inputs, lambda ref: [ref.category] if ref.category else [])
 
 
-@statistic("by_tag", "tag", modes=["pairwise"])
+@statistic("by_tag", "tag", modes=["pairwise"], labels=SHOWN)
 def by_tag(inputs: StatInputs) -> Table:
     """Win rate and agreement with gold per dataset tag (an item with several tags counts in each)."""
     return _table(inputs, lambda ref: ref.tags)
