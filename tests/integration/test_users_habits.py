@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 from runner.app.aggregate_cli import compose_config
+from runner.llm.client import price
+from tests.fakes.openai_server import Reply
 from tests.integration.conftest import live_judge
 from tests.integration.shared import live_members
 
@@ -33,3 +35,20 @@ def test_a_new_category_s_weights_need_no_plus(run_cli, fake_server):
     sent = len(fake_server.requests)
     failed = run_cli("experiment=reply_quality", *live_judge(fake_server), "rubric.naturalnes=1", "tracking=off")
     assert failed.proc.returncode == 1 and "naturalnes" in failed.output and len(fake_server.requests) == sent
+
+
+def test_a_free_tier_is_free_and_never_stops_under_a_budget(run_cli, fake_server):
+    # the users' Cerebras judge (litellm's cost map lists a price for it) on its free tier, served by the fake server
+    fake_server.reply = lambda body: Reply(content=scripted(body), prompt_tokens=400, completion_tokens=60)
+    cerebras = ["experiment=reply_quality", "judge=cerebras_llama70b", f"judge.api_base={fake_server.base_url}",
+                "judge.rpm=null", "judge.free_tier=true", "budget.max_usd=0.002", "repeats=1", "max_items=6",
+                "gate.min_mean_score=null", "tracking=off", "cache.mode=off"]
+    env = {"CEREBRAS_API_KEY": "test-key"}
+    assert price("cerebras/llama-3.3-70b", 400, 60) > 0.002 / 6  # priced, six calls would pass the budget
+    dry = run_cli(*cerebras, "dry_run=true", env=env)
+    assert dry.proc.returncode == 0 and "cost: free (judge.free_tier)" in dry.output, dry.output
+    result = run_cli(*cerebras, env=env)
+    assert result.proc.returncode == 0, result.output
+    assert len(fake_server.requests) == 6
+    metrics = json.loads((result.run_dir / "metrics.json").read_text())
+    assert metrics["cost/usd_total"] == 0.0 and "cost $0.0000" in result.output
