@@ -52,3 +52,24 @@ def test_a_free_tier_is_free_and_never_stops_under_a_budget(run_cli, fake_server
     assert len(fake_server.requests) == 6
     metrics = json.loads((result.run_dir / "metrics.json").read_text())
     assert metrics["cost/usd_total"] == 0.0 and "cost $0.0000" in result.output
+
+
+def test_an_ensemble_prints_each_member_s_consistency(run_cli, fake_server):
+    # repeat r is sent with seed + r: member a (seeds 1-3) always scores 8, member b (seeds 11-13) 6, 7, 8
+    def reply(body: dict) -> str:
+        score = 8 if body["seed"] < 10 else body["seed"] - 5
+        return json.dumps({"naturalness": score, "appropriateness": score, "intent_match": score, "reasoning": "x"})
+
+    fake_server.reply = reply
+    result = run_cli("experiment=reply_quality", *live_members(fake_server, seeds=(1, 11)), "judge.combine=mean",
+                     "repeats=3", "max_items=3", "gate.min_mean_score=null", "tracking=off", "cache.mode=off")
+    assert result.proc.returncode == 0, result.output
+    assert len(fake_server.requests) == 2 * 3 * 3
+    assert ("member a: consistency over 3 repeats (std dev sample (n-1)): mean std 0.00, above 0.5: 0.0%"
+            in result.output), result.output
+    assert ("member b: consistency over 3 repeats (std dev sample (n-1)): mean std 1.00, above 0.5: 100.0%"
+            in result.output)
+    heads = result.summary()["ensemble"]["member_headline"]
+    assert heads["b"]["consistency"]["mean_std"] == 1.0 and heads["b"]["consistency"]["items_measured"] == 3
+    metrics = json.loads((result.run_dir / "metrics.json").read_text())
+    assert metrics["member/b/consistency/mean_std"] == 1.0
