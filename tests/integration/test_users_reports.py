@@ -96,3 +96,12 @@ def test_robust_pairwise_users_summary_has_their_ten_keys(run_cli, fake_server):
     assert failed == ["greet-01"] and s["total_subsets"] - s["successful_evaluations"] == 1
     assert sum(s["final_verdict_distribution"].values()) == s["successful_evaluations"] == 7
     assert result.summary()["summary"]["failed_items"] == ["greet-01"]  # summary.json keeps judgesweep's keys
+
+
+def test_a_users_format_of_the_other_mode_fails_before_any_call(run_cli, fake_server):
+    result = run_cli("experiment=reply_quality", *live_judge(fake_server), "output.summary_keys=robust_pairwise",
+                     "tracking=off")
+    assert result.proc.returncode == 1
+    assert ("output.summary_keys=robust_pairwise is the format of a pairwise run; this run is pointwise (prompt.mode)"
+            in result.output)
+    assert fake_server.requests == []
