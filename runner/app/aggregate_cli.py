@@ -36,7 +36,7 @@ from runner.inputs.evaluation_files import Systems
 from runner.inputs.evaluation_sets import copies, read_evaluation_set
 from runner.inputs.prompts import TemplateError
 from runner.judging.scoring import RubricError
-from runner.run import job_context
+from runner.run import job_context, open_mappings
 from runner.run.experiment import _hydra_initialized, prepare_process
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def compose_config(overrides: Sequence[str], config_dir: str | None) -> tuple[Di
     """(the job's config, the full config with its hydra node), composed as a run composes it."""
     prepare_process()
     with _hydra_initialized(config_dir):
-        full = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+        full = compose(config_name="config", overrides=open_mappings.opened(overrides), return_hydra_config=True)
     HydraConfig.instance().set_config(full)  # resolves ${hydra:runtime.cwd} in the tracking store's address
     dcfg = copy.deepcopy(full)
     with read_write(dcfg), open_dict(dcfg):

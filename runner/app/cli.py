@@ -45,7 +45,7 @@ from runner.judging.shutdown import Interrupted
 # client, and through them litellm) are imported by experiment.prepare_run, those that end a sweep by
 # SweepSummary.
 from runner.outputs import sweep
-from runner.run import config_guard, launcher_watch, naming
+from runner.run import config_guard, launcher_watch, naming, open_mappings
 from runner.run.experiment import PROCESS_PUBLISHERS, prepare_process, run_job
 from runner.storage import budget_ledger, owner, store
 from runner.storage.cache import CacheError
@@ -288,6 +288,7 @@ def _overlay(argv: list[str]) -> tuple[Path, list[str]]:
         sys.exit(f"judgesweep: {exc}")
     except ConfigurationError as exc:
         sys.exit(f"judgesweep: {type(exc).__name__}: {exc}")
+    argv = open_mappings.opened(argv)  # rubric.category_weights.<new>.x=... without Hydra's "+"
     if user is None:
         return locations.PACKAGED_CONF, argv
     return user, [*argv, "--config-dir", str(locations.PACKAGED_CONF)]

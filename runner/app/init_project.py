@@ -4,7 +4,9 @@ The project (``project_template/`` beside this module, plus two files copied fro
 one judge, prompt, rubric, dataset and experiment preset, prompts/ with its template, a small data file and a
 README. Its judge replays GPT-4's recorded LLMBar answers, so its template is a copy of the packaged LLMBar
 Vanilla prompt (the replay answers only the exact messages it recorded) and its data the first pairs of LLMBar
-Natural. ``cd DIR && judgesweep`` then runs with no key and no network. Existing files are never overwritten.
+Natural. ``cd DIR && judgesweep`` then runs with no key and no network. Existing files are never overwritten; a
+``.gitignore`` names what a run writes (:data:`GITIGNORE`), appended to one that exists, so a run in a git project is
+not tagged ``git.dirty`` by its own outputs.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ from pathlib import Path
 from runner.core import locations
 from runner.outputs import console
 
-__all__ = ["DEMO_PAIRS", "main", "project_files", "write_project"]
+__all__ = ["DEMO_PAIRS", "GITIGNORE", "main", "project_files", "write_gitignore", "write_project"]
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "project_template"
 DEMO_PAIRS = 8  # LLMBar Natural's first pairs: enough to show accuracy and a position flip, quick to replay
+# What a run writes in the project: run and sweep directories, the MLflow store, its artifacts and the response cache
+# (all under outputs/, conf/hydra/default.yaml and conf/tracking/sqlite.yaml), and MLflow's own default file store.
+GITIGNORE = ("outputs/", "mlruns/")
 _LLMBAR = Path(__file__).resolve().parents[1] / "data" / "llmbar"  # runner/data/llmbar, shipped as package data
 
 
@@ -49,7 +54,21 @@ def write_project(directory: Path) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content)
         written.append(path)
-    return written
+    return [*written, write_gitignore(directory)]
+
+
+def write_gitignore(directory: Path) -> Path:
+    """``directory``/.gitignore with every line of :data:`GITIGNORE`: written, or the missing ones appended to the
+    file that exists (nothing in it is changed); returns its path."""
+    path = directory / ".gitignore"
+    existing = path.read_text(encoding="utf-8") if path.exists() else ""
+    missing = [line for line in GITIGNORE if line not in existing.splitlines()]
+    if missing:
+        lead = "" if not existing or existing.endswith("\n") else "\n"
+        header = "" if existing else "# written by judgesweep init: what a run writes\n"
+        with path.open("a", encoding="utf-8") as out:
+            out.write(lead + header + "".join(f"{line}\n" for line in missing))
+    return path
 
 
 def main(argv: list[str]) -> int:

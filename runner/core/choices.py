@@ -99,7 +99,11 @@ class GateUnscoredAs(str, Enum):
 
 
 class SummaryKeys(str, Enum):
-    """Whose key names a run's summary is also written in (runner.modes.users_summary)."""
+    """Whose key names a run's summary is also written in (runner.modes.users_summary, runner.modes.users_formats)."""
 
     judgesweep = "judgesweep"  # summary.json only, judgesweep's names
     users = "users"  # also users_summary.json: summary.json with the users' names (average_score, actual)
+    # also users_summary.json in the users' own format of that workflow: their keys, names and units, nothing else
+    robust_pairwise = "robust_pairwise"
+    agent_rubric = "agent_rubric"
+    reply_quality = "reply_quality"

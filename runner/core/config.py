@@ -88,6 +88,9 @@ class JudgeConfig:
     # litellm model whose list price values this judge's calls when litellm prices them not itself (a replay of a
     # recorded model, a self-hosted copy of a listed one): the cost-quality frontier's cost/usd_list, never a spend
     price_as: str | None = field(default=None, metadata=OPERATIONAL)
+    # the provider does not charge this deployment (a free tier): each call costs $0, the dry run says free and
+    # budget.max_usd never stops it (a rate-limited free tier: set rpm/tpm)
+    free_tier: bool = field(default=False, metadata=OPERATIONAL)
     # the planned calls through the provider's batch API, at its batch price (docs/how-to/batch.md): off | on | auto
     batch: BatchMode = field(default=BatchMode.off, metadata=OPERATIONAL)
     # batch=auto: batched when more calls than this are left to pay for

@@ -48,7 +48,8 @@ class MetricsConfig:
 class OutputConfig:
     """What a run writes beside its own record (summary.json, results.jsonl, ...), which stays as it is."""
 
-    # users: also users_summary.json, summary.json under the users' key names (the users' presets set it)
+    # also users_summary.json: users, summary.json under the users' key names; robust_pairwise | agent_rubric |
+    # reply_quality, the users' own format of that workflow, their keys and units only (the users' presets set it)
     summary_keys: SummaryKeys = SummaryKeys.judgesweep
     # false: no PNG drawn (report.html's figures, a sweep's frontier.png), matplotlib not imported; tables unchanged
     plots: bool = True

@@ -2,7 +2,8 @@
 calls in flight stays within it.
 
 Before a call is sent its worst case is reserved: its rendered prompt's tokens (litellm's tokenizer) plus the judge's
-``max_tokens``, at the model's price in litellm's cost map (``judge.price_as``'s when set). Once the answer is in,
+``max_tokens``, at the model's price in litellm's cost map (``judge.price_as``'s when set; nothing for a judge on a free
+tier, ``judge.free_tier``, which the limit never stops). Once the answer is in,
 the reservation is released and the answer's own cost booked. A call whose worst case would take the run over the
 limit is not sent, nor is any after it (the stop is final): the calls in flight finish and are journaled, the run
 writes what completed (marked partial) and exits with :data:`runner.core.errors.BUDGET_REACHED`. Answers known
@@ -45,15 +46,18 @@ def check(cfg: RunConfig) -> None:
                                  "cannot have one yet")
     judges = {f"judge.members.{name}": member for name, member in judge.members.items()} or {"judge": judge}
     for key, one in judges.items():
-        if price(pricing_model(one), 1, 1) is None:
+        if not one.free_tier and price(pricing_model(one), 1, 1) is None:
             raise ConfigurationError(f"budget.max_usd={max_usd} needs priced calls, and litellm's cost map has no "
                                      f"price for {key}.model={one.model}: set {key}.price_as=<a listed model> to "
                                      "charge its calls at that model's price, or drop the budget")
 
 
 def worst_case(judge: JudgeConfig) -> Callable[[tuple[Message, ...]], float]:
-    """The worst-case dollars of one call of ``judge``: its prompt's tokens plus ``max_tokens`` at its price."""
+    """The worst-case dollars of one call of ``judge``: its prompt's tokens plus ``max_tokens`` at its price (none on a
+    free tier: ``judge.free_tier``)."""
     model = pricing_model(judge)
+    if judge.free_tier:
+        return lambda messages: 0.0
 
     def usd(messages: tuple[Message, ...]) -> float:
         return price(model, count_tokens(judge.model, messages), judge.max_tokens) or 0.0

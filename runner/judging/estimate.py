@@ -32,6 +32,7 @@ class Estimate:
         batch_usd_prompt: ``usd_prompt`` at the cost map's batch prices (runner.llm.batches.batch_price), for a
             judge whose provider has a batch API judgesweep uses; None otherwise or when unpriced.
         batch_usd_max: ``usd_max`` at those prices, or None.
+        free: The judge is on a free tier (``judge.free_tier``): every dollar figure is 0.
     """
 
     judge: str
@@ -45,6 +46,7 @@ class Estimate:
     role: str = "judge"  # judge | generator
     batch_usd_prompt: float | None = None
     batch_usd_max: float | None = None
+    free: bool = False
 
 
 def _requests(plan: JudgePlan, item: Item, placeholder: str | None) -> Iterator[tuple[Message, ...]]:
@@ -69,12 +71,14 @@ def _estimate(model: JudgeConfig, calls: int, prompt_tokens: int, conditional: i
               role: str = "judge") -> Estimate:
     max_completion = calls * model.max_tokens
     priced = pricing_model(model)
-    batched = role == "judge" and supports_batches(model.model)
+    batched = role == "judge" and supports_batches(model.model) and not model.free_tier
+    free = model.free_tier
     return Estimate(
         judge=model.name, model=model.model, calls=calls, conditional_calls=conditional,
         prompt_tokens=prompt_tokens, max_completion_tokens=max_completion,
-        usd_prompt=price(priced, prompt_tokens, 0), usd_max=price(priced, prompt_tokens, max_completion),
-        role=role,
+        usd_prompt=0.0 if free else price(priced, prompt_tokens, 0),
+        usd_max=0.0 if free else price(priced, prompt_tokens, max_completion),
+        role=role, free=free,
         batch_usd_prompt=batch_price(model.model, prompt_tokens, 0) if batched else None,
         batch_usd_max=batch_price(model.model, prompt_tokens, max_completion) if batched else None,
     )

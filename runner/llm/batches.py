@@ -202,8 +202,8 @@ class BatchTransport:
             response = answer(ModelResponse(**body), started, 1, 0)
         else:  # a 200 without an answer: paid, kept as a live one is (runner.llm.responses.malformed)
             response = malformed(json.dumps(body), started, 1, 0)
-        cost = None
-        if response.tokens_known:  # a served copy of a listed model (judge.price_as) costs that model's batch price
+        cost = 0.0 if self.judge.free_tier else None  # a free tier's answers cost nothing
+        if response.tokens_known and cost is None:  # a served copy of a listed model (judge.price_as): its batch price
             cost = batch_price(self.judge.model, response.prompt_tokens, response.completion_tokens)
             if cost is None and self.judge.price_as:
                 cost = batch_price(self.judge.price_as, response.prompt_tokens, response.completion_tokens)

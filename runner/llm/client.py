@@ -323,7 +323,10 @@ class JudgeClient:
     def _priced(self, response: JudgeResponse) -> JudgeResponse:
         """``response``, priced at ``judge.price_as``'s list price when litellm could not price it: a served copy of a
         listed model (a local server) costs what the listed model would. A replay or a recording is served by nobody
-        and stays free (what it is worth is :func:`runner.judging.estimate.list_cost`'s ``cost/usd_list``)."""
+        and stays free (what it is worth is :func:`runner.judging.estimate.list_cost`'s ``cost/usd_list``), and so does
+        a judge on a free tier (``judge.free_tier``), whatever litellm's cost map lists."""
+        if self.judge.free_tier:
+            return replace(response, cost_usd=0.0)
         served = not self.judge.model.startswith((f"{providers.REPLAY_PROVIDER}/", f"{recorded.RECORDED_PROVIDER}/"))
         if response.cost_usd is not None or not response.tokens_known or not served or not self.judge.price_as:
             return response

@@ -34,7 +34,14 @@ from runner.modes.ensemble import (
     vote_methods,
 )
 from runner.modes.scorecard import SCORED, ItemScore
-from runner.modes.sections import MemberHeadline, PassVotes, PointwiseEnsemble, PointwiseReport, ScoreAgreement
+from runner.modes.sections import (
+    Consistency,
+    MemberHeadline,
+    PassVotes,
+    PointwiseEnsemble,
+    PointwiseReport,
+    ScoreAgreement,
+)
 
 PASS, FAIL = "pass", "fail"
 
@@ -143,13 +150,15 @@ def pass_vote_section(votes: Mapping[str, Mapping[str, str | None]], human: Mapp
 
 
 def member_headline(report: PointwiseReport) -> MemberHeadline:
-    """A member's average overall score, pass rate and Pearson correlation with human scores."""
+    """A member's average overall score, pass rate, Pearson correlation with human scores and consistency over its
+    repeats."""
     s = report.summary
     human = s.human_correlation
     return MemberHeadline(average_overall=s.average_overall, pass_rate=s.pass_rate,
                           pass_rate_scored=s.pass_rate_scored, scored=s.scored,
                           human_pearson=None if human is None else human.pearson.r,
-                          human_within_1_rate=None if human is None else human.within_1_rate)
+                          human_within_1_rate=None if human is None else human.within_1_rate,
+                          consistency=s.consistency)
 
 
 def build(reports: Mapping[str, PointwiseReport], by_member: Mapping[str, Sequence[ItemScore]], scoring: Scoring,
@@ -187,8 +196,8 @@ def ensemble_metrics(section: PointwiseEnsemble | Mapping[str, Any]) -> dict[str
     """MLflow metrics of a pointwise ensemble section (typed or as JSON)."""
     ens = PointwiseEnsemble.of(section, "ensemble")
     raw: dict[str, Any] = {"interjudge/krippendorff_alpha_interval": ens.score_agreement.krippendorff_alpha_interval}
-    for member, head in ens.member_headline.items():
-        raw.update({f"member/{member}/headline/{k}": v for k, v in head.to_json().items()})
+    for member, head in ens.member_headline.items():  # its consistency: member/<m>/consistency/* (its own metrics)
+        raw.update({f"member/{member}/headline/{k}": v for k, v in head.to_json().items() if k != "consistency"})
     votes = ens.pass_votes
     if votes is not None:
         raw["interjudge/fleiss_kappa"] = votes.inter_judge.fleiss_kappa
@@ -207,6 +216,14 @@ def _fmt(value: float | None, pct: bool = False) -> str:
     return f"{value * 100:.1f}%" if pct else f"{value:.2f}"
 
 
+def consistency_line(c: Consistency) -> str:
+    """``consistency over 3 repeats (std dev sample (n-1)): mean std 0.53, above 0.5: 25.0%``: a single judge's line,
+    and each member's of an ensemble."""
+    kind = f" (std dev {c.std})" if c.std else ""
+    return (f"consistency over {c.repeats} repeats{kind}: mean std {_fmt(c.mean_std)}, "
+            f"above {c.threshold:g}: {_fmt(c.share_above_threshold, True)}")
+
+
 def console_lines(section: PointwiseEnsemble | Mapping[str, Any]) -> list[str]:
     """End-of-run lines of a pointwise ensemble (typed or as JSON): each member's headline, how they agree,
     pass/fail votes."""
@@ -217,6 +234,8 @@ def console_lines(section: PointwiseEnsemble | Mapping[str, Any]) -> list[str]:
         human = f", Pearson with humans {_fmt(head.human_pearson)}" if head.human_pearson is not None else ""
         lines.append(f"  member {member}: mean {_fmt(head.average_overall)}, pass rate "
                      f"{_fmt(head.pass_rate, True)}{human}")
+        if head.consistency is not None:  # each member judged every item `repeats` times
+            lines.append(f"  member {member}: {consistency_line(head.consistency)}")
     for method, row in (ens.pass_votes.methods if ens.pass_votes is not None else {}).items():
         human_agreement = row.human_pass_agreement
         lines.append(f"  {method} over pass/fail: pass rate {_fmt(row.pass_rate, True)}"

@@ -49,6 +49,7 @@ def render_estimate(estimate: Any, console: Console | None = None) -> None:
         f"dry run, no call made: {e.role} {e.judge} ({e.model})",
         f"calls {e.calls}" + (f" (+ up to {e.conditional_calls} synthesis calls)" if e.conditional_calls else ""),
         f"prompt tokens {e.prompt_tokens}, completion tokens at most {e.max_completion_tokens}",
+        "cost: free (judge.free_tier)" if getattr(e, "free", False) else
         f"cost: prompts {usd(e.usd_prompt)}, at most {usd(e.usd_max)}",
     ]
     if getattr(e, "batch_usd_max", None) is not None:  # judge.batch: the same calls at the batch price

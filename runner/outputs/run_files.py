@@ -21,6 +21,7 @@ from runner.judging.progress import Phases
 from runner.modes import panel
 from runner.modes.base import Report, RunMode
 from runner.modes.drilldown import Drilldown
+from runner.modes.users_formats import users_format
 from runner.modes.users_summary import USERS_SUMMARY_NAME, users_keys
 from runner.outputs import console, html_report, publishing
 from runner.storage import store
@@ -106,10 +107,13 @@ def write_results(run_dir: Path, judgments: Iterable[Judgment], labels: Mapping[
 
 
 def write_summary(run_dir: Path, summary: Mapping[str, Any], keys: SummaryKeys) -> None:
-    """summary.json, and with ``keys`` users the same under the users' key names (users_summary.json)."""
+    """summary.json, and with ``keys`` users the same under the users' key names (users_summary.json), with a
+    workflow's name (robust_pairwise, agent_rubric, reply_quality) the users' own format of it."""
     store.write_json(run_dir / store.SUMMARY_NAME, summary)
     if keys is SummaryKeys.users:
         store.write_json(run_dir / USERS_SUMMARY_NAME, users_keys(summary))
+    elif keys is not SummaryKeys.judgesweep:
+        store.write_json(run_dir / USERS_SUMMARY_NAME, users_format(summary, keys))
 
 
 def item_labels(refs: Sequence[ItemRef], posterior_of: Mapping[str, Any] | None = None) -> dict[str, dict]:

@@ -42,7 +42,7 @@ from runner.core.config_store import register_configs
 from runner.core.values import check_values
 from runner.llm.limiter_pool import LimiterPool
 from runner.outputs.idle_publisher import Idle
-from runner.run import config_guard, job_context, launcher_watch
+from runner.run import config_guard, job_context, launcher_watch, open_mappings
 from runner.storage import owner
 
 if TYPE_CHECKING:
@@ -201,7 +201,7 @@ def run_experiment(overrides: Sequence[str] = (), config_dir: str | Path | None 
     config_guard.check_overrides(overrides)
     config_guard.check_user_conf(locations.user_conf_dir(Path.cwd(), config_dir))
     with _hydra_initialized(config_dir):
-        full = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+        full = compose(config_name="config", overrides=open_mappings.opened(overrides), return_hydra_config=True)
     HydraConfig.instance().set_config(full)  # resolves ${hydra:...} (the default store's runtime.cwd)
     run_dir = Path(str(full.hydra.run.dir))
     locations.check_writable(run_dir, locations.directory_key(full.get("output_dir"), str(full.hydra.run.dir),

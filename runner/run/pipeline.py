@@ -33,7 +33,7 @@ from runner.judging.recorded_plan import check as check_recorded
 from runner.judging.recorded_plan import resolved as resolved_judge
 from runner.judging.shutdown import Interrupted
 from runner.llm.client import supports_json_schema
-from runner.modes import catalog, ensemble_check
+from runner.modes import catalog, ensemble_check, users_formats
 from runner.outputs import console, tracking
 from runner.run import gates, outcome, publication, view
 from runner.run.context import Prepared, RunContext, RunOutcome, candidates, member_dirs
@@ -82,6 +82,7 @@ def prepare(ctx: RunContext) -> Prepared:
     _check_generator(cfg)
     batching.check(cfg.judge)
     budget.check(cfg)
+    users_formats.check(cfg.output.summary_keys, cfg.prompt.mode, cfg.rubric.pass_threshold)
     mode = catalog.mode_for(cfg)
     mode_setup = mode.prepare(cfg, locations.directories(cfg.prompts_dir, ctx.input_roots))
     response_format = _json_schema_format(cfg.judge, mode_setup.response_schema)

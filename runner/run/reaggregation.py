@@ -26,7 +26,7 @@ from runner.inputs.evaluation_files import SCORE, EvaluationFileError, Vote
 from runner.inputs.evaluation_sets import EvaluationSet, members_of
 from runner.judging.scoring import Scoring
 from runner.modes import base as modes
-from runner.modes import catalog, ensemble_check
+from runner.modes import catalog, ensemble_check, users_formats
 from runner.modes import summary as summaries
 from runner.modes.base import ModeInputs
 from runner.modes.sections import RunEnd
@@ -138,6 +138,7 @@ def _mode(cfg: RunConfig, evaluation: EvaluationSet) -> modes.RunMode:
                 "of a pointwise rubric" if wanted is PromptMode.pointwise else "a pairwise prompt and rubric")
         raise EvaluationFileError(f"{evaluation.files[0].path} holds {evaluation.kind} votes, a {wanted.value} "
                                   f"evaluation, but prompt {cfg.prompt.name} is {cfg.prompt.mode.value}: choose {hint}")
+    users_formats.check(cfg.output.summary_keys, cfg.prompt.mode, cfg.rubric.pass_threshold)
     return catalog.mode_for(cfg)
 
 

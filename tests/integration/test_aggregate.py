@@ -135,7 +135,7 @@ def test_generic_scores_give_the_pointwise_report(tmp_path):
     assert aggregate(tmp_path / "agg", str(votes), "experiment=reply_quality", "gate.min_mean_score=null", OFF,
                      "overwrite=true") == 0  # the first call's files are there
     doc = summary(tmp_path / "agg")
-    # the preset's output.summary_keys=users: the users' names beside summary.json, as a run of the preset writes
+    # the preset's output.summary_keys=reply_quality: the users' format beside summary.json, as a run of it writes
     users = json.loads((tmp_path / "agg" / "users_summary.json").read_text())
     assert users["summary"]["average_score"] == doc["summary"]["average_overall"]
     by_id = {d["id"]: d for d in doc["detailed_results"]}
@@ -213,7 +213,10 @@ def test_users_results_files_give_the_majority_of_their_votes(tmp_path):
     s = doc["summary"]
     assert (s["num_evaluation_runs"], s["total_subsets"], s["successful_evaluations"]) == (3, 6, 5)
     assert s["failed_items"] == ["q6"] and s["skipped_rows"] == []
-    assert json.loads((tmp_path / "agg" / "users_summary.json").read_text()) == doc  # already the users' format
+    users = json.loads((tmp_path / "agg" / "users_summary.json").read_text())  # the users' format: their 10 keys
+    assert users["aggregated_results"]["q6"]["final_verdict"] is None and len(users["summary"]) == 10
+    assert {k: users["summary"][k] for k in ("total_subsets", "successful_evaluations")} == {
+        "total_subsets": 6, "successful_evaluations": 5}
     rows = [json.loads(line) for line in (tmp_path / "agg" / "results.jsonl").read_text().splitlines()]
     failed = [r for r in rows if r["status"] == "error"]
     assert len(failed) == 4 and all("context_length_exceeded" in r["error"] for r in failed)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,38 @@ def test_a_users_file_wins_over_the_packaged_one_of_the_same_name(tmp_path, else
     (project / "prompts" / "only_mine.j2").write_text("{% block system %}no user block here{% endblock %}\n")
     with pytest.raises(TemplateError, match=rf"{project / 'prompts' / 'only_mine.j2'} has no"):
         _run(tmp_path, "shadowed", ["max_items=2"], config_dir=project / "conf")
+
+
+def _git(project: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(project), "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+                          check=True, capture_output=True, text=True).stdout
+
+
+@pytest.mark.slow  # git as a process (a few ms each)
+def test_a_run_in_a_fresh_git_project_is_tagged_clean(tmp_path, monkeypatch):
+    # issue 44, point 6: `judgesweep init` writes a .gitignore, so a run's own outputs do not make the project dirty
+    project = tmp_path / "demo"
+    init_project.write_project(project)
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-qm", "init")
+    monkeypatch.chdir(project)
+    outcome = run_experiment(["progress=false", "tracking.traces=false", "output.plots=false", "max_items=2"])
+    assert outcome is not None and not outcome.failed, outcome
+    assert _git(project, "status", "--porcelain") == ""  # outputs/ (runs, the MLflow store, the cache) ignored
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{project / 'outputs' / 'mlflow.db'}")
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert [r.data.tags["git.dirty"] for r in runs] == ["false"]
+    assert runs[0].data.tags["git.commit"] == _git(project, "rev-parse", "HEAD").strip()
+
+
+def test_init_appends_what_a_project_s_gitignore_lacks(tmp_path):
+    project = tmp_path / "mine"
+    project.mkdir()
+    (project / ".gitignore").write_text("*.pyc\noutputs/")  # no newline at the end
+    init_project.write_project(project)
+    assert (project / ".gitignore").read_text() == "*.pyc\noutputs/\nmlruns/\n"  # kept, what it lacked appended
+    init_project.write_gitignore(project)
+    assert (project / ".gitignore").read_text() == "*.pyc\noutputs/\nmlruns/\n"  # nothing twice

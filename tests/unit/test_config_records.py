@@ -19,13 +19,14 @@ from runner.core.run_settings import TrackingConfig
 from runner.run.job_context import _operational
 
 # The hand-kept list (runner/run/job_context.py up to 3656644, plus "budget." which issue 34 added there) that the
-# field metadata replaced, with its rule: an ensemble member's keys counted as the judge's.
+# field metadata replaced, with its rule: an ensemble member's keys counted as the judge's; since then issue 44's
+# judge.free_tier (what a call costs, not what it answers).
 OLD_PREFIXES = ("resume", "output_dir", "dry_run", "progress", "concurrency", "max_error_rate", "shutdown_grace_s",
                 "tracking.", "cache.", "choice.tracking", "judge.rpm", "judge.tpm", "judge.max_retries",
                 "judge.retry_", "judge.max_retry_after_s", "judge.timeout_s", "judge.replicas", "judge.price_as",
                 "judge.batch", "batch.", "budget.", "generator.rpm", "generator.tpm", "generator.max_retries",
                 "generator.retry_", "generator.max_retry_after_s", "generator.timeout_s", "generator.concurrency",
-                "git_sha", "on_bad_row", "gate.", "metrics.", "output.")
+                "git_sha", "on_bad_row", "gate.", "metrics.", "output.", "judge.free_tier", "generator.free_tier")
 
 
 def _old_rule(key: str) -> bool:

@@ -7,6 +7,9 @@ import copy
 
 import pytest
 
+from runner.core.choices import PromptMode, SummaryKeys
+from runner.core.errors import ConfigurationError
+from runner.modes.users_formats import agent_rubric, check
 from runner.modes.users_summary import users_keys
 
 
@@ -51,3 +54,21 @@ def test_a_pairwise_summary_is_already_the_users_format():
 def test_a_place_holding_both_names_is_refused_rather_than_overwritten():
     with pytest.raises(ValueError, match="'output' and 'actual' in one place"):
         users_keys({"detailed_results": [{"id": "a", "output": "x", "actual": "y"}]})
+
+
+def test_the_agent_format_needs_a_pass_threshold_and_counts_unscored_as_failed() -> None:
+    with pytest.raises(ConfigurationError, match="output.summary_keys=agent_rubric .* needs rubric.pass_threshold"):
+        check(SummaryKeys.agent_rubric, PromptMode.pointwise, None)
+    check(SummaryKeys.users, PromptMode.pairwise, None)  # not a workflow's format: nothing to check
+    section = {"total": 3, "passed": 1, "failed": 1, "pass_rate": 1 / 3, "average_overall": 3.0,
+               "average_by_criterion": {"accuracy": 3.0, "tool_usage": 2.0}}
+    row = {"id": "a", "status": "scored", "tags": [], "scores": {"tool_usage": 2.0}, "overall": 2.0, "passed": False,
+           "reasoning": "weak", "improvement_suggestions": ["more"], "unscored_reasons": []}
+    rows = [row, {**row, "id": "b", "passed": True}, {**row, "id": "c", "status": "error", "scores": {},
+                                                     "overall": None, "passed": None, "unscored_reasons": ["Timeout"]}]
+    doc = {"summary": {**section, "failed_examples": [{"id": "a", "overall": 2.0, "reasoning": "weak"}]},
+           "by_tag": {}, "detailed_results": rows}
+    s = agent_rubric(doc)["summary"]
+    assert (s["failed"], s["pass_rate"]) == (2, pytest.approx(100 / 3))
+    assert [(f["id"], f["reasoning"]) for f in s["failed_examples"]] == [("a", "weak"), ("c", "error: Timeout")]
+    assert s["average_by_criterion"] == {"accuracy": 3.0, "mcp_usage": 2.0}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runner.modes import statistics
+from runner.modes import score_panel, statistics
 from runner.modes.drilldown import ItemOutcome
 from runner.modes.sections import DetailedResult, FailedExample, PointwiseEnsemble, PointwiseReport, ScoreSection
 from runner.modes.view import View, cell
@@ -33,10 +33,7 @@ def console_lines(rep: PointwiseReport, judge: Mapping[str, Any]) -> list[str]:
         lines.append(f"  tag {tag}: {sec.scored} of {sec.total} scored, pass rate {_fmt(sec.pass_rate, True)}, "
                      f"mean {_fmt(sec.average_overall)}")
     if s.consistency is not None:
-        c = s.consistency
-        kind = f" (std dev {c.std})" if c.std else ""
-        lines.append(f"consistency over {c.repeats} repeats{kind}: mean std {_fmt(c.mean_std)}, "
-                     f"above {c.threshold:g}: {_fmt(c.share_above_threshold, True)}")
+        lines.append(score_panel.consistency_line(s.consistency))
     if s.human_correlation is not None:
         h = s.human_correlation
         lines.append(f"human agreement (n={h.n}): pearson {_fmt(h.pearson.r)}, spearman "

@@ -10,6 +10,7 @@ from typing import Any
 
 from runner.modes.record import Record, optional, rest
 from runner.modes.sections.agreement import InterJudge
+from runner.modes.sections.scores import Consistency
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,6 +107,7 @@ class MemberHeadline(Record):
     scored: int | None
     human_pearson: float | None
     human_within_1_rate: float | None
+    consistency: Consistency | None = optional()  # the member's own over its repeats (repeats > 1)
 
 
 @dataclass(frozen=True, kw_only=True)
