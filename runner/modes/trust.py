@@ -20,6 +20,7 @@ from runner.core.run_settings import MetricsConfig
 from runner.core.types import TIE, ItemResult, Judgment, Status
 from runner.inputs.datasets import ItemRef
 from runner.judging.aggregation import final_judgments
+from runner.modes import bias
 from runner.modes.sections import (
     BiasReport,
     Bootstrap,
@@ -244,10 +245,12 @@ def bias_lines(report: BiasReport | Mapping[str, Any]) -> list[str]:
     own = b.self_preference
     if own:
         line += f"; own family ({own.own_system}) wins {pct(own.own_win_rate)}"
-    if pos.sign_test_p is not None:
+    if pos.pairs_both_orders:
         line += (f"; flipped pairs toward first/second {pos.inconsistent_toward_first}/"
                  f"{pos.inconsistent_toward_second}")
+    p_value = bias.position_p(pos)
+    if p_value is not None:
         if pos.items_toward_first is not None:
-            line += f", items {pos.items_toward_first}/{pos.items_toward_second}"
-        line += f" (sign test over items p={pos.sign_test_p:.2g})"
+            line += f"; items toward first/second {pos.items_toward_first}/{pos.items_toward_second}"
+        line += f" (sign test over items p={p_value:.2g})"
     return [line]
