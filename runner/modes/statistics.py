@@ -70,6 +70,7 @@ class Statistic:
     compute: Compute
     headline: bool = False
     percent: bool = True
+    digits: int | None = None  # decimals shown (default: 1 for a share, 3 for a coefficient)
 
 
 STATISTICS: dict[str, Statistic] = {}
@@ -79,7 +80,7 @@ HEADLINE_GROUP = "all"  # a headline statistic's one group: the whole run
 
 
 def statistic(name: str, title: str, modes: Sequence[str], *, headline: bool = False,
-              percent: bool = True) -> Callable[[Compute], Compute]:
+              percent: bool = True, digits: int | None = None) -> Callable[[Compute], Compute]:
     """Register ``fn(inputs: StatInputs) -> Table`` as the statistic ``name`` of the given modes.
 
     Args:
@@ -88,6 +89,8 @@ def statistic(name: str, title: str, modes: Sequence[str], *, headline: bool = F
         modes: The run modes it is computed for.
         headline: Its table has one group, :data:`HEADLINE_GROUP`, left out of the metric keys.
         percent: Its values are shares, shown as percentages; False: coefficients, shown as numbers.
+        digits: The decimals shown (default: 1 for a percentage, 3 for a coefficient), e.g. 2 for a figure
+            published with two (JudgeBench's 65.71).
     """
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
         raise ValueError(f"statistic name {name!r}: snake_case, it becomes a metric family")
@@ -95,7 +98,7 @@ def statistic(name: str, title: str, modes: Sequence[str], *, headline: bool = F
     def decorate(fn: Compute) -> Compute:
         if name in STATISTICS:
             raise ValueError(f"statistic {name!r} is registered twice")
-        STATISTICS[name] = Statistic(name, title, frozenset(modes), fn, headline, percent)
+        STATISTICS[name] = Statistic(name, title, frozenset(modes), fn, headline, percent, digits)
         return fn
 
     return decorate
@@ -160,6 +163,7 @@ def _shown(name: str, est: Estimate) -> str:
         return "n/a"
     stat = STATISTICS.get(name)
     scale, unit, digits = (100, "%", 1) if stat is None or stat.percent else (1, "", 3)
+    digits = digits if stat is None or stat.digits is None else stat.digits
     text = f"{est.value * scale:.{digits}f}{unit}"
     if est.ci_low is not None and est.ci_high is not None:
         text += f" [{est.ci_low * scale:.{digits}f}, {est.ci_high * scale:.{digits}f}]"
