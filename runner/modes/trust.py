@@ -211,7 +211,9 @@ def console_lines(trust: TrustSection | Mapping[str, Any]) -> list[str]:
     if ga:
         kappa = "n/a" if ga.cohen_kappa is None else f"{ga.cohen_kappa:.3f}"
         f1 = "n/a" if ga.macro_f1 is None else f"{ga.macro_f1:.4f}"
-        lines.append(f"agreement with gold (unscored as {ga.unscored_as}): accuracy {ga.accuracy_all * 100:.2f}"
+        # named "agreement" as in report.html's headline and the sweep table (agreement/accuracy_all): "accuracy"
+        # is LLMBar's per-order figure (the gold line), a different number where an answer was unscored
+        lines.append(f"agreement with gold (unscored as {ga.unscored_as}) {ga.accuracy_all * 100:.2f}"
                      f"{_interval(ga.accuracy_all_ci)}, kappa {kappa}{_interval(ga.cohen_kappa_ci, 1.0, 3)}, "
                      f"macro-F1 {f1}")
     both = t.both_orders

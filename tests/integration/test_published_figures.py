@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -47,6 +48,11 @@ def test_pandalm_gpt35_accuracy_and_macro_f1_against_the_human_majority(run_cli)
     assert ceiling["pairwise"] == [] and "agreement/human_mean_pairwise_kappa" not in metrics
     agreement = result.summary()["trust"]["gold_agreement"]
     assert agreement["unscored_as"] == "tie"
+    # issue 44 point 4: one name per number in the console, as report.html's headline names them: the published
+    # 71.07 is the agreement with gold, "accuracy" LLMBar's per-order figure (an unscored verdict wrong), 69.8
+    assert "agreement with gold (unscored as tie) 71.07 [" in result.output
+    assert re.findall(r"\baccuracy (\d+\.\d+)", result.output) == ["69.8"]
+    assert round(100 * metrics["accuracy/overall"], 1) == 69.8
     assert agreement["accuracy_all_ci"]["low"] < agreement["accuracy"] < agreement["accuracy_all_ci"]["high"]
 
 

@@ -21,10 +21,12 @@ def _pct(value: float | None) -> str:
 
 
 def gold_line(gold: GoldAccuracy | Mapping[str, Any]) -> str:
-    """One console line with the gold accuracies."""
+    """One console line with the gold accuracies (LLMBar's, per order: ``accuracy/*``, summary.json ``gold``, an
+    unscored verdict wrong). "accuracy" names these alone; the agreement with gold (``agreement/*``, which follows
+    ``metrics.unscored_as``) has its own line and name (runner.modes.trust.console_lines)."""
     g = GoldAccuracy.of(gold, "gold")
     if g.accuracy_mean is None:  # a single order was judged
-        return f"accuracy {_pct(g.accuracy_overall)} ({g.n_pairs} pairs, one order)"
+        return f"accuracy {_pct(g.accuracy_overall)} ({g.n_pairs} pairs, one order; an unscored verdict wrong)"
     return (
         f"accuracy AB {_pct(g.accuracy_ab)} / BA {_pct(g.accuracy_ba)} / "
         f"mean {_pct(g.accuracy_mean)} / both {_pct(g.correct_both)} / "
