@@ -107,7 +107,8 @@ def ensemble_views(section: PairwiseEnsemble) -> list[View]:
                        f"{cell(section.inter_judge.fleiss_kappa)}",)),
            View("Ensemble members", columns=("member", "agreement (per judgment)", "Dawid-Skene estimate",
                                              "true accuracy (of votes)"),
-                rows=tuple((m, h.accuracy_all, estimated.get(m), truth.get(m)) for m, h in members.items()))]
+                rows=tuple((m, h.accuracy_all, estimated.get(m), truth.get(m)) for m, h in members.items()),
+                notes=(f"Dawid-Skene: {ds.caveat}",) if ds is not None and ds.caveat else ())]
     if any(v is not None for v in agreement.values()):
         out.append(View("Agreement with gold: ensemble vs members", "bars",
                         {"values": agreement, "xlabel": "agreement", "limits": (0, 1)}))
