@@ -190,8 +190,9 @@ def test_category_and_human_score_are_read(tmp_path: Path) -> None:
     assert load_one(tmp_path, row(1, human=9.5)).human_score == 9.5
 
 
-@pytest.mark.parametrize(("value", "category"), [("mmlu-pro-law", "knowledge"), ("livebench-math", "math"),
-                                                ("livebench-reasoning", "reasoning"), ("livecodebench", "livecodebench")])
+@pytest.mark.parametrize(("value", "category"), [
+    ("mmlu-pro-law", "knowledge"), ("livebench-math", "math"), ("livebench-reasoning", "reasoning"),
+    ("livecodebench", "livecodebench")])
 def test_category_map_names_a_values_category_by_the_first_matching_glob(tmp_path: Path, value: str,
                                                                          category: str) -> None:
     """Issue 44 point 4: JudgeBench's ``source`` gives its categories by config; the first pattern in the order
