@@ -97,8 +97,11 @@ def _verdicts_right(inputs: StatInputs, results: Mapping[str, ItemResult], group
 def overall(inputs: StatInputs) -> Table:
     """The verdict accuracy over every gold-labelled item (``overall/verdict_accuracy``): the share whose final
     verdict names the gold label, an item without a verdict wrong, with a Wilson (or Clopper-Pearson) interval over
-    items; JudgeBench's headline with ``order=both aggregation=mean``. Left out when no item had more than one final
-    judgment (one order, one repeat, one judge): it is then ``accuracy/overall`` again, already shown."""
+    items; JudgeBench's headline with ``order=both aggregation=mean``. Left out where it would repeat a number the
+    run already shows under another name: an ensemble's (its ``agreement/accuracy_all`` is over its verdicts, one
+    per item) and a run where no item had more than one final judgment (one order, one repeat: ``accuracy/overall``)."""
+    if inputs.cfg.judge.members:
+        return {}
     finals = final_judgments(inputs.judgments)
     if len(finals) <= len({j.item_id for j in finals}):
         return {}
