@@ -168,3 +168,4 @@ def test_the_logged_position_p_is_the_reports_and_repeats_of_the_same_answers_do
     assert p_value == position["sign_test_p"] == 2 / 2**4 and position["binomial_p"] == 2 / 2**24
     assert f"(sign test over items p={p_value:.2g})" in run.output
     assert json.loads((run.run_dir / "metrics.json").read_text())["bias/first_position_p"] == p_value
+    assert "<td>bias/first_position_p</td><td>0.125</td>" in (run.run_dir / "report.html").read_text()
