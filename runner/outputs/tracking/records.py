@@ -14,8 +14,8 @@ from typing import Any
 MAX_PARAM_CHARS = 6000  # MLflow's limit on one param value
 BATCH = 100  # MLflow's limit on params per log_batch call
 # Names that hold credentials. A bare "key" is not one (rubric.parser.params.key names a JSON field).
-# MLflow's param names: alphanumerics, underscores, dashes, periods, spaces, colons and slashes
-_UNSAFE_PARAM = re.compile(r"[^\w\-. :/]", re.ASCII)
+# MLflow's param names (mlflow.utils.validation, POSIX): word characters, dashes, periods, spaces, colons, slashes
+_UNSAFE_PARAM = re.compile(r"[^\w\-. :/]")
 SECRET_KEY = re.compile(r"(^|[._])(api_key|apikey|private_key|token|access_token|secret|password)$", re.IGNORECASE)
 ARTIFACTS = ("summary.json", "metrics.json", "results.jsonl", "journal.jsonl", "generations.jsonl", "run.json",
              "report.html")
