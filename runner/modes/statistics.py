@@ -13,7 +13,8 @@ run of a mode it is registered for then carries it, with nothing else to edit:
 
 The last three read the summary document, so a run read back from disk (runner.outputs.results) shows the
 same. A statistic is shown as a share (``42.0%``) or, with ``percent=False``, as a coefficient (``0.42``, e.g. a
-kappa); ``digits`` sets its decimals (``overall``'s verdict accuracy: two, as JudgeBench publishes it). A statistic that returns an empty table (e.g. per category on a dataset without categories) adds nothing.
+kappa); ``digits`` sets its decimals (``overall``'s verdict accuracy: two, as JudgeBench publishes it). A statistic
+that returns an empty table (e.g. per category on a dataset without categories) adds nothing.
 """
 
 from __future__ import annotations
