@@ -226,6 +226,9 @@ class DatasetConfig:
     annotators_identified: bool = False
     tags_field: str | None = None  # a list of strings (or one string) per row: pass rate per tag
     category_field: str | None = None  # one string per row: every metric per category, category weights
+    # the category field's value -> the category it counts in: a glob pattern (``mmlu-pro-*``) per entry, the first
+    # that matches in the order written; a value no pattern matches is its own category
+    category_map: dict[str, str] = field(default_factory=dict)
     human_score_field: str | None = None  # a number per row on the rubric's scale: correlation with humans
     # Pointwise: the variables shown as each example's input and expected output in detailed_results and the
     # failed examples (None or an unmapped variable: not shown); the judged output is always shown.

@@ -23,6 +23,9 @@ RENAMED = {
     "verdict/win_rate_with_ties": "verdict/win_rate",
     "verdict/ours_win_rate": "verdict/ours_wins_share",
     "verdict/baseline_win_rate": "verdict/baseline_wins_share",
+    # one p-value of position bias (issue 44): the sign test over items, the report's; before, this key held it and
+    # bias/first_position_p a test counting every verdict (repeats of an item as independent)
+    "bias/position_sign_test_p": "bias/first_position_p",
 }
 # old prefix -> new prefix, for families with a key per label (``parse_failures/<reason>``)
 RENAMED_PREFIXES = {"parse_failures/": "judge/parse_failures/"}

@@ -7,8 +7,10 @@ A field that is missing or of the wrong kind raises :class:`~runner.inputs.rows.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -99,7 +101,14 @@ def _category(row: dict, cfg: DatasetConfig) -> str | None:
     value = row[cfg.category_field]
     if not isinstance(value, str) or not value.strip():
         raise RowError(f"field {cfg.category_field!r} must be a non-empty string")
-    return value.strip()
+    return mapped_category(value.strip(), cfg.category_map)
+
+
+def mapped_category(value: str, category_map: Mapping[str, str]) -> str:
+    """The category ``value`` counts in: the first glob pattern of ``category_map`` (``dataset.category_map``, in the
+    order written) that matches it names it (JudgeBench's ``mmlu-pro-law`` -> ``knowledge``); no match: itself."""
+    return next((category for pattern, category in category_map.items() if fnmatch.fnmatchcase(value, pattern)),
+                value)
 
 
 def _human_score(row: dict, cfg: DatasetConfig) -> float | None:

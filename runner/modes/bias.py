@@ -14,11 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from runner.core.types import Judgment, Status
 from runner.inputs.datasets import ItemRef
 from runner.judging.aggregation import final_judgments
 from runner.modes.order_pairs import order_pairs
-from runner.modes.sections import BiasReport
+from runner.modes.sections import BiasReport, PositionBias
 from runner.stats.proportions import sign_test_p
 
 FIRST, SECOND = "A", "B"
@@ -81,7 +83,9 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
     unit of the sign test: an item leans the way the sum of its pairs' leanings over its repeats points (a zero sum
     leans nowhere and drops out), so repeats of one item are not counted as independent evidence and identical
     repeats give the p-value of one; the test asks whether the items that lean lean one way more than the other
-    (exact binomial test against 0.5).
+    (exact binomial test against 0.5). A run with no pair judged in both orders (each item in one order) leans
+    each item by its verdicts summed over repeats (A +1, B -1). This sign test is the p-value every output shows
+    (:func:`position_p`: the console, report.html and ``bias/first_position_p``).
 
     Args:
         finals: Final pairwise judgments (one per ``(item, repeat, order)``; see ``final_judgments``).
@@ -92,8 +96,9 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
         verdict does not survive the swap, as in ``report.gold_metrics``); ``consistency_rate``;
         ``first_position_rate`` / ``second_position_rate``: share of decisive verdicts whose label is
         A / B, over ``n_decisive``; ``binomial_p``: the exact binomial test of the A count against 0.5 with every
-        verdict a unit (orders of one item counted as independent: descriptive only); ``sign_test_p``: the
-        items' sign test above, over ``items_toward_first`` / ``items_toward_second``;
+        verdict a unit (orders and repeats of one item counted as independent: descriptive only, summary.json
+        alone shows it); ``sign_test_p``: the items' sign test above, over ``items_toward_first`` /
+        ``items_toward_second``;
         ``inconsistent_toward_first`` / ``_second``: inconsistent pairs leaning toward the first / second slot
         (``(A, A)``, ``(A, tie)``, ``(tie, A)`` / ``(B, B)``, ``(B, tie)``, ``(tie, B)``);
         ``inconsistent_unscored``: inconsistent because an order has no verdict; ``inconsistent_by_type``: each
@@ -120,7 +125,9 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
                 if lean:
                     toward[1 if lean > 0 else -1] += count
         leans.append(lean)
-    item_lean = pairs.item_sums(leans)  # item -> the sum of its pairs' leanings over repeats
+    # item -> the sum of its pairs' leanings over repeats; a run without a pair judged in both orders (one order
+    # per item, fixed or seeded) leans by its verdicts' labels summed over repeats
+    item_lean = pairs.item_sums(leans) if pairs.counts else _verdict_leans(finals)
     items_first = int((item_lean > 0).sum())
     leaning = items_first + int((item_lean < 0).sum())
     both = sum(pairs.counts)
@@ -142,6 +149,21 @@ def position_bias(finals: Sequence[Judgment]) -> dict[str, Any]:
         "items_toward_second": leaning - items_first,
         "sign_test_unit": "item",  # its repeats' leanings summed
     }
+
+
+def _verdict_leans(finals: Sequence[Judgment]) -> np.ndarray:
+    """Per item, the sum of its scored verdicts' leanings over repeats (A +1, B -1, a tie 0)."""
+    sums: dict[str, int] = {}
+    for j in finals:
+        lean = _lean(j.verdict.label) if j.status == Status.SCORED else 0
+        sums[j.item_id] = sums.get(j.item_id, 0) + lean
+    return np.fromiter(sums.values(), dtype=np.int64, count=len(sums))
+
+
+def position_p(position: PositionBias) -> float | None:
+    """The position-bias p-value every output shows (console, report.html, ``bias/first_position_p``): the sign
+    test over items (``sign_test_p``), so repeats of one item are one observation."""
+    return position.sign_test_p
 
 
 def _lean(label: str | None) -> int:
@@ -235,8 +257,7 @@ def bias_metrics(report: BiasReport | Mapping[str, Any]) -> dict[str, float]:
     b = BiasReport.of(report, "bias")
     pos, length, own = b.position, b.length, b.self_preference
     raw = {"bias/position_consistency": pos.consistency_rate, "bias/first_position_rate": pos.first_position_rate,
-           "bias/second_position_rate": pos.second_position_rate, "bias/first_position_p": pos.binomial_p,
-           "bias/position_sign_test_p": pos.sign_test_p,
+           "bias/second_position_rate": pos.second_position_rate, "bias/first_position_p": position_p(pos),
            "bias/longer_wins_rate": length.longer_wins_rate, "bias/longer_is_gold_rate": length.longer_is_gold_rate,
            "bias/length_excess": length.excess}
     if pos.pairs_both_orders:  # counts of flipped pairs, measured only where both orders were judged

@@ -178,11 +178,23 @@ def _member_estimates(fit: Mapping[str, Any], votes: Mapping[str, Mapping[str, A
     return {m: s / n for m, (s, n) in sums.items()}
 
 
+def vote_columns_caveat(fit: Mapping[str, Any], votes: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """What a fit over vote columns (``annotators: vote``) says of the members, to show beside their estimates; None
+    for a judge-level fit."""
+    if fit.get("annotators") != "vote":
+        return None
+    members = len({_member_of(column) for column in votes})
+    return (f"the {len(votes)} vote columns (member x order x repeat) are the annotators, each treated as "
+            f"independent; {members} judges cannot identify one annotator per judge, so a member's estimate is the "
+            "vote-weighted mean of its columns' and has no judge-level interval (docs/methods.md)")
+
+
 def dawid_skene_report(fit: Mapping[str, Any], votes: Mapping[str, Mapping[str, Any]],
                        gold: Mapping[str, Any]) -> DawidSkeneReport:
-    """Each member's (and annotator's) Dawid-Skene accuracy estimate, next to its true accuracy when gold exists."""
+    """Each member's (and annotator's) Dawid-Skene accuracy estimate, next to its true accuracy when gold exists,
+    with the caveat of a fit over vote columns (:func:`vote_columns_caveat`)."""
     intervals = fit.get("intervals")
-    return DawidSkeneReport(
+    return DawidSkeneReport(caveat=vote_columns_caveat(fit, votes),
         estimated_accuracy=MappingProxyType(_member_estimates(fit, votes)),
         annotator_estimated_accuracy=MappingProxyType(dict(fit.get("accuracy", {}))),
         priors=MappingProxyType({str(k): v for k, v in fit.get("priors", {}).items()}),

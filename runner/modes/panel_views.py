@@ -67,4 +67,6 @@ def console_lines(section: PairwiseEnsemble | Mapping[str, Any]) -> list[str]:
         lines += [f"  {method} {member}: estimated accuracy {_pct(est)}" + _bounds(bounds.get(member))
                   + (f", true {_pct(truth[member])}" if truth.get(member) is not None else "")
                   for member, est in ds.estimated_accuracy.items()]
+        if ds.caveat:
+            lines.append(f"  {method}: {ds.caveat}")
     return lines

@@ -13,7 +13,8 @@ run of a mode it is registered for then carries it, with nothing else to edit:
 
 The last three read the summary document, so a run read back from disk (runner.outputs.results) shows the
 same. A statistic is shown as a share (``42.0%``) or, with ``percent=False``, as a coefficient (``0.42``, e.g. a
-kappa). A statistic that returns an empty table (e.g. per category on a dataset without categories) adds nothing.
+kappa); ``digits`` sets its decimals (``overall``'s verdict accuracy: two, as JudgeBench publishes it). A statistic
+that returns an empty table (e.g. per category on a dataset without categories) adds nothing.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class Statistic:
     compute: Compute
     headline: bool = False
     percent: bool = True
+    digits: int | None = None  # decimals shown (default: 1 for a share, 3 for a coefficient)
     labels: Mapping[str, str] = field(default_factory=dict)  # measure -> its shown name (default: its key, spaced)
 
     def label(self, measure: str) -> str:
@@ -84,7 +86,8 @@ HEADLINE_GROUP = "all"  # a headline statistic's one group: the whole run
 
 
 def statistic(name: str, title: str, modes: Sequence[str], *, headline: bool = False,
-              percent: bool = True, labels: Mapping[str, str] | None = None) -> Callable[[Compute], Compute]:
+              percent: bool = True, digits: int | None = None,
+              labels: Mapping[str, str] | None = None) -> Callable[[Compute], Compute]:
     """Register ``fn(inputs: StatInputs) -> Table`` as the statistic ``name`` of the given modes.
 
     Args:
@@ -93,6 +96,8 @@ def statistic(name: str, title: str, modes: Sequence[str], *, headline: bool = F
         modes: The run modes it is computed for.
         headline: Its table has one group, :data:`HEADLINE_GROUP`, left out of the metric keys.
         percent: Its values are shares, shown as percentages; False: coefficients, shown as numbers.
+        digits: The decimals shown (default: 1 for a percentage, 3 for a coefficient), e.g. 2 for a figure
+            published with two (JudgeBench's 65.71).
         labels: A measure's shown name where its key would mislead (``win_rate``: ``ties-half rate``).
     """
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
@@ -101,7 +106,8 @@ def statistic(name: str, title: str, modes: Sequence[str], *, headline: bool = F
     def decorate(fn: Compute) -> Compute:
         if name in STATISTICS:
             raise ValueError(f"statistic {name!r} is registered twice")
-        STATISTICS[name] = Statistic(name, title, frozenset(modes), fn, headline, percent, dict(labels or {}))
+        STATISTICS[name] = Statistic(name, title, frozenset(modes), fn, headline, percent, digits,
+                                     dict(labels or {}))
         return fn
 
     return decorate
@@ -166,6 +172,7 @@ def _shown(name: str, est: Estimate) -> str:
         return "n/a"
     stat = STATISTICS.get(name)
     scale, unit, digits = (100, "%", 1) if stat is None or stat.percent else (1, "", 3)
+    digits = digits if stat is None or stat.digits is None else stat.digits
     text = f"{est.value * scale:.{digits}f}{unit}"
     if est.ci_low is not None and est.ci_high is not None:
         text += f" [{est.ci_low * scale:.{digits}f}, {est.ci_high * scale:.{digits}f}]"

@@ -20,6 +20,7 @@ from runner.core.run_settings import MetricsConfig
 from runner.core.types import TIE, ItemResult, Judgment, Status
 from runner.inputs.datasets import ItemRef
 from runner.judging.aggregation import final_judgments
+from runner.modes import bias
 from runner.modes.sections import (
     BiasReport,
     Bootstrap,
@@ -210,7 +211,9 @@ def console_lines(trust: TrustSection | Mapping[str, Any]) -> list[str]:
     if ga:
         kappa = "n/a" if ga.cohen_kappa is None else f"{ga.cohen_kappa:.3f}"
         f1 = "n/a" if ga.macro_f1 is None else f"{ga.macro_f1:.4f}"
-        lines.append(f"agreement with gold (unscored as {ga.unscored_as}): accuracy {ga.accuracy_all * 100:.2f}"
+        # named "agreement" as in report.html's headline and the sweep table (agreement/accuracy_all): "accuracy"
+        # is LLMBar's per-order figure (the gold line), a different number where an answer was unscored
+        lines.append(f"agreement with gold (unscored as {ga.unscored_as}) {ga.accuracy_all * 100:.2f}"
                      f"{_interval(ga.accuracy_all_ci)}, kappa {kappa}{_interval(ga.cohen_kappa_ci, 1.0, 3)}, "
                      f"macro-F1 {f1}")
     both = t.both_orders
@@ -244,10 +247,12 @@ def bias_lines(report: BiasReport | Mapping[str, Any]) -> list[str]:
     own = b.self_preference
     if own:
         line += f"; own family ({own.own_system}) wins {pct(own.own_win_rate)}"
-    if pos.sign_test_p is not None:
+    if pos.pairs_both_orders:
         line += (f"; flipped pairs toward first/second {pos.inconsistent_toward_first}/"
                  f"{pos.inconsistent_toward_second}")
+    p_value = bias.position_p(pos)
+    if p_value is not None:
         if pos.items_toward_first is not None:
-            line += f", items {pos.items_toward_first}/{pos.items_toward_second}"
-        line += f" (sign test over items p={pos.sign_test_p:.2g})"
+            line += f"; items toward first/second {pos.items_toward_first}/{pos.items_toward_second}"
+        line += f" (sign test over items p={p_value:.2g})"
     return [line]

@@ -4,12 +4,16 @@ read back from MLflow and compared with what the authors published, to the publi
 from __future__ import annotations
 
 import csv
+import json
+import re
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.integration.conftest import REPO
 
 ALPACA_LEADERBOARD = REPO / "runner" / "data" / "alpaca_eval" / "alpaca_eval_gpt4_leaderboard.csv"
+JUDGEBENCH = REPO / "tests" / "fixtures" / "judgebench"  # README.md there: what it is, extract.py makes it
 
 
 def metrics_of(result) -> dict[str, dict[str, float]]:
@@ -44,6 +48,11 @@ def test_pandalm_gpt35_accuracy_and_macro_f1_against_the_human_majority(run_cli)
     assert ceiling["pairwise"] == [] and "agreement/human_mean_pairwise_kappa" not in metrics
     agreement = result.summary()["trust"]["gold_agreement"]
     assert agreement["unscored_as"] == "tie"
+    # issue 44 point 4: one name per number in the console, as report.html's headline names them: the published
+    # 71.07 is the agreement with gold, "accuracy" LLMBar's per-order figure (an unscored verdict wrong), 69.8
+    assert "agreement with gold (unscored as tie) 71.07 [" in result.output
+    assert re.findall(r"\baccuracy (\d+\.\d+)", result.output) == ["69.8"]
+    assert round(100 * metrics["accuracy/overall"], 1) == 69.8
     assert agreement["accuracy_all_ci"]["low"] < agreement["accuracy"] < agreement["accuracy_all_ci"]["high"]
 
 
@@ -62,3 +71,34 @@ def test_alpaca_eval_1_win_rates_and_standard_errors_match_the_leaderboard(run_c
         assert abs(100 * m["verdict/win_rate_se"] - float(board[model]["standard_error"])) < 1e-9
         assert m["verdict/win_rate_ci_low"] < m["verdict/win_rate"] < m["verdict/win_rate_ci_high"]
     assert all((r.run_dir / "summary.json").is_file() for r in results)
+
+
+def test_judgebench_headline_and_categories_by_config_with_a_recorded_judge(run_cli):
+    """Issue 44 point 4: JudgeBench's o1-mini Arena-Hard run by config (a user's dataset file with
+    ``dataset.category_map``, ``judge=recorded``, ``order=both aggregation=mean``) gives its published headline 65.71
+    (230 of 350 pairs) with an interval over items in summary.json, metrics.json, MLflow, the console and
+    report.html, and the four categories of the paper from the released ``source`` field."""
+    result = run_cli(f"hydra.searchpath=[file://{JUDGEBENCH / 'conf'}]", "dataset=judgebench",
+                     f"dataset.path={JUDGEBENCH / 'pairs.jsonl'}", "judge=recorded",
+                     f"judge.path={JUDGEBENCH / 'o1_mini_arena_hard.jsonl'}", "rubric=arena_hard",
+                     "prompt=mtbench_pair", "order=both", "aggregation=mean", "output.plots=false")
+    assert result.proc.returncode == 0, result.output
+    headline = result.summary()["statistics"]["overall"]["all"]["verdict_accuracy"]
+    assert (headline["value"], headline["n"]) == (230 / 350, 350)
+    assert headline["ci_low"] < headline["value"] < headline["ci_high"]  # Wilson over the 350 items
+    logged = metrics_of(result)["judgebench"]
+    on_disk = json.loads((result.run_dir / "metrics.json").read_text())
+    for metrics in (logged, on_disk):
+        assert round(100 * metrics["overall/verdict_accuracy"], 2) == 65.71 and metrics["overall/n"] == 350
+        assert (metrics["overall/verdict_accuracy_ci_low"], metrics["overall/verdict_accuracy_ci_high"]) == (
+            headline["ci_low"], headline["ci_high"])
+    shown = f"verdict accuracy 65.71% [{100 * headline['ci_low']:.2f}, {100 * headline['ci_high']:.2f}]"
+    assert f"overall (n=350): {shown}" in result.output
+    assert shown.split(" ", 2)[2] in (result.run_dir / "report.html").read_text()
+    # the paper's four categories, each n its pairs: mmlu-pro-* is knowledge, by the dataset file's category_map
+    table = result.summary()["statistics"]["by_category"]
+    assert {c: row["verdict_accuracy"]["n"] for c, row in table.items()} == {
+        "knowledge": 154, "reasoning": 98, "math": 56, "coding": 42}
+    assert sum(row["verdict_accuracy"]["value"] * row["verdict_accuracy"]["n"] for row in table.values()) == \
+        pytest.approx(230)
+    assert logged["by_category/knowledge/verdict_accuracy"] == table["knowledge"]["verdict_accuracy"]["value"]

@@ -149,3 +149,25 @@ def test_the_sweep_table_reads_a_job_written_before_the_win_rate_was_renamed(tmp
     (job / "metrics.json").write_text(json.dumps({"verdict/win_rate_with_ties": 0.5556, "judge/calls": 6}))
     [row] = sweep.collect(tmp_path)
     assert row["ties-half rate"] == 0.5556 and row["calls"] == 6
+
+
+def test_the_logged_position_p_is_the_reports_and_repeats_of_the_same_answers_do_not_shrink_it(
+        run_cli, fake_server, tmp_path):
+    """Issue 44 point 4: a judge that always names the first slot, 4 items in both orders, ``repeats=3``:
+    ``bias/first_position_p`` in MLflow and metrics.json is the report's sign test over items, 2 / 2^4, the p-value
+    of one repeat (counting every verdict gave 2 / 2^24; tests/unit/test_bias.py compares with repeats=1)."""
+    dataset = tmp_path / "pairs.jsonl"
+    write_topic_dataset(dataset)
+    fake_server.reply = lambda body: "[[A]]"
+    args = [a for a in topic_overrides(fake_server, dataset, tmp_path, 0)
+            if a != "order=fixed" and not a.startswith("hydra.run.dir=")]
+    run = run_cli(*args, "order=both", "repeats=3", "output.plots=false")
+    assert run.proc.returncode == 0, run.output
+    client = MlflowClient(tracking_uri=run.mlflow_uri)
+    [logged] = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id])
+    p_value = logged.data.metrics["bias/first_position_p"]
+    position = run.summary()["bias"]["position"]
+    assert p_value == position["sign_test_p"] == 2 / 2**4 and position["binomial_p"] == 2 / 2**24
+    assert f"(sign test over items p={p_value:.2g})" in run.output
+    assert json.loads((run.run_dir / "metrics.json").read_text())["bias/first_position_p"] == p_value
+    assert "<td>bias/first_position_p</td><td>0.125</td>" in (run.run_dir / "report.html").read_text()

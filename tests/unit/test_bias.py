@@ -15,6 +15,7 @@ from runner.inputs.datasets import ItemRef
 from runner.judging.parsers.labels import parse_verdict
 from runner.modes.bias import bias_metrics, bias_report, position_bias
 from runner.modes.summary import gold_metrics
+from runner.modes.trust import bias_lines
 from tests.builders import AB, BA, BASE, OURS, judgment, picking, ref, shown
 
 LLMBAR = Path(__file__).resolve().parents[2] / "runner" / "data" / "llmbar"
@@ -98,6 +99,23 @@ def test_identical_repeats_give_the_sign_test_p_of_one_repeat():
     assert three["sign_test_p"] == one["sign_test_p"]
     assert (three["items_toward_first"], three["items_toward_second"]) == (12, 2)
     assert three["inconsistent_toward_first"] == 36  # the pairs are still counted, as pairs
+
+
+@pytest.mark.parametrize("orders", [(AB, BA), (AB,)])
+def test_the_logged_position_p_is_the_reports_and_repeats_do_not_shrink_it(orders):
+    """Issue 44 point 4: ``bias/first_position_p`` (metrics.json, MLflow) is the p-value the console and report.html
+    show, the sign test over items; three identical repeats are the same information as one."""
+    def judged(repeats: int) -> dict:
+        js = [judgment(f"i{i}", order, "A", repeat=r) for i in range(9) for r in range(repeats) for order in orders]
+        js += [judgment(f"j{i}", order, "B", repeat=r) for i in range(2) for r in range(repeats) for order in orders]
+        return report(js)
+
+    one, three = judged(1), judged(3)
+    logged = bias_metrics(three)["bias/first_position_p"]
+    assert logged == three["position"]["sign_test_p"] == bias_metrics(one)["bias/first_position_p"]
+    assert logged == pytest.approx(scipy_stats.binomtest(9, 11, 0.5).pvalue)  # 11 items, not 33 or 66 verdicts
+    assert f"(sign test over items p={logged:.2g})" in bias_lines(three)[0]
+    assert three["position"]["binomial_p"] < logged  # every verdict a unit: in summary.json only, never logged
 
 
 def test_an_item_leans_by_the_sum_of_its_repeats_and_a_balanced_item_drops_out():
@@ -232,8 +250,7 @@ def test_bias_metrics_flattens_every_key():
         "bias/position_consistency": 0.5,
         "bias/first_position_rate": 0.75,
         "bias/second_position_rate": 0.25,
-        "bias/first_position_p": pytest.approx(scipy_stats.binomtest(3, 4, 0.5).pvalue),
-        "bias/position_sign_test_p": 1.0,  # one flipped pair (y: A, A): toward first, p = 1
+        "bias/first_position_p": 1.0,  # the sign test over items: one flipped pair (y: A, A), toward first, p = 1
         "bias/inconsistent_toward_first": 1.0,
         "bias/inconsistent_toward_second": 0.0,
         "bias/longer_wins_rate": 0.75,

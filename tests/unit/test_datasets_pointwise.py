@@ -190,6 +190,17 @@ def test_category_and_human_score_are_read(tmp_path: Path) -> None:
     assert load_one(tmp_path, row(1, human=9.5)).human_score == 9.5
 
 
+@pytest.mark.parametrize(("value", "category"), [
+    ("mmlu-pro-law", "knowledge"), ("livebench-math", "math"), ("livebench-reasoning", "reasoning"),
+    ("livecodebench", "livecodebench")])
+def test_category_map_names_a_values_category_by_the_first_matching_glob(tmp_path: Path, value: str,
+                                                                         category: str) -> None:
+    """Issue 44 point 4: JudgeBench's ``source`` gives its categories by config; the first pattern in the order
+    written wins (``livebench-*`` after ``livebench-math``), a value no pattern matches is its own category."""
+    category_map = {"mmlu-pro-*": "knowledge", "livebench-math": "math", "livebench-*": "reasoning"}
+    assert load_one(tmp_path, row(1, category=value), category_map=category_map).category == category
+
+
 def test_null_or_absent_category_and_human_score_are_none(tmp_path: Path) -> None:
     item = load_one(tmp_path, row(1, category=None, human=None))
     assert (item.category, item.human_score) == (None, None)

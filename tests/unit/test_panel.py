@@ -10,6 +10,7 @@ import pytest
 from runner.core.choices import OrderPolicy
 from runner.core.errors import ConfigurationError
 from runner.modes import ensemble_check, panel, panel_views
+from runner.modes.pairwise import views as pairwise_views
 from tests.builders import AB, BA, BASE, OURS, ensemble_cfg, judgment, picking, ref
 
 pytestmark = pytest.mark.usefixtures("hydra_conf")
@@ -125,3 +126,27 @@ def test_build_scores_every_aggregation_each_member_and_dawid_skene_against_gold
     assert report.to_json()["summary"]["final_verdict_distribution"] == {OURS: 6, BASE: 6, "tie": 0}
     assert set(members) == {"replay_gpt4", "replay_chatgpt"}
     assert any("dawid_skene replay_chatgpt: estimated accuracy" in line for line in panel_views.console_lines(section))
+
+
+def test_two_judges_dawid_skene_says_beside_its_estimates_that_the_order_columns_are_its_annotators() -> None:
+    """Issue 44 point 4: with the shipped two-member ensemble Dawid-Skene's annotators are the four order columns; the
+    members' estimates have no judge-level interval, and the console, summary.json and report.html say so."""
+    items = [str(n) for n in range(12)]
+    refs = [ref(i, gold=OURS if int(i) % 2 == 0 else BASE) for i in items]
+    good = {r.id: (r.gold, r.gold) for r in refs}
+    by_member = {"replay_gpt4": member_judgments(good), "replay_chatgpt": member_judgments({i: (OURS, BASE)
+                                                                                           for i in items})}
+    report, metrics, _ = panel.build(ensemble_cfg(), refs, by_member)
+    section = report.to_json()["ensemble"]
+    caveat = section["dawid_skene"]["caveat"]
+    assert caveat.startswith("the 4 vote columns (member x order x repeat) are the annotators") and "2 judges" in caveat
+    assert "no judge-level interval" in caveat
+    assert not any(key.startswith("dawid_skene/replay_gpt4/estimated_accuracy_ci") for key in metrics)
+    assert f"  dawid_skene: {caveat}" in panel_views.console_lines(section)
+    [members_view] = [v for v in pairwise_views.ensemble_views(report.ensemble) if v.title == "Ensemble members"]
+    assert members_view.notes == (f"Dawid-Skene: {caveat}",)
+
+
+def test_a_judge_level_dawid_skene_fit_has_no_caveat() -> None:
+    fit = {"annotators": "judge"}
+    assert panel.vote_columns_caveat(fit, {"a/ab": {}, "b/ab": {}, "c/ab": {}}) is None

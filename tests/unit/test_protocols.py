@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.core.types import TIE
+from runner.core.types import TIE, Order
 from runner.inputs.datasets import ItemRef
 from runner.modes import panel
 from runner.modes.pairwise import report as pairwise_report
@@ -102,3 +102,22 @@ def test_fastchat_consistency_counts_every_pair_with_errors_in_the_denominator()
     assert (position["inconsistent_toward_first"], position["inconsistent_toward_second"],
             position["inconsistent_unscored"]) == (5, 2, 2)
     assert doc["pair_errors"]["dropped_pairs"] == 2  # still left out of the verdicts, as FastChat's agreement does
+
+
+def test_the_overall_verdict_accuracy_is_shown_once_with_its_interval_over_items() -> None:
+    """Issue 44 point 4: ``overall/verdict_accuracy`` over every gold item (JudgeBench's headline); left out where it
+    would repeat a number shown under another name: one judgment per item (``accuracy/overall``) and an ensemble
+    (its ``agreement/accuracy_all`` is over its verdicts)."""
+    refs, judgments = every_pair_of_orders()
+    typed, metrics = pairwise_report.build(pairwise_cfg("aggregation=mean", "order=both"), refs, judgments)
+    expected = sum(judgebench_correct(a, b) for a, b in itertools.product(POSITIONS, POSITIONS)) / len(refs)
+    overall = typed.to_json()["statistics"]["overall"]["all"]["verdict_accuracy"]
+    assert (overall["value"], overall["n"]) == (expected, 16) and overall["ci_low"] < expected < overall["ci_high"]
+    assert metrics["overall/verdict_accuracy"] == expected and metrics["overall/n"] == 16
+    one_order = [j for j in judgments if Order(j.request.order) is Order.AB]
+    assert len(one_order) == len(refs)
+    typed, metrics = pairwise_report.build(pairwise_cfg("order=fixed"), refs, one_order)
+    assert "overall" not in typed.to_json()["statistics"] and "overall/verdict_accuracy" not in metrics
+    report, metrics, _ = panel.build(ensemble_cfg("judge.combine=mean"), refs,
+                                     {"replay_gpt4": judgments, "replay_chatgpt": judgments})
+    assert "overall" not in report.to_json()["statistics"] and metrics["agreement/accuracy_all"] == expected

@@ -65,3 +65,15 @@ def test_input_mapping_is_not_modified() -> None:
 
 def test_json_verdict_parser_key_param_is_kept() -> None:
     assert safe_params({"rubric.parser.params.key": "winner"}) == {"rubric.parser.params.key": "winner"}
+
+
+def test_keys_mlflow_refuses_are_spelled_in_its_characters_and_stay_distinct() -> None:
+    """Issue 44 point 4: rubric=arena_hard's verdict tokens and a gold map's keys (``A>B``) are config keys; MLflow
+    refuses ``>`` and ``=`` in a param name, and the run's tracking failed on them."""
+    tokens = {f"rubric.parser.params.tokens.{token}.label": token for token in ("A>>B", "A>B", "A=B", "B>A")}
+    logged = safe_params(tokens)
+    assert list(logged) == ["rubric.parser.params.tokens.A_3e__3e_B.label", "rubric.parser.params.tokens.A_3e_B.label",
+                            "rubric.parser.params.tokens.A_3d_B.label", "rubric.parser.params.tokens.B_3e_A.label"]
+    assert list(logged.values()) == list(tokens.values())
+    kept = ["choice.dataset", "a-b c:d/e_f.g", "gold_map.très_bien"]  # what MLflow takes is kept as it is
+    assert list(safe_params(dict.fromkeys(kept, "x"))) == kept

@@ -65,7 +65,7 @@ def test_a_single_judge_with_gold_groups_self_preference_and_human_ceiling_round
     doc = typed.to_json()
     assert list(doc) == ["summary", "aggregated_results", "gold", "trust", "bias", "statistics"]
     assert {"gold_agreement", "human_ceiling"} <= set(doc["trust"]) and "self_preference" in doc["bias"]
-    assert set(doc["statistics"]) == {"by_category", "by_tag", "chance_corrected"}  # the last: gold
+    assert set(doc["statistics"]) == {"by_category", "by_tag", "chance_corrected", "overall"}  # the last two: gold
     round_trips(doc)
     assert typed == PairwiseReport.from_json(doc) and typed.gold == GoldAccuracy.from_json(doc["gold"])
     assert typed.trust.gold_agreement is not None

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from runner.core.choices import UnscoredAs
 from runner.core.types import TIE, ItemResult
 from runner.inputs.datasets import ItemRef
+from runner.judging.aggregation import final_judgments
 from runner.modes import trust
 from runner.modes.statistics import HEADLINE_GROUP, Estimate, StatInputs, Table, statistic
 from runner.stats import clusters, coefficients, proportions, uncertainty
@@ -49,8 +50,6 @@ def _table(inputs: StatInputs, groups_of: Callable[[ItemRef], Iterable[str]]) ->
     wins: dict[str, list[float]] = defaultdict(list)
     agree: dict[str, list[float]] = defaultdict(list)
     agree_items: dict[str, list[str]] = defaultdict(list)
-    verdict_right: dict[str, list[float]] = defaultdict(list)
-    verdict_items: dict[str, list[str]] = defaultdict(list)
     groups = {ref.id: list(groups_of(ref)) for ref in inputs.refs}
     for ref in inputs.refs:
         result = results.get(ref.id)
@@ -58,10 +57,7 @@ def _table(inputs: StatInputs, groups_of: Callable[[ItemRef], Iterable[str]]) ->
         if verdict is not None:
             for group in groups[ref.id]:
                 wins[group].append(1.0 if verdict == ours else 0.0 if verdict == baseline else 0.5)
-        if ref.gold is not None:
-            for group in groups[ref.id]:
-                verdict_right[group].append(float(verdict == ref.gold))
-                verdict_items[group].append(ref.id)
+    verdict_right, verdict_items = _verdicts_right(inputs, results, groups)
     rows, items = trust.gold_rows(inputs.refs, inputs.judgments)
     for correct, item in zip(trust.correct_rows(rows, inputs.cfg.metrics.unscored_as), items, strict=True):
         for group in groups[item]:
@@ -78,6 +74,42 @@ def _table(inputs: StatInputs, groups_of: Callable[[ItemRef], Iterable[str]]) ->
             row["verdict_accuracy"] = _proportion(verdict_right[group], verdict_items[group], inputs)
         table[group] = row
     return table
+
+
+def _verdicts_right(inputs: StatInputs, results: Mapping[str, ItemResult], groups: Mapping[str, Iterable[str]]
+                    ) -> tuple[dict[str, list[float]], dict[str, list[str]]]:
+    """Per group, 1.0 / 0.0 for each gold-labelled item whose final verdict names / misses its gold label (no
+    verdict: a miss), and the items in the same order."""
+    right: dict[str, list[float]] = defaultdict(list)
+    items: dict[str, list[str]] = defaultdict(list)
+    for ref in inputs.refs:
+        if ref.gold is None:
+            continue
+        result = results.get(ref.id)
+        hit = float(result is not None and result.final_verdict == ref.gold)
+        for group in groups[ref.id]:
+            right[group].append(hit)
+            items[group].append(ref.id)
+    return right, items
+
+
+@statistic("overall", "overall", modes=["pairwise"], headline=True, digits=2)
+def overall(inputs: StatInputs) -> Table:
+    """The verdict accuracy over every gold-labelled item (``overall/verdict_accuracy``): the share whose final
+    verdict names the gold label, an item without a verdict wrong, with a Wilson (or Clopper-Pearson) interval over
+    items; JudgeBench's headline with ``order=both aggregation=mean``. Left out where it would repeat a number the
+    run already shows under another name: an ensemble's (its ``agreement/accuracy_all`` is over its verdicts, one
+    per item) and a run where no item had more than one final judgment (one order, one repeat: ``accuracy/overall``)."""
+    if inputs.cfg.judge.members:
+        return {}
+    finals = final_judgments(inputs.judgments)
+    if len(finals) <= len({j.item_id for j in finals}):
+        return {}
+    results = {r.item_id: r for r in inputs.results}
+    right, items = _verdicts_right(inputs, results, {ref.id: [HEADLINE_GROUP] for ref in inputs.refs})
+    if not right:
+        return {}
+    return {HEADLINE_GROUP: {"verdict_accuracy": _proportion(right[HEADLINE_GROUP], items[HEADLINE_GROUP], inputs)}}
 
 
 SHOWN = {"win_rate": "ties-half rate"}  # a tie half a win: not the users' ours_win_rate (docs/methods.md)

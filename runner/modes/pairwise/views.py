@@ -21,10 +21,12 @@ def _pct(value: float | None) -> str:
 
 
 def gold_line(gold: GoldAccuracy | Mapping[str, Any]) -> str:
-    """One console line with the gold accuracies."""
+    """One console line with the gold accuracies (LLMBar's, per order: ``accuracy/*``, summary.json ``gold``, an
+    unscored verdict wrong). "accuracy" names these alone; the agreement with gold (``agreement/*``, which follows
+    ``metrics.unscored_as``) has its own line and name (runner.modes.trust.console_lines)."""
     g = GoldAccuracy.of(gold, "gold")
     if g.accuracy_mean is None:  # a single order was judged
-        return f"accuracy {_pct(g.accuracy_overall)} ({g.n_pairs} pairs, one order)"
+        return f"accuracy {_pct(g.accuracy_overall)} ({g.n_pairs} pairs, one order; an unscored verdict wrong)"
     return (
         f"accuracy AB {_pct(g.accuracy_ab)} / BA {_pct(g.accuracy_ba)} / "
         f"mean {_pct(g.accuracy_mean)} / both {_pct(g.correct_both)} / "
@@ -105,7 +107,8 @@ def ensemble_views(section: PairwiseEnsemble) -> list[View]:
                        f"{cell(section.inter_judge.fleiss_kappa)}",)),
            View("Ensemble members", columns=("member", "agreement (per judgment)", "Dawid-Skene estimate",
                                              "true accuracy (of votes)"),
-                rows=tuple((m, h.accuracy_all, estimated.get(m), truth.get(m)) for m, h in members.items()))]
+                rows=tuple((m, h.accuracy_all, estimated.get(m), truth.get(m)) for m, h in members.items()),
+                notes=(f"Dawid-Skene: {ds.caveat}",) if ds is not None and ds.caveat else ())]
     if any(v is not None for v in agreement.values()):
         out.append(View("Agreement with gold: ensemble vs members", "bars",
                         {"values": agreement, "xlabel": "agreement", "limits": (0, 1)}))

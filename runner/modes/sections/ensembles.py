@@ -82,6 +82,8 @@ class DawidSkeneReport(Record):
     annotators: str | None = optional()  # "judge" (orders and repeats pooled) or "vote" (each column its own)
     intervals: DawidSkeneIntervals | None = optional()
     true_accuracy: Mapping[str, float | None] | None = optional()
+    # with vote columns as annotators (fewer than 3 judges): what the members' estimates are and are not
+    caveat: str | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,6 +14,8 @@ from typing import Any
 MAX_PARAM_CHARS = 6000  # MLflow's limit on one param value
 BATCH = 100  # MLflow's limit on params per log_batch call
 # Names that hold credentials. A bare "key" is not one (rubric.parser.params.key names a JSON field).
+# MLflow's param names (mlflow.utils.validation, POSIX): word characters, dashes, periods, spaces, colons, slashes
+_UNSAFE_PARAM = re.compile(r"[^\w\-. :/]")
 SECRET_KEY = re.compile(r"(^|[._])(api_key|apikey|private_key|token|access_token|secret|password)$", re.IGNORECASE)
 ARTIFACTS = ("summary.json", "metrics.json", "results.jsonl", "journal.jsonl", "generations.jsonl", "run.json",
              "report.html")
@@ -50,11 +52,19 @@ class TrackedRun:
 
 
 def safe_params(params: Mapping[str, Any]) -> dict[str, str]:
-    """Drop anything named like a credential and clip values to MLflow's limit."""
+    """Drop anything named like a credential, clip values to MLflow's limit and spell each key in the characters
+    MLflow takes (:func:`param_key`)."""
     out = {}
     for key, value in params.items():
         if SECRET_KEY.search(key):
             continue
         text = "" if value is None else str(value)
-        out[key] = text[:MAX_PARAM_CHARS]
+        out[param_key(key)] = text[:MAX_PARAM_CHARS]
     return out
+
+
+def param_key(key: str) -> str:
+    """``key`` with every character MLflow refuses in a param name written as ``_<hex code>_``, so keys that differ
+    stay different: a rubric's verdict tokens ``A>>B`` and ``A=B`` (``rubric.parser.params.tokens.A_3e__3e_B.label``),
+    a gold map's ``"A>B"``."""
+    return _UNSAFE_PARAM.sub(lambda match: f"_{ord(match.group()):x}_", key)
