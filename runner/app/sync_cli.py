@@ -10,7 +10,7 @@ with ``tracking=off``; overrides of other keys (``tracking.experiment=...``, ``t
 keys of that store's config; overrides that choose a store (``tracking=server``, ``tracking.uri=...``) publish to the
 config composed as a run composes it, those applied.
 Exit status: 0 when every directory is published, 3 when one could not be (one line each, the others still go),
-2 for a directory that holds no run.
+2 for a directory that holds no run, 1 for a config file refused before composing (one line).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from runner.core.errors import TRACKING_FAILED
+from runner.core.errors import TRACKING_FAILED, ConfigurationError
 from runner.core.run_settings import TrackingConfig
 
 PROG = "judgesweep sync"
@@ -153,7 +153,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "directories); "
                              f"a run killed before its end continues with resume={path}\n")
             return 2
-        cfg = tracking_of(jobs[0], overrides, args.config_dir)
+        try:
+            cfg = tracking_of(jobs[0], overrides, args.config_dir)
+        except ConfigurationError as exc:  # a file of the user's conf/ refused (runner.run.config_guard)
+            sys.stderr.write(f"{PROG}: {exc}\n")
+            return 1
         for job in jobs:
             ok = _sync_one(job, cfg) and ok
         if is_sweep:
