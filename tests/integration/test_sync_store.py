@@ -44,6 +44,12 @@ def test_sync_with_an_experiment_override_publishes_to_the_runs_own_store(run_cl
     [run] = [r for r in runs_of(made.mlflow_uri, made.run_dir) if r.info.experiment_id == experiment.experiment_id]
     assert run.info.status == "FINISHED" and run.data.metrics
 
+    bad = cwd / "conf" / "tracking" / "mine.yaml"  # a conf/ file over a cap (input_limits): one line, exit 1
+    bad.parent.mkdir(parents=True)
+    bad.write_text("experiment: x\nexperiment: y\n")
+    refused = sync_here(made.run_dir, cwd, "tracking.experiment=third")
+    assert (refused.returncode, refused.stderr) == (1, f"judgesweep sync: {bad}:2: duplicate key 'experiment'\n")
+
 
 @pytest.mark.slow  # holds a store locked past SQLite's busy timeout (MLflow's fixed 20 s)
 def test_a_store_locked_past_the_busy_timeout_shows_no_mlflow_record_on_the_console(
