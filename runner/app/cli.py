@@ -34,6 +34,7 @@ from runner.core.errors import (
     RunDirectoryBusy,
     WriteFailed,
 )
+from runner.core.input_limits import UnsafeFile
 from runner.core.registry import UnknownNameError
 from runner.inputs.prompts import TemplateError
 from runner.judging.calls import BudgetReached, RunAborted
@@ -284,7 +285,7 @@ def _overlay(argv: list[str]) -> tuple[Path, list[str]]:
         # before Hydra composes: it instantiates hydra.callbacks before the job could refuse them
         config_guard.check_overrides(args.overrides)
         config_guard.check_user_conf(user)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, UnsafeFile) as exc:  # UnsafeFile: "<file>:<line>: <what> (cap: ...)" says it all
         sys.exit(f"judgesweep: {exc}")
     except ConfigurationError as exc:
         sys.exit(f"judgesweep: {type(exc).__name__}: {exc}")

@@ -5,11 +5,12 @@ its parent run) goes through :func:`runner.outputs.publishing.publish`, the path
 the store lacks is written, nothing twice, so a sync may be repeated, interrupted and repeated, or pointed at
 another store.
 
-Where: with no ``tracking`` override, the store the run was made with (its view.json), or the default store
-(``tracking=sqlite``) for a run made with ``tracking=off``; with overrides (``tracking=server``,
-``tracking.uri=...``, ``tracking.experiment=...``), the config composed as a run composes it, those applied.
+Where: the store the run was made with (its view.json), or the default store (``tracking=sqlite``) for a run made
+with ``tracking=off``; overrides of other keys (``tracking.experiment=...``, ``tracking.traces=false``) change those
+keys of that store's config; overrides that choose a store (``tracking=server``, ``tracking.uri=...``) publish to the
+config composed as a run composes it, those applied.
 Exit status: 0 when every directory is published, 3 when one could not be (one line each, the others still go),
-2 for a directory that holds no run.
+2 for a directory that holds no run, 1 for a config file refused before composing (one line).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from runner.core.errors import TRACKING_FAILED
+from runner.core.errors import TRACKING_FAILED, ConfigurationError
 from runner.core.run_settings import TrackingConfig
 
 PROG = "judgesweep sync"
@@ -60,24 +61,44 @@ def tracking_of(run_dir: Path, overrides: Sequence[str], config_dir: str | None)
     """The store to publish ``run_dir`` to (see the module docstring)."""
     from runner.outputs.publishing import VIEW_NAME
 
-    if not overrides:
-        own = json.loads((run_dir / VIEW_NAME).read_text(encoding="utf-8")).get("tracking")
-        if own and own.get("enabled"):
-            return TrackingConfig(**own)
+    recorded = json.loads((run_dir / VIEW_NAME).read_text(encoding="utf-8")).get("tracking")
+    own = TrackingConfig(**recorded) if recorded and recorded.get("enabled") else None
+    if own is not None and not overrides:
+        return own
     from runner.app.aggregate_cli import compose_config
 
     dcfg, _ = compose_config(list(overrides), config_dir)
     cfg: TrackingConfig = OmegaConf.to_object(dcfg.tracking)  # type: ignore[assignment]
+    if own is not None and not any(_key(o) in STORE_KEYS for o in overrides):
+        # tracking.experiment=... and kin: the run's own store with those changed, not the working directory's default
+        return dataclasses.replace(own, **{name: getattr(cfg, name) for name in _tracking_fields(overrides)})
     return dataclasses.replace(cfg, enabled=True)  # asked to sync: a run made with tracking off is published now
 
 
+# The overrides that choose another store than the run's own: the tracking group (tracking=server) or its address.
+STORE_KEYS = ("tracking", "tracking.uri")
+
+
+def _key(override: str) -> str:
+    """The key an override sets: ``tracking.uri`` of ``++tracking.uri=...``."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def _tracking_fields(overrides: Sequence[str]) -> list[str]:
+    """The fields of TrackingConfig that ``overrides`` set (``experiment`` of ``tracking.experiment=x``)."""
+    fields = {f.name for f in dataclasses.fields(TrackingConfig)}
+    return [name for o in overrides if (name := _key(o).removeprefix("tracking.")) in fields
+            and _key(o).startswith("tracking.")]
+
+
 def _sync_one(run_dir: Path, cfg: TrackingConfig) -> bool:
-    from runner.outputs import console
+    from runner.outputs import console, tracking
     from runner.outputs.publisher import describe
     from runner.outputs.publishing import publish
 
     try:
-        result = publish(run_dir, cfg)
+        with tracking.records_to(run_dir):  # MLflow's own records (a locked store's traceback): the run's log file
+            result = publish(run_dir, cfg)
     except Exception as exc:  # noqa: BLE001 - one line per directory; the others still go
         sys.stderr.write(f"{PROG}: tracking failed: {describe(cfg)}: {type(exc).__name__}: "
                          f"{' '.join(str(exc).split())[:500]}; {run_dir} is unchanged, run this again once the store "
@@ -99,7 +120,9 @@ def _sync_sweep_table(sweep_dir: Path, cfg: TrackingConfig) -> bool:
                                                                                         answer=answer)]
     metrics, tags = sweep_best.tracking_values(answer)
     try:
-        run_id = tracking.log_sweep(cfg, sweep_dir, files, {**sweep.summary_metrics(rows), **metrics}, tags=tags)
+        with tracking.records_to(sweep_dir):
+                run_id = tracking.log_sweep(cfg, sweep_dir, files, {**sweep.summary_metrics(rows), **metrics},
+                                        tags=tags)
     except Exception as exc:  # noqa: BLE001 - said in one line
         sys.stderr.write(f"{PROG}: tracking failed: {describe(cfg)}: the sweep table of {sweep_dir}: "
                          f"{type(exc).__name__}: {' '.join(str(exc).split())[:500]}\n")
@@ -130,7 +153,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "directories); "
                              f"a run killed before its end continues with resume={path}\n")
             return 2
-        cfg = tracking_of(jobs[0], overrides, args.config_dir)
+        try:
+            cfg = tracking_of(jobs[0], overrides, args.config_dir)
+        except ConfigurationError as exc:  # a file of the user's conf/ refused (runner.run.config_guard)
+            sys.stderr.write(f"{PROG}: {exc}\n")
+            return 1
         for job in jobs:
             ok = _sync_one(job, cfg) and ok
         if is_sweep:

@@ -12,9 +12,11 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from runner.core import input_limits
 from runner.core.errors import DatasetError
+from runner.core.input_limits import MAX_LINE_BYTES
 
 
 class RowError(Exception):
@@ -31,16 +33,19 @@ def read_rows(path: Path) -> Iterator[tuple[str, Any]]:
     if path.suffix == ".jsonl":
         # bytes per line, so one badly encoded line is one bad row rather than a failed file
         with path.open("rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                yield from _parse_line(raw, f"{path}:{lineno}")
+            for lineno, raw in enumerate(_lines(fh), start=1):
+                where = f"{path}:{lineno}"
+                if raw is None:
+                    yield where, RowError(f"a line longer than {MAX_LINE_BYTES} bytes (cap: {MAX_LINE_BYTES} bytes, "
+                                          "runner.core.input_limits.MAX_LINE_BYTES)")
+                else:
+                    yield from _parse_line(raw, where)
         return
     try:
         text = path.read_text(encoding="utf-8")
-        data = json.loads(text)
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    data = _load_json(text, str(path))
     rows = data.get("examples") if isinstance(data, dict) else data
     if not isinstance(rows, list):
         raise DatasetError(f"{path}: expected a JSON list of rows or an object with an 'examples' list")
@@ -80,6 +85,31 @@ def _sendable(row: Any, text: str | None = None) -> Any:
     return RowError(f"field {field!r} is not valid Unicode (a lone surrogate escape such as \\ud800)")
 
 
+def _lines(fh: BinaryIO) -> Iterator[bytes | None]:
+    """The file's lines, each read at most MAX_LINE_BYTES at a time: None for a line over the cap, whose rest is
+    read past in bounded pieces (never held whole)."""
+    while raw := fh.readline(MAX_LINE_BYTES + 1):
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield raw
+            continue
+        yield None  # first: a load that stops at this row reads no further
+        while (rest := fh.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+            pass
+
+
+def _load_json(text: str, where: str) -> Any:
+    """``json.loads(text)``, its refusals (syntax, nesting past the cap, an integer past Python's digit cap) as a
+    DatasetError naming ``where`` and the line."""
+    if problem := input_limits.json_depth_problem(text):
+        raise DatasetError(f"{where}:{problem[0]}: {problem[1]}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{where}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except ValueError as exc:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        raise DatasetError(f"{where}: {input_limits.json_number_problem(exc)}") from None
+
+
 def _parse_line(raw: bytes, where: str) -> Iterator[tuple[str, Any]]:
     """Yield nothing for a blank line, else (where, row) with a RowError as the row if it does not parse."""
     try:
@@ -89,8 +119,13 @@ def _parse_line(raw: bytes, where: str) -> Iterator[tuple[str, Any]]:
         return
     if not line.strip():
         return
+    if problem := input_limits.json_depth_problem(line):
+        yield where, RowError(problem[1])
+        return
     try:
         row: Any = _sendable(json.loads(line), line)
     except json.JSONDecodeError as exc:
         row = RowError(f"not valid JSON ({exc.msg}, column {exc.colno})")
+    except ValueError as exc:  # an integer past Python's digit cap
+        row = RowError(input_limits.json_number_problem(exc))
     yield where, row

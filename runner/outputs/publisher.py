@@ -198,7 +198,8 @@ def serve(cfg: TrackingConfig, follow: Path | None = None) -> int:
     try:
         threading.Thread(target=parent.read, daemon=True, name="parent").start()
         try:
-            tracking._client(cfg)  # import mlflow and open the store while the run's calls go on
+            with tracking.records_to(follow):  # MLflow's own records: into the run's log file, never the console
+                tracking._client(cfg)  # import mlflow and open the store while the run's calls go on
         except Exception:  # noqa: BLE001 - reported by the publish, which meets it again
             pass
         gc.freeze()  # mlflow's modules and the store's: never garbage, never walked again by the collector
@@ -230,7 +231,8 @@ def _job(cfg: TrackingConfig, parent: _Parent, command: dict[str, str]) -> int |
     try:
         if "follow" in command:
             try:
-                publishing.follow(job, cfg, parent.said, on_run=published.append, wait=parent.wait)
+                with tracking.records_to(job):
+                    publishing.follow(job, cfg, parent.said, on_run=published.append, wait=parent.wait)
             except Exception as exc:  # noqa: BLE001 - the publish writes what this did not, or says why
                 log.debug("traces not written during the run: %s: %s", type(exc).__name__, exc)
             said = parent.next()
@@ -241,7 +243,8 @@ def _job(cfg: TrackingConfig, parent: _Parent, command: dict[str, str]) -> int |
         run_dir = Path(command["run_dir"])
         stopped = f"publishing stopped; judgesweep sync {run_dir} finishes it"
         try:
-            result = publishing.publish(run_dir, cfg, on_run=published.append)
+            with tracking.records_to(run_dir):
+                result = publishing.publish(run_dir, cfg, on_run=published.append)
         except Exception as exc:  # noqa: BLE001 - the parent reports it in one line
             _on_job(parent, False)
             _answer({"error": f"{type(exc).__name__}: {_one_line(exc)}"})
@@ -254,7 +257,8 @@ def _job(cfg: TrackingConfig, parent: _Parent, command: dict[str, str]) -> int |
         try:  # a run this job made or reopened (one made just now may not have been said yet): FAILED until a sync
             run_id = published[-1] if published else publishing.made_run(job, cfg)
             if run_id is not None:
-                tracking.close_run(cfg, run_id, failed=True, reason=stopped)
+                with tracking.records_to(job):
+                    tracking.close_run(cfg, run_id, failed=True, reason=stopped)
         except Exception:  # noqa: BLE001 - best effort within the grace period
             pass
         return 143

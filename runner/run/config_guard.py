@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
+from runner.core import input_limits
 from runner.run.job_context import INSTANTIATE_KEYS, ForbiddenKey
 
 __all__ = ["ALLOWED_PREFIXES", "SHIPPED_CALLBACKS", "check_overrides", "check_user_conf"]
@@ -96,17 +97,25 @@ def _package(text: str, group: str) -> str:
 def check_user_conf(conf_dir: Path | None) -> None:
     """Refuse an instantiate key in any YAML file of the user's config directory, naming the file and the key.
 
+    Each file is first held to the caps of :mod:`runner.core.input_limits` (aliases, depth, integer digits, no
+    ``!!python/`` tag, no duplicate key, valid YAML), so no file can hang or crash the loading.
+
     Raises:
         ForbiddenKey: Naming the file and the key (as Hydra would place it) of the first one.
+        UnsafeFile: Naming the file and line of the first file over a cap.
     """
     if conf_dir is None:
         return
     for path in sorted(conf_dir.rglob("*.yaml")):
         try:
             text = path.read_text(encoding="utf-8")
-            node = yaml.safe_load(text)
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        except (OSError, UnicodeDecodeError):
             continue  # Hydra reports a file it cannot read when the file is used
+        input_limits.check_yaml(path, text)  # every file, used or not: Hydra scans the groups, and so does this
+        try:
+            node = yaml.safe_load(text)
+        except yaml.YAMLError:
+            continue  # Hydra reports a file it cannot load (two documents in one) when the file is used
         group = ".".join(path.parent.relative_to(conf_dir).parts)
         if bad := _forbidden(_instantiate_paths(node, _package(text, group))):
             raise _refusal(bad[0], str(path))

@@ -161,8 +161,10 @@ def _hydra_initialized(config_dir: str | Path | None) -> Iterator[None]:
 
     Raises:
         FileNotFoundError: ``config_dir`` is not a directory.
+        ForbiddenKey, UnsafeFile: A file of the user's config directory that config_guard.check_user_conf refuses.
     """
     user = locations.user_conf_dir(Path.cwd(), config_dir)
+    config_guard.check_user_conf(user)  # before Hydra reads any of its files (a file that would hang or crash it)
     backup = get_gh_backup()
     version.setbase("1.3")
     search_path = create_config_search_path(str(user or locations.PACKAGED_CONF))
@@ -199,8 +201,7 @@ def run_experiment(overrides: Sequence[str] = (), config_dir: str | Path | None 
     """
     prepare_process()
     config_guard.check_overrides(overrides)
-    config_guard.check_user_conf(locations.user_conf_dir(Path.cwd(), config_dir))
-    with _hydra_initialized(config_dir):
+    with _hydra_initialized(config_dir):  # checks the user's files first (config_guard.check_user_conf)
         full = compose(config_name="config", overrides=open_mappings.opened(overrides), return_hydra_config=True)
     HydraConfig.instance().set_config(full)  # resolves ${hydra:...} (the default store's runtime.cwd)
     run_dir = Path(str(full.hydra.run.dir))

@@ -6,6 +6,7 @@ so a run with tracking=off does not pay ~120 MB of memory and a second of start-
 - :mod:`~runner.outputs.tracking.records`: the mlflow-free tags, limits, ``RunRecord``, ``TrackedRun`` and
   ``safe_params``;
 - :mod:`~runner.outputs.tracking.connection`: the client of a tracking config and its experiment;
+- :mod:`~runner.outputs.tracking.own_log`: MLflow's own log records into the run's log file, not the console;
 - :mod:`~runner.outputs.tracking.runs`: one judge run per Hydra job (start, finish, fail) and a gate's
   baseline;
 - :mod:`~runner.outputs.tracking.queries`: finding runs and sweeps, fetching artifacts and metrics;
@@ -18,6 +19,7 @@ Callers use the names re-exported here (``tracking.start_run(...)``, ``tracking.
 
 from runner.outputs.tracking.connection import client as _client
 from runner.outputs.tracking.connection import experiment_id as _experiment_id
+from runner.outputs.tracking.own_log import records_to
 from runner.outputs.tracking.prompts import log_dataset, register_prompt
 from runner.outputs.tracking.queries import download_artifact, find_sweep_runs, get_run_metrics, get_runs
 from runner.outputs.tracking.records import (
@@ -55,5 +57,6 @@ __all__ = [
     "RunRecord", "SECRET_KEY", "SWEEP_KIND", "SWEEP_TAG", "TraceRecord", "TraceWriter", "TrackedRun", "_client",
     "_experiment_id", "close_run", "download_artifact", "ensure_run", "fail_run", "find_baseline", "find_run",
     "find_sweep_runs", "finish_run", "get_run_metrics", "get_runs", "human_feedback", "log_comparison", "log_dataset",
-    "log_new_artifacts", "log_new_metrics", "log_sweep", "log_traces", "register_prompt", "safe_params", "start_run",
+    "log_new_artifacts", "log_new_metrics", "log_sweep", "log_traces", "records_to", "register_prompt", "safe_params",
+    "start_run",
 ]
