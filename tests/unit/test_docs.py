@@ -16,7 +16,7 @@ from runner.app import config_reference, init_project
 from runner.app.aggregate_cli import compose_config, split
 from runner.core.addresses import check_addresses
 from runner.core.values import check_values
-from tests.docs_blocks import FENCE, REPO, blocks, commands
+from tests.docs_blocks import FENCE, PAGES, REPO, blocks, commands
 
 # What a line of a bash block may not be composed for, and why (the test says which lines it left out).
 SKIP = {"<": "a placeholder to fill in", "...": "an elided argument", "--": "a flag of the CLI, not an override"}
@@ -42,6 +42,32 @@ def test_the_docs_build_strictly(tmp_path, monkeypatch) -> None:
     assert (tmp_path / "site" / "bring-your-own-data" / "index.html").is_file()
     assert not list((tmp_path / "site").rglob("*fonts.googleapis*"))
     assert "fonts.googleapis.com" not in (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+
+
+def _rendered(page: Path) -> str:
+    """The page's HTML as the docs site renders it: Python-Markdown (mkdocs' renderer) with mkdocs.yml's
+    markdown_extensions, code blocks cut out (a "- " line in a code block is code)."""
+    import markdown
+
+    site = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    names = [e if isinstance(e, str) else next(iter(e)) for e in site["markdown_extensions"]]
+    configs = {next(iter(e)): next(iter(e.values())) for e in site["markdown_extensions"] if isinstance(e, dict)}
+    html = markdown.markdown(page.read_text(encoding="utf-8"), extensions=names, extension_configs=configs)
+    return re.sub(r"<pre>.*?</pre>", "", html, flags=re.S)
+
+
+# docs/performance.md is not this change's to edit (the lead's benchmark page): its two lists after "**What
+# changed**" and "**Why three targets stay missed**" need a blank line before them; then drop this mark.
+_NOT_YET = {"performance.md": pytest.mark.xfail(strict=True, reason="two lists without a blank line before them")}
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, id=str(p.relative_to(REPO)), marks=_NOT_YET.get(p.name, ()))
+                                  for p in PAGES])
+def test_every_list_of_the_docs_renders_as_a_list(page: Path) -> None:
+    """A Markdown list right under a paragraph line (no blank line between) renders as that paragraph with literal
+    " - " in it; `mkdocs --strict` does not catch it (issue 44 point 7: 7 lists on 6 pages)."""
+    lines = [line for line in _rendered(page).splitlines() if re.match(r"\s*([-*+]|\d+\.)\s", line)]
+    assert lines == [], f"{page.relative_to(REPO)}: a list rendered as text (a blank line before it?): {lines[:3]}"
 
 
 def test_the_config_reference_is_the_one_generated_from_the_schemas() -> None:
