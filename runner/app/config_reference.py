@@ -24,7 +24,7 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from runner.core.config import RunConfig
+from runner.core.config import GENERATOR_UNUSED, GeneratorConfig, RunConfig
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "config.md"
 HEADER = """# Configuration reference
@@ -128,6 +128,10 @@ def nested_record(hint: Any) -> tuple[type | None, str]:
     return (hint, "") if isinstance(hint, type) and dataclasses.is_dataclass(hint) else (None, "")
 
 
+# Keys a record inherits but never reads, left out of its table.
+UNUSED: dict[type, tuple[str, ...]] = {GeneratorConfig: GENERATOR_UNUSED}
+
+
 def section(path: str, cls: type, seen: dict[type, str]) -> list[str]:
     """The Markdown of one record and, after it, of the records it holds (each record once)."""
     seen[cls] = path
@@ -136,12 +140,12 @@ def section(path: str, cls: type, seen: dict[type, str]) -> list[str]:
            "|---|---|---|---|"]
     hints = typing.get_type_hints(cls)
     later: dict[type, str] = {}
-    for f in dataclasses.fields(cls):
+    for f in (f for f in dataclasses.fields(cls) if f.name not in UNUSED.get(cls, ())):
         record, suffix = nested_record(hints[f.name])
         meaning = str(f.metadata.get("doc", "")) or field_comment(cls, f.name)
         if record is not None:
             target = seen.get(record) or later.setdefault(record, f"{path}.{f.name}{suffix}".lstrip("."))
-            stop = "" if not meaning or meaning.endswith((".", ":", ")")) else "."
+            stop = "" if not meaning or meaning.endswith((".", ":")) else "."
             meaning = f"{meaning}{stop} See [{target}](#{anchor(target)}).".strip()
         out.append(f"| `{f.name}` | {type_text(hints[f.name])} | {default_text(f)} | {meaning.replace('|', '/')} |")
     out.append("")
