@@ -19,6 +19,7 @@ import sys
 import tokenize
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -168,20 +169,25 @@ def render() -> str:
     return HEADER + "\n" + "\n".join(top).rstrip("\n") + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Write the page, or with --check exit 1 when it is out of date."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+def write_page(page: Path, make: Callable[[], str], module: str, argv: list[str] | None = None) -> int:
+    """Write a generated page, or with --check exit 1 when the committed one differs (``module`` remakes it)."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=f"write {page.name}")
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed page differs")
     args = parser.parse_args(argv)
-    text = render()
+    text = make()
     if args.check:
-        if not PAGE.is_file() or PAGE.read_text(encoding="utf-8") != text:
-            sys.stderr.write(f"{PAGE} is out of date: python -m runner.app.config_reference\n")
+        if not page.is_file() or page.read_text(encoding="utf-8") != text:
+            sys.stderr.write(f"{page} is out of date: python -m {module}\n")
             return 1
         return 0
-    PAGE.parent.mkdir(parents=True, exist_ok=True)
-    PAGE.write_text(text, encoding="utf-8")
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(text, encoding="utf-8")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the page, or with --check exit 1 when it is out of date."""
+    return write_page(PAGE, render, "runner.app.config_reference", argv)
 
 
 if __name__ == "__main__":

@@ -101,6 +101,25 @@ def test_every_key_of_the_config_reference_says_what_it_is() -> None:
     assert "identity" not in generator["price_as"] and "runner/" not in sections["judge"]["price_as"]
 
 
+def test_the_cli_reference_is_generated_from_every_parser_and_linked() -> None:
+    """docs/reference/cli.md is rendered from the real parsers (Hydra's for a run, each subcommand's build_parser):
+    every `judgesweep` subcommand and every option of each is on it, and it is in the site's nav."""
+    from hydra._internal.utils import get_args_parser
+
+    from runner.app import cli, cli_reference
+
+    page = (REPO / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
+    assert page == cli_reference.render(), "run: python -m runner.app.cli_reference"
+    parsers = {"[run]": get_args_parser(), **cli_reference.subcommand_parsers()}
+    assert set(parsers) == {"[run]", *cli.SUBCOMMANDS} and {"aggregate", "compare", "init", "sync"} <= set(parsers)
+    for name, parser in parsers.items():
+        part = page.split(f"\n## judgesweep {name}\n")[1].split("\n## ")[0]
+        for action in cli_reference.options(parser):
+            assert f"`{cli_reference._name(action)}`" in part, (name, action.option_strings or action.dest)
+    assert "--plan-alpha A" in page and "| `DIR` | `.` |" in page
+    assert "reference/cli.md" in (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+
+
 def test_every_yaml_and_json_block_parses() -> None:
     yamls, jsons = blocks("yaml"), blocks("json")
     assert len(yamls) >= 4 and jsons
