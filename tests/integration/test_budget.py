@@ -32,9 +32,9 @@ def overrides(server, *extra: str) -> list[str]:
 
 
 def stop_line(output: str) -> re.Match:
-    found = re.search(r"budget\.max_usd reached: spent \$([\d.]+) of \$([\d.]+); the next call could cost up to "
-                      r"\$([\d.]+), so nothing more was sent\. Every answer is kept: continue with resume=(\S+) "
-                      r"budget\.max_usd=<more>", output)
+    found = re.search(r"budget\.max_usd reached: spent \$([\d.]+) of the \$([\d.]+) limit, and the next call could "
+                      r"cost up to \$([\d.]+) \(\$[\d.]+ in all, over the limit\), so nothing more was sent\. Every "
+                      r"answer is kept: continue with resume=(\S+) budget\.max_usd=<more>", output)
     assert found, output
     return found
 
