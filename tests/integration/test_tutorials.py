@@ -214,6 +214,7 @@ def test_the_sweep_tutorial_shows_items_by_configuration_and_compares_them(tmp_p
     report = (sweep.run_dir / "report.html").read_text(encoding="utf-8")
     assert "Items x configurations (100 items, 6 jobs)" in report
     assert "Items x configurations (100 items, 6 jobs)" in (REPO / "docs" / "tutorials" / "sweep.md").read_text()
+    (tmp_path / "outputs").mkdir()
     copy_store(sweep.mlflow_uri, tmp_path / "outputs")
     monkeypatch.chdir(tmp_path)
     args = [a.replace("outputs/multirun/<date>/<time>", str(sweep.run_dir)) for a in compare_args[1:]]
