@@ -19,12 +19,13 @@ import sys
 import tokenize
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from omegaconf import MISSING
 
-from runner.core.config import RunConfig
+from runner.core.config import GENERATOR_UNUSED, GeneratorConfig, RunConfig
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "config.md"
 HEADER = """# Configuration reference
@@ -128,6 +129,10 @@ def nested_record(hint: Any) -> tuple[type | None, str]:
     return (hint, "") if isinstance(hint, type) and dataclasses.is_dataclass(hint) else (None, "")
 
 
+# Keys a record inherits but never reads, left out of its table.
+UNUSED: dict[type, tuple[str, ...]] = {GeneratorConfig: GENERATOR_UNUSED}
+
+
 def section(path: str, cls: type, seen: dict[type, str]) -> list[str]:
     """The Markdown of one record and, after it, of the records it holds (each record once)."""
     seen[cls] = path
@@ -136,12 +141,12 @@ def section(path: str, cls: type, seen: dict[type, str]) -> list[str]:
            "|---|---|---|---|"]
     hints = typing.get_type_hints(cls)
     later: dict[type, str] = {}
-    for f in dataclasses.fields(cls):
+    for f in (f for f in dataclasses.fields(cls) if f.name not in UNUSED.get(cls, ())):
         record, suffix = nested_record(hints[f.name])
         meaning = str(f.metadata.get("doc", "")) or field_comment(cls, f.name)
         if record is not None:
             target = seen.get(record) or later.setdefault(record, f"{path}.{f.name}{suffix}".lstrip("."))
-            stop = "" if not meaning or meaning.endswith((".", ":", ")")) else "."
+            stop = "" if not meaning or meaning.endswith((".", ":")) else "."
             meaning = f"{meaning}{stop} See [{target}](#{anchor(target)}).".strip()
         out.append(f"| `{f.name}` | {type_text(hints[f.name])} | {default_text(f)} | {meaning.replace('|', '/')} |")
     out.append("")
@@ -164,20 +169,25 @@ def render() -> str:
     return HEADER + "\n" + "\n".join(top).rstrip("\n") + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Write the page, or with --check exit 1 when it is out of date."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+def write_page(page: Path, make: Callable[[], str], module: str, argv: list[str] | None = None) -> int:
+    """Write a generated page, or with --check exit 1 when the committed one differs (``module`` remakes it)."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=f"write {page.name}")
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed page differs")
     args = parser.parse_args(argv)
-    text = render()
+    text = make()
     if args.check:
-        if not PAGE.is_file() or PAGE.read_text(encoding="utf-8") != text:
-            sys.stderr.write(f"{PAGE} is out of date: python -m runner.app.config_reference\n")
+        if not page.is_file() or page.read_text(encoding="utf-8") != text:
+            sys.stderr.write(f"{page} is out of date: python -m {module}\n")
             return 1
         return 0
-    PAGE.parent.mkdir(parents=True, exist_ok=True)
-    PAGE.write_text(text, encoding="utf-8")
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(text, encoding="utf-8")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the page, or with --check exit 1 when it is out of date."""
+    return write_page(PAGE, render, "runner.app.config_reference", argv)
 
 
 if __name__ == "__main__":

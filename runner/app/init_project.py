@@ -18,7 +18,8 @@ from pathlib import Path
 from runner.core import locations
 from runner.outputs import console
 
-__all__ = ["DEMO_PAIRS", "GITIGNORE", "main", "project_files", "write_gitignore", "write_project"]
+__all__ = ["DEMO_PAIRS", "GITIGNORE", "build_parser", "main", "project_files", "write_gitignore",
+           "write_project"]
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "project_template"
 DEMO_PAIRS = 8  # LLMBar Natural's first pairs: enough to show accuracy and a position flip, quick to replay
@@ -71,11 +72,18 @@ def write_gitignore(directory: Path) -> Path:
     return path
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``judgesweep init``."""
+    parser = argparse.ArgumentParser(prog="judgesweep init", description="Write a small judgesweep project into "
+                                     "DIR (default: the current directory) that runs offline at once; existing "
+                                     "files are never overwritten.")
+    parser.add_argument("directory", nargs="?", default=".", type=Path, metavar="DIR", help="where to write it")
+    return parser
+
+
 def main(argv: list[str]) -> int:
     """``judgesweep init [DIR]``: write the project, say what to do next; 1 when files would be overwritten."""
-    parser = argparse.ArgumentParser(prog="judgesweep init", description="Write a small judgesweep project into "
-                                     "DIR (default: the current directory) that runs offline at once.")
-    parser.add_argument("directory", nargs="?", default=".", type=Path, help="where to write it")
+    parser = build_parser()
     directory = parser.parse_args(argv).directory
     try:
         written = write_project(directory)

@@ -45,8 +45,8 @@ class ReplicaConfig:
 
     api_base: str = MISSING  # up to and including /v1
     api_key_env: str | None = None  # NAME of the variable holding this replica's key; default: the judge's
-    rpm: int | None = None
-    tpm: int | None = None
+    rpm: int | None = None  # requests per minute this replica is paced to; null: the judge's rpm
+    tpm: int | None = None  # tokens per minute this replica is paced to; null: the judge's tpm
 
 
 @config_record
@@ -57,22 +57,23 @@ class JudgeConfig:
     judges every item and ``combine`` turns their verdicts into the ensemble's.
     """
 
-    name: str = MISSING
+    name: str = MISSING  # its name in reports, MLflow params and journals (the YAML file's stem)
     model: str = MISSING  # litellm model string, e.g. openai/gpt-4o-mini, replay/gpt-4
     api_base: str | None = None  # for OpenAI-compatible servers: up to and including /v1
     api_key_env: str | None = None  # NAME of the environment variable holding the key
-    temperature: float = 0.0
-    seed: int | None = None
-    max_tokens: int = 512
-    timeout_s: float = field(default=60.0, metadata=OPERATIONAL)
-    # client-side pacing, shared by every job of this judge in the process
+    temperature: float = 0.0  # sampling temperature sent with every call
+    seed: int | None = None  # sent with each call (repeat r: seed + r) to providers that take one; null: none
+    max_tokens: int = 512  # the most tokens an answer may have; an answer cut off there is unscored (truncated)
+    timeout_s: float = field(default=60.0, metadata=OPERATIONAL)  # seconds one attempt may wait (then retried)
+    # requests per minute: client-side pacing, shared by every job of this judge (or generator) in the process
     rpm: int | None = field(default=None, metadata=OPERATIONAL)
+    # tokens per minute the calls are paced to (their prompt plus max_tokens), shared like rpm; null: none
     tpm: int | None = field(default=None, metadata=OPERATIONAL)
     # for timeout, connection and 5xx errors (and 429s when no limiter paces the judge)
     max_retries: int = field(default=4, metadata=OPERATIONAL)
     # first backoff; doubles per attempt, with full jitter, capped at retry_max_s
     retry_base_s: float = field(default=1.0, metadata=OPERATIONAL)
-    retry_max_s: float = field(default=60.0, metadata=OPERATIONAL)
+    retry_max_s: float = field(default=60.0, metadata=OPERATIONAL)  # the longest backoff between two attempts
     # a 429 is sent again (paced by the judge's limiter, never counted against max_retries) as long as some call
     # to this judge succeeded within this many seconds; past that the provider is not letting anything through
     retry_rate_limited_s: float = field(default=300.0, metadata=OPERATIONAL)
@@ -82,11 +83,14 @@ class JudgeConfig:
     # a Retry-After longer than this is cut to it: 60 s covers real rate windows (per-minute limits), and a bogus
     # Retry-After: 86400 cannot stall a run for a day. A wait over 10 s is logged with its end and shown in the bar.
     max_retry_after_s: float = field(default=60.0, metadata=OPERATIONAL)
+    # ask for JSON through response_format: auto (when the rubric's parser reads JSON and litellm says the model
+    # takes a schema), on, off, or json_object (any JSON object, no schema: servers without json_schema)
     structured_output: StructuredOutput = StructuredOutput.auto
     version: str = ""  # free text recorded with every run (e.g. a dated model snapshot)
     family: str | None = None  # the judge's model family (e.g. gpt-4): self-preference when a system shares it
-    # litellm model whose list price values this judge's calls when litellm prices them not itself (a replay of a
-    # recorded model, a self-hosted copy of a listed one): the cost-quality frontier's cost/usd_list, never a spend
+    # price this judge's calls at this litellm model's list price (e.g. gpt-4) where litellm cannot price them: a
+    # self-hosted copy of a listed model (its cost in the bar, cost/usd_total and budget.max_usd) or a replay of a
+    # recorded one (its cost/usd_list on the sweep's cost-quality frontier; a replay still pays nothing)
     price_as: str | None = field(default=None, metadata=OPERATIONAL)
     # the provider does not charge this deployment (a free tier): each call costs $0, the dry run says free and
     # budget.max_usd never stops it (a rate-limited free tier: set rpm/tpm)
@@ -111,9 +115,11 @@ class JudgeConfig:
 class PromptConfig:
     """One prompt: which template in prompts/ and how it is used."""
 
-    name: str = MISSING
+    name: str = MISSING  # the prompt's name in reports and MLflow params (the YAML file's stem)
     template: str = MISSING  # file stem in prompts/
-    mode: PromptMode = PromptMode.pairwise
+    mode: PromptMode = PromptMode.pairwise  # pairwise: two outputs compared; pointwise: one output scored
+    # single: one call per planned order; swap_synthesize (LLMBar's Swap): both orders, and on a conflict a
+    # synthesis round (synthesis_template)
     strategy: Strategy = Strategy.single
     synthesis_template: str | None = None  # required by strategy swap_synthesize
     neutralize_delimiters: bool = True  # defang the template's own block delimiters inside inserted text
@@ -123,8 +129,8 @@ class PromptConfig:
 class FunctionRef:
     """A registered function chosen by name, with the keyword parameters config binds to it."""
 
-    name: str = MISSING
-    params: dict[str, Any] = field(default_factory=dict)
+    name: str = MISSING  # the registered name (an unknown one fails at start-up with the list of known names)
+    params: dict[str, Any] = field(default_factory=dict)  # keyword parameters, checked against the function's
 
 
 @config_record
@@ -142,13 +148,13 @@ class CriterionConfig:
     under ``name``.
     """
 
-    name: str = MISSING
-    description: str = ""
-    min: float = 1.0
-    max: float = 5.0
-    weight: float = 1.0
-    when: str | None = None
-    aliases: list[str] = field(default_factory=list)
+    name: str = MISSING  # the key the judge's JSON scores it under, and its name in every report
+    description: str = ""  # what it means: told to the judge, with its scale, in a structured-output schema
+    min: float = 1.0  # the scale's lowest score; a score outside [min, max] makes the judgment unscored
+    max: float = 5.0  # the scale's highest score
+    weight: float = 1.0  # its weight in the overall score (a weighted mean; rubric.category_weights per category)
+    when: str | None = None  # a template variable: the criterion applies only where it is non-empty; null: always
+    aliases: list[str] = field(default_factory=list)  # other keys the judge may use for it (mcp_usage_correct)
 
 
 @config_record
@@ -158,8 +164,8 @@ class CheckConfig(FunctionRef):
     ``max_rate`` is the target share of items with a violation; ``enforce`` makes missing it fail the run.
     """
 
-    max_rate: float | None = None
-    enforce: bool = False
+    max_rate: float | None = None  # the target share of items with a violation (0.05: 5%); null: only reported
+    enforce: bool = False  # true: a violation rate above max_rate fails the run (exit 1), as a gate does
 
 
 @config_record
@@ -170,9 +176,9 @@ class RubricConfig:
     optional per-category weights, a pass threshold on the overall score, and deterministic checks.
     """
 
-    name: str = MISSING
+    name: str = MISSING  # the rubric's name in reports and MLflow params (the YAML file's stem)
     labels: list[str] = field(default_factory=lambda: ["A", "B", "tie"])  # pairwise: positional labels offered
-    parser: ParserConfig = field(default_factory=ParserConfig)
+    parser: ParserConfig = field(default_factory=ParserConfig)  # the registered parser that reads the judge's answer
     synthesis_parser: ParserConfig | None = None  # for the synthesis round; default: parser
     # Read answers cut off at max_tokens instead of counting them unscored. Off: a truncated verdict is not
     # the judge's verdict. Only for reproducing papers whose code read them (LLMBar: rubric llmbar_upstream).
@@ -180,7 +186,7 @@ class RubricConfig:
     criteria: list[CriterionConfig] = field(default_factory=list)  # pointwise: scored criteria
     category_weights: dict[str, dict[str, float]] = field(default_factory=dict)  # category -> criterion -> weight
     pass_threshold: float | None = None  # pointwise: an item passes when its overall score >= this
-    checks: list[CheckConfig] = field(default_factory=list)
+    checks: list[CheckConfig] = field(default_factory=list)  # deterministic checks of each candidate output
     consistency_threshold: float = 0.5  # pointwise, repeats > 1: an item whose score std dev exceeds this is flagged
     # pairwise, order=both: a pair with no verdict in one order is kept (the other order counts) or dropped from
     # every statistic, as FastChat's MT-Bench agreement does (runner.judging.pair_policy)
@@ -196,8 +202,8 @@ class AggregationConfig(FunctionRef):
 class SystemConfig:
     """One compared system: its display name and the dataset field holding its output (or one of its aliases)."""
 
-    name: str = MISSING
-    field: str = MISSING
+    name: str = MISSING  # the system's name in verdicts and reports (ours/baseline stand for it); not "tie"
+    field: str = MISSING  # the dataset field holding this system's output
     # other fields holding the output in rows without ``field`` (the users' ``actual_output``), tried in order
     aliases: list[str] = dataclasses.field(default_factory=list)  # (``field`` is this class's own key above)
     family: str | None = None  # the model family that wrote this system's outputs (self-preference bias)
@@ -211,15 +217,15 @@ class DatasetConfig:
     (or leave it out when a generator makes the outputs).
     """
 
-    name: str = MISSING
+    name: str = MISSING  # the dataset's name in reports and MLflow params (the YAML file's stem)
     path: str = MISSING  # relative to the project root, or pkg://runner/data/... for shipped data
     id_field: str | None = None  # None: the 1-based line/row number
     variables: dict[str, str] = field(default_factory=dict)  # template variable -> dataset field (required)
     optional_variables: dict[str, str] = field(default_factory=dict)  # missing or null field -> ""
-    ours: SystemConfig | None = None
-    baseline: SystemConfig | None = None
+    ours: SystemConfig | None = None  # pairwise: the system under test
+    baseline: SystemConfig | None = None  # pairwise: the system it is compared with
     candidate: SystemConfig | None = None  # pointwise: the output to judge
-    gold_field: str | None = None
+    gold_field: str | None = None  # the field holding the gold label (mapped by gold_map); null: no gold
     gold_map: dict[str, str] = field(default_factory=dict)  # raw gold value -> system name or "tie"
     annotator_fields: list[str] = field(default_factory=list)  # one field per human label (mapped by gold_map)
     # True when each annotator field is the same person on every row: only then is pairwise Cohen's kappa reported
@@ -233,11 +239,11 @@ class DatasetConfig:
     # Pointwise: the variables shown as each example's input and expected output in detailed_results and the
     # failed examples (None or an unmapped variable: not shown); the judged output is always shown.
     input_variable: str | None = "input"
-    expected_variable: str | None = "expected_output"
+    expected_variable: str | None = "expected_output"  # the variable shown as the expected output
     # A seeded split by item id (calibration): dev = tune on it, test = held out; None = every item.
     split: str | None = None  # dev | test
     split_test_fraction: float = 0.5  # share of items in test
-    split_seed: int = 0
+    split_seed: int = 0  # the seed of the split's hash: another seed, another split
 
 
 @config_record
@@ -249,49 +255,62 @@ class GeneratorConfig(JudgeConfig):
     """
 
     template: str = MISSING  # file stem in prompts/
-    concurrency: int = field(default=8, metadata=OPERATIONAL)
-    # Unlike a judge's, these four are part of a generator run's identity: resume refused their change before they
-    # were marked on the schema, and a run directory made then still resumes (runner/core/identity.py)
+    concurrency: int = field(default=8, metadata=OPERATIONAL)  # generation calls in flight at once
+    # (Unlike a judge's, the next four are part of a generator run's identity: resume refused their change before
+    # they were marked on the schema, and a run directory made then still resumes: runner/core/identity.py.)
+
+    # price the generation calls at this litellm model's list price where litellm cannot price them (a self-hosted
+    # copy of a listed model): their cost in the bar, cost/generation_usd and budget.max_usd
     price_as: str | None = None
+    # the generation calls through the provider's batch API, at its batch price (docs/how-to/batch.md): off | on | auto
     batch: BatchMode = BatchMode.off
-    batch_threshold: int = 1000
-    replicas: list[ReplicaConfig] = field(default_factory=list)
-    temperature: float = 0.0
-    max_tokens: int = 1024
+    batch_threshold: int = 1000  # batch=auto: batched when more generation calls than this are left to pay for
+    replicas: list[ReplicaConfig] = field(default_factory=list)  # several servers of this model (litellm Router)
+    temperature: float = 0.0  # sampling temperature sent with every generation call
+    max_tokens: int = 1024  # the most tokens a generated output may have
+
+
+# The JudgeConfig keys a generator inherits but never reads (an ensemble's, a recorded judge's, the judge's answer
+# format and model family): the config reference leaves them out of the generator's table.
+GENERATOR_UNUSED = ("structured_output", "family", "path", "members", "combine", "weights")
 
 
 @config_record
 class RunConfig:
     """The whole composed config: the groups plus the run knobs."""
 
-    judge: JudgeConfig = MISSING
-    prompt: PromptConfig = MISSING
-    rubric: RubricConfig = MISSING
-    aggregation: AggregationConfig = MISSING
-    dataset: DatasetConfig = MISSING
-    tracking: TrackingConfig = field(default=MISSING, metadata=OPERATIONAL)
+    judge: JudgeConfig = MISSING  # who judges: a file of conf/judge/ (judge=<stem>)
+    prompt: PromptConfig = MISSING  # what the judge is asked: a file of conf/prompt/ (prompt=<stem>)
+    rubric: RubricConfig = MISSING  # what it may answer and how that is read: conf/rubric/ (rubric=<stem>)
+    aggregation: AggregationConfig = MISSING  # how one item's repeats become its result: conf/aggregation/
+    dataset: DatasetConfig = MISSING  # the items judged: a file of conf/dataset/ (dataset=<stem>)
+    tracking: TrackingConfig = field(default=MISSING, metadata=OPERATIONAL)  # MLflow: tracking=sqlite|server|off
     generator: GeneratorConfig | None = None  # pointwise: make the candidate outputs first
-    gate: GateConfig = field(default_factory=GateConfig, metadata=OPERATIONAL)
-    metrics: MetricsConfig = field(default_factory=MetricsConfig, metadata=OPERATIONAL)
-    output: OutputConfig = field(default_factory=OutputConfig, metadata=OPERATIONAL)
-    seed: int = 0
-    concurrency: int = field(default=16, metadata=OPERATIONAL)
-    repeats: int = 1
-    # sample s judges the repeats s*repeats .. s*repeats+repeats-1 (their own judge seeds, swap_random coins and
-    # cache keys): three runs sample=0,1,2 are the three repeats of one repeats=3 run, not one run's cached copies
-    sample: int = 0  # which independent repetition of the experiment this run is (0, 1, 2, ...)
+    gate: GateConfig = field(default_factory=GateConfig, metadata=OPERATIONAL)  # when the run fails the process
+    metrics: MetricsConfig = field(default_factory=MetricsConfig, metadata=OPERATIONAL)  # how metrics are computed
+    output: OutputConfig = field(default_factory=OutputConfig, metadata=OPERATIONAL)  # what else a run writes
+    seed: int = 0  # seeds the run's randomness: swap_random's orders, bootstrap intervals, retry jitter
+    concurrency: int = field(default=16, metadata=OPERATIONAL)  # judge calls in flight at once
+    repeats: int = 1  # how many times each item (and order) is judged; the aggregation combines the repeats
+    # which independent repetition of the experiment this run is: sample s judges the repeats s*repeats ..
+    # s*repeats+repeats-1 (their own judge seeds, swap_random coins and cache keys), so three runs sample=0,1,2 are
+    # the three repeats of one repeats=3 run, not one run's cached copies
+    sample: int = 0
+    # pairwise: both (each item in both orders, each its own judgment), swap_random (one order per item and repeat,
+    # by a seeded coin) or fixed (ours first, always)
     order: OrderPolicy = OrderPolicy.both
-    max_items: int | None = None
+    max_items: int | None = None  # judge only the dataset's first this many items; null: every item
     # more failed calls than this: abort (after 20 calls) and exit non-zero
     max_error_rate: float = field(default=0.05, metadata=OPERATIONAL)
     max_unscored_rate: float = 0.2  # pairwise: more items than this without a valid final verdict: exit non-zero
     # SIGINT/SIGTERM: no new call is sent; the answers in flight get this many seconds to arrive and be journaled
     shutdown_grace_s: float = field(default=10.0, metadata=OPERATIONAL)
-    prompts_dir: str = "prompts"
+    prompts_dir: str = "prompts"  # where the templates are (the project's, then the package's)
+    # a malformed dataset row: error (stop before any call, naming the file and line) or skip (left out, counted)
     on_bad_row: OnBadRow = field(default=OnBadRow.error, metadata=OPERATIONAL)
-    cache: CacheConfig = field(default_factory=CacheConfig, metadata=OPERATIONAL)
-    batch: BatchConfig = field(default_factory=BatchConfig, metadata=OPERATIONAL)
-    budget: BudgetConfig = field(default_factory=BudgetConfig, metadata=OPERATIONAL)
+    cache: CacheConfig = field(default_factory=CacheConfig, metadata=OPERATIONAL)  # the cross-run response cache
+    batch: BatchConfig = field(default_factory=BatchConfig, metadata=OPERATIONAL)  # how batches are waited for
+    budget: BudgetConfig = field(default_factory=BudgetConfig, metadata=OPERATIONAL)  # the run's spending limit
     # a run (or sweep) directory to continue; see docs/how-to/resume.md
     resume: str | None = field(default=None, metadata=OPERATIONAL)
     # the run's directory (hydra.run.dir; with -m the sweep's, hydra.sweep.dir); None: a new one under outputs/

@@ -26,21 +26,26 @@ class GateConfig:
     ``metric`` may not fall by more than ``max_drop`` below it.
     """
 
+    # a pass rate below this fails the run (rubrics with a pass threshold); null: off
     min_pass_rate: float | None = 0.8
+    # an item without a score: fail (not passed; the rate is over every item) or exclude (over the scored items)
     unscored_as: GateUnscoredAs = GateUnscoredAs.fail
-    min_mean_score: float | None = None
+    min_mean_score: float | None = None  # a mean overall score below this fails the run; null: off
+    # an MLflow run id, or `latest on <branch>` (the latest finished run of the same name on that branch), to compare
+    # `metric` with; null: no comparison
     baseline_run: str | None = None
-    max_drop: float | None = None
-    metric: str = "score/mean"
+    max_drop: float | None = None  # `metric` more than this below the baseline run's fails the run
+    metric: str = "score/mean"  # the metric compared with the baseline run (an MLflow metric key)
 
 
 @config_record
 class MetricsConfig:
     """How the trust metrics are computed: unscored verdicts in agreement, bootstrap CIs (seeded by ``seed``)."""
 
+    # a verdict that could not be read counts in agreement as wrong (a miss) or as a tie (PandaLM's convention)
     unscored_as: UnscoredAs = UnscoredAs.wrong
-    ci_level: float = 0.95
-    ci_resamples: int = 1000
+    ci_level: float = 0.95  # the confidence level of every interval
+    ci_resamples: int = 1000  # bootstrap resamples per bootstrap interval
     proportion_ci: ProportionInterval = ProportionInterval.wilson  # accuracy, agreement and pass rates
 
 
@@ -59,9 +64,11 @@ class OutputConfig:
 class TrackingConfig:
     """Where MLflow records runs."""
 
-    enabled: bool = True
+    enabled: bool = True  # false (tracking=off): nothing goes to MLflow; the run directory is the whole record
+    # the MLflow tracking URI: sqlite:///<file> or http://host:port (tracking=sqlite, the default:
+    # outputs/mlflow.db of the working directory; tracking=server: http://127.0.0.1:5000)
     uri: str | None = None
-    experiment: str = "judgesweep"
+    experiment: str = "judgesweep"  # the MLflow experiment the runs go to (made when missing)
     artifact_location: str | None = None  # for a new experiment; None lets the store decide
     traces: bool = True  # one MLflow trace per judgment, prompts in the registry, the dataset as a run input
     timeout_s: float = 600.0  # how long a finished run waits for MLflow before it ends saying `judgesweep sync`
@@ -71,6 +78,7 @@ class TrackingConfig:
 class CacheConfig:
     """The response cache shared across runs and sweeps."""
 
+    # read_write: answers are looked up and stored; read_only: looked up only; off: neither (every call is made)
     mode: CacheMode = CacheMode.read_write
     path: str = "outputs/cache/responses.sqlite"  # relative to the project root
 

@@ -79,8 +79,9 @@ class BudgetReached(RunAborted):
 
     def __init__(self, spent: float, limit: float, worst: float, resume: str | None = None,
                  what: str = "the next call") -> None:
-        line = (f"budget.max_usd reached: spent ${spent:.6f} of ${limit:.6f}; {what} could cost up to "
-                f"${worst:.6f}, so nothing more was sent")
+        # three figures that add up: what was spent is within the limit, the refused call's worst case would pass it
+        line = (f"budget.max_usd reached: spent ${spent:.6f} of the ${limit:.6f} limit, and {what} could cost up to "
+                f"${worst:.6f} (${spent + worst:.6f} in all, over the limit), so nothing more was sent")
         if resume is not None:
             line += f". Every answer is kept: continue with resume={resume} budget.max_usd=<more>"
         super().__init__(line)

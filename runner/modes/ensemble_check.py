@@ -38,6 +38,11 @@ def check(cfg: RunConfig) -> None:
         ConfigurationError: naming the key that is wrong.
     """
     judge = cfg.judge
+    if judge.model == ENSEMBLE_MODEL and len(judge.members) == 1:  # one of the shipped two removed (ensembles how-to)
+        (left,) = judge.members
+        raise ConfigurationError(f"judge {judge.name}: one member is left ({left}) and an ensemble needs two or more "
+                                 f"judge.members: judge={left} runs it alone; '+judge@judge.members.<name>=<judge "
+                                 f"file>' adds another")
     if judge.model != ENSEMBLE_MODEL or len(judge.members) < 2:
         raise ConfigurationError(f"judge {judge.name}: an ensemble has model: {ENSEMBLE_MODEL} and two or more "
                                  f"judge.members (got model={judge.model!r}, {len(judge.members)} member(s))")

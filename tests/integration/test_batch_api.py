@@ -335,8 +335,9 @@ def test_a_batch_over_the_budget_is_refused_before_its_upload(run_cli, fake_serv
     run = run_cli(*overrides(fake_server, dataset, "judge.batch=on", "judge.price_as=gpt-4o-mini",
                              "budget.max_usd=0.001"))
     assert run.proc.returncode == BUDGET_REACHED, run.output
-    assert re.search(rf"budget\.max_usd reached: spent \$0\.000000 of \$0\.001000; a batch of {2 * N_ITEMS} calls "
-                     r"could cost up to \$[\d.]+, so nothing more was sent\. Every answer is kept: continue with "
+    assert re.search(rf"budget\.max_usd reached: spent \$0\.000000 of the \$0\.001000 limit, and a batch of "
+                     rf"{2 * N_ITEMS} calls could cost up to \$[\d.]+ \(\$[\d.]+ in all, over the limit\), so nothing "
+                     r"more was sent\. Every answer is kept: continue with "
                      rf"resume={re.escape(str(run.run_dir))} budget\.max_usd=<more>", run.output), run.output
     assert fake_server.batches.files == {} and fake_server.batches.created == 0 and fake_server.requests == []
     assert not list(run.run_dir.glob("batch_input_*"))  # a resume with more plans it again

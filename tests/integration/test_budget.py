@@ -32,9 +32,9 @@ def overrides(server, *extra: str) -> list[str]:
 
 
 def stop_line(output: str) -> re.Match:
-    found = re.search(r"budget\.max_usd reached: spent \$([\d.]+) of \$([\d.]+); the next call could cost up to "
-                      r"\$([\d.]+), so nothing more was sent\. Every answer is kept: continue with resume=(\S+) "
-                      r"budget\.max_usd=<more>", output)
+    found = re.search(r"budget\.max_usd reached: spent \$([\d.]+) of the \$([\d.]+) limit, and the next call could "
+                      r"cost up to \$([\d.]+) \(\$[\d.]+ in all, over the limit\), so nothing more was sent\. Every "
+                      r"answer is kept: continue with resume=(\S+) budget\.max_usd=<more>", output)
     assert found, output
     return found
 
@@ -145,9 +145,9 @@ def test_a_panel_s_members_spend_from_one_budget_and_a_resume_with_more_pays_not
     fake_server.reply = lambda body: LONG
     stopped = run_cli(*panel(fake_server, f"budget.max_usd={limit}"))
     assert stopped.proc.returncode == BUDGET_REACHED, stopped.output
-    found = re.search(r"budget\.max_usd reached: spent \$([\d.]+) of \$([\d.]+); member [ab]'s next call could cost "
-                      r"up to \$[\d.]+, so nothing more was sent\. Every answer is kept: continue with resume=(\S+) "
-                      r"budget\.max_usd=<more>", stopped.output)
+    found = re.search(r"budget\.max_usd reached: spent \$([\d.]+) of the \$([\d.]+) limit, and member [ab]'s next "
+                      r"call could cost up to \$[\d.]+ \(\$[\d.]+ in all, over the limit\), so nothing more was sent\. "
+                      r"Every answer is kept: continue with resume=(\S+) budget\.max_usd=<more>", stopped.output)
     assert found, stopped.output
     spent, said_limit, resume = float(found[1]), float(found[2]), found[3]
     paid_first = len(fake_server.requests)

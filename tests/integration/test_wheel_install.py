@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 import pytest
 
+from tests.docs_blocks import commands
 from tests.integration.conftest import CLOSED_PROXIES
 
 pytestmark = pytest.mark.slow
@@ -117,6 +118,9 @@ def _options(conf: Path) -> set[str]:
             if path.parent != conf}
 
 
+# The no-key tutorials' recorded-answer runs, as their pages write them (issue 44 point 7: their data was not shipped)
+TUTORIAL_RUNS = [(page, args) for page, args in commands(sorted((REPO / "docs" / "tutorials").glob("*.md")))
+                 if "judge=recorded" in args]
 PACKAGED_OPTION = ("tracking=off", "prompt=llmbar_vanilla_norules", "dataset=llmbar_natural", "max_items=5",
                    "judge=replay_gpt4")
 
@@ -130,7 +134,9 @@ def in_the_venv(installed, tmp_path_factory) -> dict[str, dict]:
     _run([str(installed.bin / "judgesweep"), "init", "demo"], base, installed.env)
     (base / "empty").mkdir()
     runs = {"default": {"cwd": str(base / "empty"), "overrides": ["tracking=off"]},
-            "packaged option in the project": {"cwd": str(base / "demo"), "overrides": list(PACKAGED_OPTION)}}
+            "packaged option in the project": {"cwd": str(base / "demo"), "overrides": list(PACKAGED_OPTION)},
+            **{f"tutorial {page.name}": {"cwd": str(base / "empty"), "overrides": [*args, "tracking=off"]}
+               for page, args in TUTORIAL_RUNS}}
     (base / "runs.json").write_text(json.dumps(runs))
     out = base / "out.json"
     # any request that is not to 127.0.0.1 goes to a closed port: refused, and said on stderr by whoever made it
@@ -168,6 +174,14 @@ def test_the_default_run_works_from_an_empty_directory(installed, in_the_venv, t
     (tmp_path / "empty").mkdir()
     help_text = _run([str(installed.bin / "judgesweep"), "--help"], tmp_path / "empty", installed.env)
     assert help_text.startswith("judgesweep: ") and "judge: " in help_text and "replay_gpt4" in help_text
+
+
+def test_the_no_key_tutorials_run_installed_from_an_empty_directory(in_the_venv):
+    runs = in_the_venv["runs"]
+    assert len(TUTORIAL_RUNS) == 2
+    agent, reply = runs["tutorial agent-rubric.md"], runs["tutorial reply-quality.md"]
+    assert "passed 10, failed 1, not scored 1 of 12 items: pass rate 83.3%" in agent["output"], agent
+    assert "FAIL gate.min_mean_score: mean score 4.812 < 6" in reply["output"], reply  # the page's gate, as it says
 
 
 def test_init_demo_then_judgesweep_in_it_runs(installed, in_the_venv, tmp_path):

@@ -7,6 +7,7 @@ import asyncio
 import gc
 import random
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -245,3 +246,14 @@ def test_at_the_budget_no_call_is_sent_and_the_calls_in_flight_finish_and_are_ke
         asyncio.run(run_windowed(range(6), unit, 3, lambda index, value: kept.append(value)))
     assert sent == [0, 1] and sorted(journaled) == sorted(kept) == ["i0", "i1"]  # the refused unit is seen first
     assert raised.value.worst == 1.0 and budget.spent == 1.0 and budget.reserved == 0.0
+
+
+def test_the_budget_stop_line_gives_figures_that_add_up() -> None:
+    """Issue 44 point 7: "spent $0.0018 of $0.002" beside "reached" read as a contradiction; the line says the spending
+    is within the limit and the refused call would have passed it, with the sum (and docs/how-to/batch.md quotes it)."""
+    line = str(BudgetReached(0.0018, 0.002, 0.0004, resume="outputs/runs/x"))
+    assert line == ("budget.max_usd reached: spent $0.001800 of the $0.002000 limit, and the next call could cost up "
+                    "to $0.000400 ($0.002200 in all, over the limit), so nothing more was sent. Every answer is kept: "
+                    "continue with resume=outputs/runs/x budget.max_usd=<more>")
+    page = " ".join((Path(__file__).resolve().parents[2] / "docs" / "how-to" / "batch.md").read_text().split())
+    assert line.replace("outputs/runs/x", "<run dir>") in page

@@ -16,7 +16,7 @@ from runner.app import config_reference, init_project
 from runner.app.aggregate_cli import compose_config, split
 from runner.core.addresses import check_addresses
 from runner.core.values import check_values
-from tests.docs_blocks import FENCE, REPO, blocks, commands
+from tests.docs_blocks import FENCE, PAGES, REPO, blocks, commands
 
 # What a line of a bash block may not be composed for, and why (the test says which lines it left out).
 SKIP = {"<": "a placeholder to fill in", "...": "an elided argument", "--": "a flag of the CLI, not an override"}
@@ -44,10 +44,74 @@ def test_the_docs_build_strictly(tmp_path, monkeypatch) -> None:
     assert "fonts.googleapis.com" not in (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
 
 
+def _rendered(page: Path) -> str:
+    """The page's HTML as the docs site renders it: Python-Markdown (mkdocs' renderer) with mkdocs.yml's
+    markdown_extensions, code blocks cut out (a "- " line in a code block is code)."""
+    import markdown
+
+    site = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    names = [e if isinstance(e, str) else next(iter(e)) for e in site["markdown_extensions"]]
+    configs = {next(iter(e)): next(iter(e.values())) for e in site["markdown_extensions"] if isinstance(e, dict)}
+    html = markdown.markdown(page.read_text(encoding="utf-8"), extensions=names, extension_configs=configs)
+    return re.sub(r"<pre>.*?</pre>", "", html, flags=re.S)
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, id=str(p.relative_to(REPO))) for p in PAGES])
+def test_every_list_of_the_docs_renders_as_a_list(page: Path) -> None:
+    """A Markdown list right under a paragraph line (no blank line between) renders as that paragraph with literal
+    " - " in it; `mkdocs --strict` does not catch it (issue 44 point 7: 7 lists on 6 pages)."""
+    lines = [line for line in _rendered(page).splitlines() if re.match(r"\s*([-*+]|\d+\.)\s", line)]
+    assert lines == [], f"{page.relative_to(REPO)}: a list rendered as text (a blank line before it?): {lines[:3]}"
+
+
 def test_the_config_reference_is_the_one_generated_from_the_schemas() -> None:
     page = (REPO / "docs" / "reference" / "config.md").read_text(encoding="utf-8")
     assert page == config_reference.render(), "run: python -m runner.app.config_reference"
     assert "| `gold_map` | dict[str, str] | `{}` | raw gold value -> system name or \"tie\" |" in page
+
+
+def _reference_rows() -> dict[str, dict[str, str]]:
+    """docs/reference/config.md as section -> key -> meaning."""
+    sections: dict[str, dict[str, str]] = {}
+    for part in (REPO / "docs" / "reference" / "config.md").read_text(encoding="utf-8").split("\n## ")[1:]:
+        title, _, body = part.partition("\n")
+        cells = [re.split(r"(?<!\\)\|", line)[1:-1] for line in body.splitlines() if line.startswith("| `")]
+        sections[title] = {key.strip().strip("`"): meaning.strip() for key, _, _, meaning in cells}
+    return sections
+
+
+def test_every_key_of_the_config_reference_says_what_it_is() -> None:
+    """Issue 44 point 7: 66 of 169 keys had no description, the generator's table listed judge-only keys and its
+    price_as read as a note to developers."""
+    sections = _reference_rows()
+    assert sum(map(len, sections.values())) >= 160
+    bare = [f"{title}.{key}" for title, rows in sections.items() for key, meaning in rows.items()
+            if not meaning or meaning.startswith("See [")]
+    assert bare == [], f"keys without a description (a comment beside or above the field): {bare}"
+    generator = sections["generator"]
+    assert {"template", "concurrency", "model", "rpm", "price_as"} <= set(generator)
+    assert not {"members", "combine", "weights", "path", "family", "structured_output"} & set(generator)
+    assert generator["price_as"].startswith("price the generation calls at this litellm model's list price")
+    assert "identity" not in generator["price_as"] and "runner/" not in sections["judge"]["price_as"]
+
+
+def test_the_cli_reference_is_generated_from_every_parser_and_linked() -> None:
+    """docs/reference/cli.md is rendered from the real parsers (Hydra's for a run, each subcommand's build_parser):
+    every `judgesweep` subcommand and every option of each is on it, and it is in the site's nav."""
+    from hydra._internal.utils import get_args_parser
+
+    from runner.app import cli, cli_reference
+
+    page = (REPO / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
+    assert page == cli_reference.render(), "run: python -m runner.app.cli_reference"
+    parsers = {"[run]": get_args_parser(), **cli_reference.subcommand_parsers()}
+    assert set(parsers) == {"[run]", *cli.SUBCOMMANDS} and {"aggregate", "compare", "init", "sync"} <= set(parsers)
+    for name, parser in parsers.items():
+        part = page.split(f"\n## judgesweep {name}\n")[1].split("\n## ")[0]
+        for action in cli_reference.options(parser):
+            assert f"`{cli_reference._name(action)}`" in part, (name, action.option_strings or action.dest)
+    assert "--plan-alpha A" in page and "| `DIR` | `.` |" in page
+    assert "reference/cli.md" in (REPO / "mkdocs.yml").read_text(encoding="utf-8")
 
 
 def test_every_yaml_and_json_block_parses() -> None:
