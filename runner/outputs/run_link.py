@@ -53,13 +53,13 @@ def page_url(uri: str | None, experiment_id: str, run_id: str) -> str | None:
 def content(cfg: TrackingConfig, experiment_id: str, run_id: str) -> Markup:
     """What the slot holds: a link to the run's page (opened in a new tab), or, for a store not served over http
     (a sqlite or file store), the command that serves it and the page's address there."""
-    uri, where = _without_secrets(cfg.uri or ""), describe(cfg)
+    uri = _without_secrets(cfg.uri or "")
     url = page_url(uri, experiment_id, run_id)
     if url is not None:
         return Markup('MLflow run: <a href="{0}" target="_blank" rel="noopener" data-mlflow-run>{0}</a>').format(url)
-    served = f"mlflow ui --backend-store-uri {uri}" if uri else "mlflow ui"
-    return escape(f"MLflow run {run_id} (experiment {experiment_id}) in {where}: the store is not served over http; "
-                  f"`{served}` serves it, then the run is at "
+    served, store = (f"mlflow ui --backend-store-uri {uri}", uri) if uri else ("mlflow ui", "MLflow's default store")
+    return escape(f"MLflow run {run_id} in experiment {cfg.experiment!r} (id {experiment_id}) of {store}: the "
+                  f"store is not served over http; `{served}` serves it, then the run is at "
                   f"{LOCAL_UI}/#/experiments/{experiment_id}/runs/{run_id}")
 
 
