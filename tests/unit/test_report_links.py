@@ -56,7 +56,8 @@ def test_a_jobs_link_back_to_the_sweep_is_marked_to_keep_the_sweep_views_state(t
     html = page(tmp_path, Section("This run", columns=("what", "value"), rows=(
         ("sweep", Link("the sweep's report.html", "../report.html", back=True)),))).read_text(encoding="utf-8")
     assert '<a href="../report.html" data-back>' in html
-    view = sweep_items.ItemView(("a",), {"a": ()}, (sweep_items.Column(0, "judge=x", "", {"a": ("ours", "ours", "c")}),))
+    column = sweep_items.Column(0, "judge=x", "", {"a": ("ours", "ours", "c")})
+    view = sweep_items.ItemView(("a",), {"a": ()}, (column,))
     sweep = sweep_page.sweep_report([{"job": 0, "status": "ok"}], None, "s", links={0: "0/report.html"}, items=view)
     assert "?back=" in sweep and "history.replaceState" in sweep  # the cell carries the view; the page keeps it
 
@@ -64,7 +65,7 @@ def test_a_jobs_link_back_to_the_sweep_is_marked_to_keep_the_sweep_views_state(t
 def test_an_opened_item_is_not_hidden_under_the_sticky_filter_bar():
     css = html_report.CSS
     assert re.search(r"\.filters\{[^}]*position:sticky", css)
-    assert re.search(r"details\.item\{[^}]*scroll-margin-top:\d", css)
+    assert re.search(r"details\.item\{[^}]*scroll-margin-top:var\(--bar,\d", css)
 
 
 def items_source() -> dict:
