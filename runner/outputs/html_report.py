@@ -23,12 +23,12 @@ from runner.modes import catalog
 from runner.modes.base import Document, View, cell
 from runner.modes.drilldown import Drilldown
 from runner.modes.sections import EndedReport, Gate
-from runner.outputs import item_report, run_link, sweep, sweep_items
+from runner.outputs import item_report, report_links, sweep, sweep_items
 from runner.outputs.report_plots import bars_png, confusion_png, histogram_png, verdict_png, wilson
 
 log = logging.getLogger(__name__)
 
-REPORT_NAME = run_link.REPORT_NAME
+REPORT_NAME = report_links.REPORT_NAME
 PLOTS_OFF = "No figure: plots are off (output.plots=false)."  # where a section's figure would be
 
 TEMPLATE = """<!doctype html>
@@ -61,43 +61,11 @@ img{max-width:100%;border:1px solid #eee}.note{color:#555;font-size:13px}
 {% endfor %}<script>{{ links }}</script></body></html>
 """
 
-# The page's links wherever it is opened. In MLflow's artifact viewer the page is a blob: address in an iframe
-# sandboxed to "allow-scripts" alone (mlflow/server/js: the HTML artifact view): a link to another file resolves to
-# nothing ("about:blank#blocked"), and a new tab or the top window is refused. There a click on a link that leaves the
-# page says where it leads instead of going nowhere; everywhere, an in-page link scrolls without navigating, and a
-# job's report opened from a sweep report's cell (``?back=<the sweep view's state>``) links back to that state.
-LINKS_SCRIPT = """(function () {
-  var framed = !/^(file|https?):$/.test(location.protocol), say = document.querySelector("[data-framed]");
-  var back = /[?&]back=([^&#]*)/.exec(location.search);
-  if (back) {
-    Array.prototype.forEach.call(document.querySelectorAll("a[data-back]"), function (a) {
-      a.setAttribute("href", a.getAttribute("href").split("#")[0] + "#" + decodeURIComponent(back[1])); });
-  }
-  if (framed && say) {
-    say.textContent = "Shown inside MLflow's artifact viewer, which opens no other file, page or tab from here: "
-      + "download this file (or open report.html in the run directory) to follow its links.";
-    say.hidden = false;
-  }
-  document.addEventListener("click", function (e) {
-    var a = e.target.closest ? e.target.closest("a[href]") : null;
-    if (!a || e.defaultPrevented) { return; }
-    var href = a.getAttribute("href");
-    if (href.charAt(0) === "#") {
-      var target = document.getElementById(decodeURIComponent(href.slice(1)));
-      if (target) { e.preventDefault(); target.scrollIntoView(); }
-    } else if (framed) {
-      e.preventDefault();
-      if (say) { say.textContent = "Not opened inside MLflow's artifact viewer: " + href + " (download this file, or "
-        + "open report.html in the run directory, to follow it)."; say.hidden = false; say.scrollIntoView(); }
-    }
-  });
-})();"""
-
-
 CSS = item_report.CSS + sweep_items.CSS  # the blocks drawn by their own modules (a run's items, a sweep's items)
 # what every page has besides its sections: the CSS, the note standing in for a figure not drawn, the slot of its
-# MLflow run's link (filled once the run exists: runner.outputs.run_link) and its links' script
-_PAGE = {"item_css": Markup(CSS), "plots_off": PLOTS_OFF, "slot": run_link.SLOT, "links": Markup(LINKS_SCRIPT)}
+# MLflow run's link (filled once the run exists: runner.outputs.report_links) and its links' script
+_PAGE = {"item_css": Markup(CSS), "plots_off": PLOTS_OFF, "slot": report_links.SLOT,
+         "links": Markup(report_links.SCRIPT)}
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from typing import Any
 
 from runner.core import gc_pause
 from runner.core.run_settings import TrackingConfig
-from runner.outputs.run_link import describe
+from runner.outputs.report_links import describe
 
 __all__ = ["Publisher", "describe", "main", "serve"]
 

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from runner.core.run_settings import TrackingConfig
-from runner.outputs import html_report, run_link, sweep_items, sweep_page
+from runner.outputs import html_report, report_links, sweep_items, sweep_page
 from runner.outputs.html_report import Link, Section
 from runner.outputs.trace_inputs import cut
 
@@ -27,7 +27,7 @@ def test_every_page_has_an_empty_mlflow_slot_and_the_script_that_keeps_its_links
     run = page(tmp_path).read_text(encoding="utf-8")
     sweep = sweep_page.sweep_report([{"job": 0, "status": "ok"}], None, "s")
     for html in (run, sweep):
-        assert f"{run_link.START}{run_link.END}" in html
+        assert f"{report_links.START}{report_links.END}" in html
         assert "data-framed hidden" in html and "location.protocol" in html and "preventDefault" in html
 
 
@@ -35,21 +35,21 @@ def test_the_slot_takes_the_run_pages_address_over_http_without_credentials(tmp_
     path = page(tmp_path)
     before = path.read_bytes()
     cfg = TrackingConfig(enabled=True, uri="http://me:secret@127.0.0.1:5000/", experiment="judgesweep")
-    assert run_link.fill(path, run_link.content(cfg, "3", "abc123"))
+    assert report_links.fill(path, report_links.content(cfg, "3", "abc123"))
     after = path.read_text(encoding="utf-8")
     url = "http://127.0.0.1:5000/#/experiments/3/runs/abc123"
     assert f'<a href="{url}" target="_blank" rel="noopener" data-mlflow-run>{url}</a>' in after
     assert "secret" not in after and "me:" not in after
-    assert after.replace(re.search(f"{run_link.START}.*?{run_link.END}", after).group(0),
-                         run_link.START + run_link.END).encode() == before  # nothing else changed
+    assert after.replace(re.search(f"{report_links.START}.*?{report_links.END}", after).group(0),
+                         report_links.START + report_links.END).encode() == before  # nothing else changed
     sqlite = TrackingConfig(enabled=True, uri="sqlite:///outputs/mlflow.db", experiment="judgesweep")
-    assert run_link.fill(path, run_link.content(sqlite, "1", "abc123"))  # filled again: replaced, not added
+    assert report_links.fill(path, report_links.content(sqlite, "1", "abc123"))  # filled again: replaced, not added
     text = path.read_text(encoding="utf-8")
     assert text.count("abc123") == 2 and "data-mlflow-run" not in text
     assert ("`mlflow ui --backend-store-uri sqlite:///outputs/mlflow.db` serves it, then the run is at "
             "http://127.0.0.1:5000/#/experiments/1/runs/abc123") in text
-    assert not run_link.fill(tmp_path / "absent.html", "x")
-    assert run_link.page_url("file:///tmp/mlruns", "1", "r") is None
+    assert not report_links.fill(tmp_path / "absent.html", "x")
+    assert report_links.page_url("file:///tmp/mlruns", "1", "r") is None
 
 
 def test_a_jobs_link_back_to_the_sweep_is_marked_to_keep_the_sweep_views_state(tmp_path):

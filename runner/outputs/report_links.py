@@ -1,4 +1,5 @@
-"""A report's link to its MLflow run: a slot at the top of report.html that publishing fills in once the run exists.
+"""Where a report's links lead: its MLflow run (a slot at the top of report.html that publishing fills in once the
+run exists), and, wherever the page is opened, the other files it links to (:data:`SCRIPT`).
 
 A run's report is written before the run is published (it is one of the files MLflow gets), and a sweep's before its
 table is logged, so neither knows its MLflow run's id when drawn. :func:`runner.outputs.publishing.publish` and
@@ -22,6 +23,38 @@ START, END = "<!--mlflow-run-->", "<!--/mlflow-run-->"
 SLOT = Markup(f'<p class="note" id="mlflow-run">{START}{END}</p>')  # drawn under the page's title, empty until filled
 HEAD_BYTES = 1 << 16  # the slot is in the page's first bytes (its head and title): no more is read to find it
 LOCAL_UI = "http://127.0.0.1:5000"  # where `mlflow ui` serves a local store by default
+
+# The page's links wherever it is opened. In MLflow's artifact viewer the page is a blob: address in an iframe
+# sandboxed to "allow-scripts" alone (mlflow/server/js: the HTML artifact view): a link to another file resolves to
+# nothing ("about:blank#blocked"), and a new tab or the top window is refused. There a click on a link that leaves the
+# page says where it leads instead of going nowhere; everywhere, an in-page link scrolls without navigating, and a
+# job's report opened from a sweep report's cell (``?back=<the sweep view's state>``) links back to that state.
+SCRIPT = """(function () {
+  var framed = !/^(file|https?):$/.test(location.protocol), say = document.querySelector("[data-framed]");
+  var back = /[?&]back=([^&#]*)/.exec(location.search);
+  if (back) {
+    Array.prototype.forEach.call(document.querySelectorAll("a[data-back]"), function (a) {
+      a.setAttribute("href", a.getAttribute("href").split("#")[0] + "#" + decodeURIComponent(back[1])); });
+  }
+  if (framed && say) {
+    say.textContent = "Shown inside MLflow's artifact viewer, which opens no other file, page or tab from here: "
+      + "download this file (or open report.html in the run directory) to follow its links.";
+    say.hidden = false;
+  }
+  document.addEventListener("click", function (e) {
+    var a = e.target.closest ? e.target.closest("a[href]") : null;
+    if (!a || e.defaultPrevented) { return; }
+    var href = a.getAttribute("href");
+    if (href.charAt(0) === "#") {
+      var target = document.getElementById(decodeURIComponent(href.slice(1)));
+      if (target) { e.preventDefault(); target.scrollIntoView(); }
+    } else if (framed) {
+      e.preventDefault();
+      if (say) { say.textContent = "Not opened inside MLflow's artifact viewer: " + href + " (download this file, or "
+        + "open report.html in the run directory, to follow it)."; say.hidden = false; say.scrollIntoView(); }
+    }
+  });
+})();"""
 
 
 def _without_secrets(uri: str) -> str:
