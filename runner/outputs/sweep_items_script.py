@@ -100,7 +100,9 @@ SCRIPT = """(function () {
     search.value = got.q || "";
     apply();
     page = +got.p || 0; draw();
-    window.scrollTo(0, +got.y || 0);
+    var y = +got.y || 0;
+    window.scrollTo(0, y);
+    window.addEventListener("load", function () { window.scrollTo(0, y); });  // once the figures above have a height
   }
   box.querySelector(".filters").addEventListener("input", apply);
   box.querySelector(".filters").addEventListener("change", apply);

@@ -397,6 +397,7 @@ STATE_PROBE = """<script>window.addEventListener("load", function () {
   out.found = Array.prototype.map.call(box.querySelectorAll("tbody tr"), function (r) {
     return r.getAttribute("data-id"); });
   out.hash = location.hash;
+  out.scrolled = window.scrollY;
   document.body.setAttribute("data-probe", JSON.stringify(out));
 });</script>"""
 
@@ -416,10 +417,11 @@ def test_the_way_back_keeps_the_sweep_view_and_an_opened_item_clears_the_filter_
     that state and shows the item below the sticky filter bar, not under it."""
     sweep = tmp_path / "report.html"
     sweep.write_text(sweep_with_texts().replace("</body>", STATE_PROBE + "</body>"), encoding="utf-8")
-    state = "sweep-items&f=disagree&g=&q=" + "translate" + "&p=0&y=0"
-    dom = chromium("--dump-dom", f"--window-size={WIDTH},900", sweep.as_uri() + "#" + state, tmp=tmp_path)
+    state = "sweep-items&f=disagree&g=&q=" + "translate" + "&p=0&y=120"
+    dom = chromium("--dump-dom", f"--window-size={WIDTH},300", sweep.as_uri() + "#" + state, tmp=tmp_path)
     out = json.loads(re.search(r'data-probe="([^"]*)"', dom).group(1).replace("&quot;", '"').replace("&amp;", "&"))
     assert out["filter"] == "disagree" and out["search"] == "translate" and out["rows"] == ["b"], out
+    assert out["scrolled"] == 120, out  # where the page was left
     assert out["texts"] == ["Translate 'zebra crossing' into French. ..."], out  # folded: two texts
     assert out["found"] == ["b"] and out["hash"].startswith("#sweep-items&f=disagree&g=&q=pi%C3%A9ton"), out
 
