@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runner.outputs import html_report, sweep_items
+from runner.outputs import sweep_items, sweep_page
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--no-first-run", "--hide-scrollbars", "--window-size=1280,900"]
@@ -59,15 +59,16 @@ def open_s(chromium: str, page: Path, tmp: Path) -> float:
     return statistics.median(walls)
 
 
-def measure(items: int, jobs: int) -> dict[str, Any]:
-    """File size, build time and chromium open time of the sweep report at ``items`` x ``jobs``."""
+def measure(items: int, jobs: int, browser: bool = True) -> dict[str, Any]:
+    """File size, build time and (``browser``, when chromium is installed) chromium open time of the sweep report
+    at ``items`` x ``jobs``."""
     rows, view = synthetic(items, jobs)
     started = time.perf_counter()
-    page = html_report.sweep_report(rows, None, f"{items} x {jobs}", items=view,
+    page = sweep_page.sweep_report(rows, None, f"{items} x {jobs}", items=view,
                                     links={j: f"{j}/report.html" for j in range(jobs)})
     built = time.perf_counter() - started
     out: dict[str, Any] = {"items": items, "jobs": jobs, "bytes": len(page.encode()), "build_s": round(built, 3)}
-    chromium = next((p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None)
+    chromium = next((p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None) if browser else None
     if chromium is None:
         out["open_s"] = None  # no browser: the size is still measured
         return out

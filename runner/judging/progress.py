@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import io
 import logging
 import math
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TextIO
 
+from rich.ansi import AnsiDecoder
 from rich.console import Console
 from rich.live import Live
 from rich.progress import (
@@ -83,6 +86,53 @@ def records_through(console: Console) -> Iterator[None]:
             root.addHandler(old)
 
 
+class _Above(io.TextIOBase):
+    """sys.stdout while a spinner is drawn on the terminal stdout writes to: each complete line printed through the
+    spinner's console, above it, unwrapped (as print_line prints it). rich's own redirection
+    (``Live(redirect_stdout=True)``) is skipped by every Console made while it is on, as console.print_line makes one:
+    such a Console writes to the file rich's proxy names, beside the spinner's frame ("⠋ writing
+    report.htmlmax_items=5"). This one names none."""
+
+    def __init__(self, console: Console, file: TextIO) -> None:
+        super().__init__()
+        self._console, self._file, self._open = console, file, ""
+        self._decoder = AnsiDecoder()
+
+    def write(self, text: str) -> int:  # noqa: D102 - io's
+        *lines, self._open = (self._open + text).split("\n")
+        if lines:
+            self._print(lines)
+        return len(text)
+
+    def flush(self) -> None:  # noqa: D102 - io's: an unfinished line is printed as it is
+        if self._open:
+            self._print([self._open])
+            self._open = ""
+
+    def _print(self, lines: list[str]) -> None:
+        self._console.print(Text("\n").join(self._decoder.decode_line(line) for line in lines), soft_wrap=True)
+
+    def isatty(self) -> bool:  # noqa: D102 - io's
+        return self._file.isatty()
+
+    def fileno(self) -> int:  # noqa: D102 - io's
+        return self._file.fileno()
+
+
+@contextlib.contextmanager
+def stdout_above(console: Console) -> Iterator[None]:
+    """While the block runs, what is printed to stdout goes through ``console`` (above its live display); the last
+    unfinished line is printed when it ends. Restored afterwards."""
+    kept = sys.stdout
+    proxy = _Above(console, kept)
+    sys.stdout = proxy
+    try:
+        yield
+    finally:
+        proxy.flush()
+        sys.stdout = kept
+
+
 class CallEvents(Protocol):
     """What a stage's client tells the bar as it happens, before any call finishes (runner.llm.client.JudgeClient):
     its 429s and retries so far, and its waits for a Retry-After."""
@@ -127,10 +177,11 @@ class ProgressBar:
         options: Whether to show progress at all, and how often to log it without a terminal.
         console: Where to draw (default: stderr).
         label: What is counted ("judging", "generating").
+        now: The wall clock (``time.time``; a test's simulated one).
     """
 
     def __init__(self, total: int, options: ProgressOptions = ProgressOptions(), console: Console | None = None,
-                 label: str = "judging") -> None:
+                 label: str = "judging", now: Callable[[], float] = time.time) -> None:
         self.console = console or Console(stderr=True)
         self.enabled = options.enabled and self.console.is_terminal
         self.label = label
@@ -139,7 +190,8 @@ class ProgressBar:
         self.errors = 0
         self.rate_limited = 0
         self.done = 0
-        self._started = time.monotonic()
+        self._now = now
+        self._started = now()
         self._interval = options.interval_s if options.enabled and not self.console.is_terminal else 0.0
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
@@ -163,13 +215,26 @@ class ProgressBar:
         if not ends:
             return ""
         end = max(ends)
-        return f"paused: Retry-After, {math.ceil(end - time.time()):.0f} s left (until {clock(end)})"
+        return f"paused: Retry-After, {math.ceil(end - self._now()):.0f} s left (until {clock(end)})"
+
+    def paused_s(self, now: float) -> float:
+        """Seconds since the bar started that a watched client spent waiting out a Retry-After (the union of their
+        shown waits, up to ``now``)."""
+        total, reach = 0.0, self._started
+        for start, end in sorted(span for c in self._clients for span in c.long_waits.spans()):
+            low, high = max(start, reach), min(end, now)
+            if high > low:
+                total += high - low
+            reach = max(reach, high)
+        return total
 
     def status(self) -> str:
         """``12.3 calls/s  eta 0:00:07  $0.0123  errors 0  429s 2  retries 2``, and the pause while one lasts (then
-        ``eta -``: the rate says nothing of when the pause ends)."""
-        elapsed = time.monotonic() - self._started
-        rate = self.done / elapsed if elapsed > 0 else 0.0
+        ``eta -``: the rate says nothing of when the pause ends). The rate leaves the Retry-After pauses out: after
+        one, the ETA is the remaining calls at the pace the calls go, not at the pace the pause held them to."""
+        now = self._now()
+        active = now - self._started - self.paused_s(now)
+        rate = self.done / active if active > 0 else 0.0
         paused = self.paused()
         limited = sum(c.rate_limited for c in self._clients) if self._clients else self.rate_limited
         resent = sum(c.resent for c in self._clients)
@@ -178,7 +243,7 @@ class ProgressBar:
         return f"{line}  {paused}" if paused else line
 
     def __enter__(self) -> ProgressBar:
-        self._started = time.monotonic()
+        self._started = self._now()
         if self._progress is not None:
             self._routed.enter_context(records_through(self.console))
             self._progress.start()
@@ -204,7 +269,7 @@ class ProgressBar:
     def record(self) -> str:
         """One line of progress: ``judging 120/200 (60%)  10 s  12.3 calls/s  eta 0:00:07  $0.0123  errors 0  429s 2
         retries 2``, and ``paused: Retry-After, 42 s left (until 22:31:05)`` while a judge waits out a Retry-After."""
-        elapsed = time.monotonic() - self._started
+        elapsed = self._now() - self._started
         share = f" ({self.done / self.total:.0%})" if self.total else ""
         return f"{self.label} {self.done}/{self.total}{share}  {elapsed:.0f} s  {self.status()}"
 
@@ -253,10 +318,12 @@ class Phases:
         if self._live and self.console.is_terminal:
             self._status = Spinner("dots", text="finishing")
             self._routed.enter_context(records_through(self.console))
-            # the console summary printed meanwhile goes above the spinner when stdout is the same terminal, and
-            # straight to stdout when it is piped (not into the spinner's stream)
             self._spinning = self._routed.enter_context(Live(self._status, console=self.console, transient=True,
-                                                            redirect_stdout=Console().is_terminal))
+                                                            redirect_stdout=False))
+            # the console summary printed meanwhile goes above the spinner when stdout is the same terminal, and
+            # straight to stdout when it is piped (not into the spinner's stream); closed first, before the spinner
+            if Console().is_terminal:
+                self._routed.enter_context(stdout_above(self.console))
         return self
 
     def __exit__(self, *exc: object) -> None:

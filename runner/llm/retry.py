@@ -12,7 +12,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
@@ -165,12 +165,15 @@ class LongWaits:
 
     Args:
         name: The judge's name, for the log line.
+        now: The wall clock (``time.time``; a test's simulated one).
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, now: Callable[[], float] = time.time) -> None:
         self.name = name
+        self._now = now
         self._until: float | None = None  # time.time() when the latest shown wait ends
         self._logged: float | None = None  # time.time() when the latest logged wait ends
+        self._spans: list[tuple[float, float]] = []  # each shown wait's (start, end), overlapping ones merged
         self._lock = threading.Lock()
 
     def note(self, wait_s: float) -> None:
@@ -179,9 +182,14 @@ class LongWaits:
         the same Retry-After share one line)."""
         if not wait_s >= SHOWN_WAIT_S:
             return
-        end = time.time() + wait_s
+        start = self._now()
+        end = start + wait_s
         with self._lock:
             self._until = end if self._until is None else max(self._until, end)
+            if self._spans and start <= self._spans[-1][1]:  # waits noted in time order: only the last can overlap
+                self._spans[-1] = (self._spans[-1][0], max(self._spans[-1][1], end))
+            else:
+                self._spans.append((start, end))
             if not wait_s > LONG_WAIT_S or (self._logged is not None and end <= self._logged + 1.0):
                 return
             self._logged = end
@@ -190,7 +198,13 @@ class LongWaits:
     def until(self) -> float | None:
         """``time.time()`` when the latest shown wait ends, None when no such wait is under way."""
         with self._lock:
-            return self._until if self._until is not None and self._until > time.time() else None
+            return self._until if self._until is not None and self._until > self._now() else None
+
+    def spans(self) -> list[tuple[float, float]]:
+        """Every shown wait so far as ``(start, end)`` in ``time.time()`` seconds, overlapping ones merged, oldest
+        first: the time the judge stood still, which the progress bar's rate leaves out."""
+        with self._lock:
+            return list(self._spans)
 
 
 def clock(when: float) -> str:

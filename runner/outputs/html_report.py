@@ -23,12 +23,12 @@ from runner.modes import catalog
 from runner.modes.base import Document, View, cell
 from runner.modes.drilldown import Drilldown
 from runner.modes.sections import EndedReport, Gate
-from runner.outputs import item_report, sweep, sweep_items
+from runner.outputs import item_report, report_links, sweep, sweep_items
 from runner.outputs.report_plots import bars_png, confusion_png, histogram_png, verdict_png, wilson
 
 log = logging.getLogger(__name__)
 
-REPORT_NAME = "report.html"
+REPORT_NAME = report_links.REPORT_NAME
 PLOTS_OFF = "No figure: plots are off (output.plots=false)."  # where a section's figure would be
 
 TEMPLATE = """<!doctype html>
@@ -45,23 +45,27 @@ img{max-width:100%;border:1px solid #eee}.note{color:#555;font-size:13px}
 {{ item_css }}{% if wide %}body{max-width:none}{% endif %}
 </style></head><body>
 <h1>{{ title }}</h1>
+{{ slot }}<p class="note framed" data-framed hidden></p>
 {% for s in sections %}<section><h2>{{ s.heading }}</h2>
 {% if s.image %}<img alt="{{ s.heading }}" src="data:image/png;base64,{{ s.image }}">{% elif s.plot_off %}
 <p class="note">{{ plots_off }}</p>{% endif %}
 {% if s.columns %}{% if s.collapsed %}<details><summary>{{ s.rows|length }} rows</summary>{% endif %}
 <div class="scroll"><table><thead><tr>{% for c in s.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead><tbody>
 {% for row in s.rows %}<tr>{% for cell in row %}<td{% if cell is string and cell|length > 40 and " " not in cell
-%} class="long"{% endif %}>{% if cell.href is defined %}<a href="{{ cell.href }}">{{ cell.text
-}}</a>{% else %}{{ cell }}{% endif %}</td>{% endfor %}</tr>
+%} class="long"{% endif %}>{% if cell.href is defined %}<a href="{{ cell.href }}"{% if cell.back
+%} data-back{% endif %}>{{ cell.text }}</a>{% else %}{{ cell }}{% endif %}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table></div>{% if s.collapsed %}</details>{% endif %}{% endif %}
 {% if s.html %}{% for part in s.html() %}{{ part }}{% endfor %}{% endif %}
 {% for note in s.notes %}<p class="note">{{ note }}</p>{% endfor %}
 </section>
-{% endfor %}</body></html>
+{% endfor %}<script>{{ links }}</script></body></html>
 """
 
-
 CSS = item_report.CSS + sweep_items.CSS  # the blocks drawn by their own modules (a run's items, a sweep's items)
+# what every page has besides its sections: the CSS, the note standing in for a figure not drawn, the slot of its
+# MLflow run's link (filled once the run exists: runner.outputs.report_links) and its links' script
+_PAGE = {"item_css": Markup(CSS), "plots_off": PLOTS_OFF, "slot": report_links.SLOT,
+         "links": Markup(report_links.SCRIPT)}
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,7 @@ class Link:
 
     text: str
     href: str
+    back: bool = False  # the way back to the sweep report: it keeps the view the sweep report was left in
 
 
 @dataclass(frozen=True)
@@ -95,9 +100,8 @@ class Section:
 def render(title: str, sections: Sequence[Section], wide: bool = False) -> str:
     """The HTML page: the sections in order, every text autoescaped; ``wide``: as wide as the window (a sweep's
     tables have a column per override and metric, or per job)."""
-    return Environment(autoescape=True).from_string(TEMPLATE).render(title=title, sections=sections,
-                                                                     item_css=Markup(CSS), wide=wide,
-                                                                     plots_off=PLOTS_OFF)
+    return Environment(autoescape=True).from_string(TEMPLATE).render(title=title, sections=sections, wide=wide,
+                                                                     **_PAGE)
 
 
 def write_page(path: Path, title: str, sections: Sequence[Section]) -> None:
@@ -108,8 +112,7 @@ def write_page(path: Path, title: str, sections: Sequence[Section]) -> None:
     three bytes per character besides, all at the run's peak memory (22 MB of the 1,000-judgment run's peak).
     Written to a temporary file renamed at the end, so a failure leaves no half page.
     """
-    pieces = Environment(autoescape=True).from_string(TEMPLATE).generate(title=title, sections=sections,
-                                                                         item_css=Markup(CSS), plots_off=PLOTS_OFF)
+    pieces = Environment(autoescape=True).from_string(TEMPLATE).generate(title=title, sections=sections, **_PAGE)
     unfinished = path.with_name(path.name + ".unfinished")
     try:
         with unfinished.open("w", encoding="utf-8") as out:

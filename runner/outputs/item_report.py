@@ -75,6 +75,8 @@ judgment.</p>{% endif %}
   function reveal() {  // report.html#item-<id> (the sweep report's cells link there): that item, opened
     var target = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
     if (target && target.classList.contains("item")) { target.hidden = false; target.open = true;
+      // below the sticky filter bar, however many lines it wraps to (the CSS's scroll-margin-top: var(--bar))
+      box.style.setProperty("--bar", (box.querySelector(".filters").offsetHeight + 8) + "px");
       target.scrollIntoView(); }
   }
   window.addEventListener("hashchange", reveal);
@@ -85,7 +87,8 @@ judgment.</p>{% endif %}
 
 CSS = """.filters{display:flex;flex-wrap:wrap;gap:.4em 1.2em;align-items:center;padding:.5em;background:#f6f8fa;
 border:1px solid #ddd;position:sticky;top:0;z-index:1}.filters .shown{margin-left:auto;color:#555}
-details.item{border:1px solid #ddd;border-top:none;padding:2px 8px}details.item:first-child{border-top:1px solid #ddd}
+details.item{border:1px solid #ddd;border-top:none;padding:2px 8px;
+scroll-margin-top:var(--bar,6em)}details.item:first-child{border-top:1px solid #ddd}
 details.item>summary{cursor:pointer;display:flex;flex-wrap:wrap;gap:.3em 1em;align-items:baseline}
 details.item[open]>summary{border-bottom:1px solid #eee;margin-bottom:.4em}.item .id{font-family:monospace;
 min-width:6em}.item h3{font-size:13px;margin:.6em 0 .2em}.field{margin:.3em 0}.field .name{font-weight:600;

@@ -46,22 +46,13 @@ from typing import Any
 
 from runner.core import gc_pause
 from runner.core.run_settings import TrackingConfig
+from runner.outputs.report_links import describe
+
+__all__ = ["Publisher", "describe", "main", "serve"]
 
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 3.0  # how long the child may take to mark its run FAILED once told to stop, before it is cut
-
-
-def describe(cfg: TrackingConfig) -> str:
-    """The store as a message names it: its URI without any user or password."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    uri = cfg.uri or "MLflow's default store"
-    parts = urlsplit(uri)
-    if parts.password is not None or parts.username is not None:
-        host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
-        uri = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
-    return f"{uri} (experiment {cfg.experiment!r})"
 
 
 class Publisher:

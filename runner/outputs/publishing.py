@@ -15,6 +15,7 @@ the store lacks, and nothing twice, whenever it is called and however often:
   run has are skipped; its request the item's own fields, read again from the dataset: :mod:`trace_inputs`),
   and the traces' ``<feedback>/mean`` metrics (``correct/mean``, ``pass/mean``, ``<criterion>/mean``, as
   ``mlflow.genai.evaluate`` logs them; a key metrics.json has keeps metrics.json's value);
+- report.html's link to the MLflow run (:mod:`runner.outputs.report_links`), before the page is logged;
 - the run's status last (FINISHED, or FAILED with the reason), and ``mlflow.json`` in the run directory, which
   says which store holds the run.
 
@@ -35,7 +36,7 @@ from typing import Any
 from filelock import FileLock
 
 from runner.core.run_settings import TrackingConfig
-from runner.outputs import tracking
+from runner.outputs import report_links, tracking
 from runner.outputs.trace_inputs import ItemInputs
 from runner.storage import store
 from runner.storage.journal import iter_journal
@@ -99,6 +100,7 @@ def publish(run_dir: Path, cfg: TrackingConfig, on_run: Callable[[str], None] | 
         run_id, created = _ensure_run(run_dir, cfg, view)
         if on_run is not None:
             on_run(run_id)
+        _link_report(run_dir / report_links.REPORT_NAME, cfg, run_id)
         written, means = 0, dict[str, float]()
         if view.get("traces"):
             written, means = _genai(cfg, run_id, run_dir, view)
@@ -109,6 +111,17 @@ def publish(run_dir: Path, cfg: TrackingConfig, on_run: Callable[[str], None] | 
         tracking.close_run(cfg, run_id, failed=bool(view.get("failed")), reason=view.get("reason") or "")
         _record(run_dir, cfg, run_id)
     return Published(run_id, created, written)
+
+
+def _link_report(report: Path, cfg: TrackingConfig, run_id: str) -> None:
+    """The report's link to its MLflow run (:mod:`runner.outputs.report_links`), put in before the page is logged; a
+    report that cannot be rewritten keeps its slot empty, with a warning (the run is published all the same)."""
+    if not report.is_file():
+        return
+    try:
+        report_links.fill(report, report_links.content(cfg, tracking.experiment_of(cfg, run_id), run_id))
+    except OSError as exc:
+        log.warning("%s: its link to MLflow run %s not written: %s", report, run_id, exc)
 
 
 def _uid(run_dir: Path, view: Mapping[str, Any]) -> str:

@@ -1,6 +1,12 @@
 """The sweep report's item view: one row per item, one column per job (configuration), each cell the job's verdict or
 score with a chip (correct / wrong against gold, pass / fail against the threshold, unscored, the job failed), each
 column headed by the job's headline metric and its interval, each cell a link to the item in that job's report.html.
+Each row shows the item's own text (its variables and candidates, each cut to :data:`TEXT_CHARS`, folded under its
+start), read again from the dataset the first job that judged it loaded (:mod:`runner.outputs.trace_inputs`); the
+search covers ids, texts and verdicts.
+
+The view's state (filter, tag, search, page, scroll position) is kept in the page's address (``#sweep-items&f=...``)
+and carried to the job's report a cell opens (``?back=...``), whose link back returns to it.
 
 Read from each job's run directory: results.jsonl (the items, their gold, tags and category) and summary.json (each
 item's outcome as the job's own report draws it, :meth:`runner.modes.base.RunMode.item_outcomes`). The page holds
@@ -14,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +29,9 @@ from markupsafe import Markup
 from runner.inputs.datasets import ItemRef
 from runner.modes.drilldown import ItemOutcome
 from runner.outputs import sweep
+from runner.outputs.sweep_items_script import CSS as CSS  # the page's style takes it from here
+from runner.outputs.sweep_items_script import SCRIPT
+from runner.outputs.trace_inputs import ItemInputs
 from runner.storage import store
 
 # Cell states, one character each in the blob: correct vs gold, wrong vs gold, pass, fail (threshold or check),
@@ -31,6 +40,8 @@ CORRECT, WRONG, PASS, FAIL, UNSCORED, PLAIN, ABSENT, JOB_FAILED = "cwpfun-x"
 # a column's headline: the first it has
 HEADLINES = ("agreement", "accuracy", "pass rate", "mean score", "ties-half rate")
 PAGE = 100  # rows drawn at once
+TEXT_CHARS = 1000  # characters of each of an item's texts the view keeps (the job's report.html has them whole)
+PREVIEW = 120  # characters of an item's first text shown before it is unfolded
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,7 @@ class ItemView:
     items: tuple[str, ...]
     groups: Mapping[str, tuple[str, ...]]
     columns: tuple[Column, ...]
+    texts: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # item -> its (field, text)s
 
 
 def _refs(path: Path) -> list[ItemRef]:
@@ -79,14 +91,21 @@ def _state(outcome: ItemOutcome, ref: ItemRef) -> str:
     return CORRECT if ref.gold is not None else PLAIN
 
 
-def _outcomes(job_dir: Path, refs: Sequence[ItemRef]) -> dict[str, ItemOutcome] | None:
+def _view(job_dir: Path) -> Mapping[str, Any] | None:
+    """The job's view.json (runner.outputs.publishing.write_view), None when it has none."""
+    path = job_dir / "view.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _outcomes(job_dir: Path, refs: Sequence[ItemRef], view: Mapping[str, Any] | None
+              ) -> dict[str, ItemOutcome] | None:
     """The job's outcome per item (its mode's), or None when it has no summary or no recorded mode."""
-    summary_path, view_path = job_dir / store.SUMMARY_NAME, job_dir / "view.json"
+    summary_path = job_dir / store.SUMMARY_NAME
     if not summary_path.is_file():
         return None
     params: Mapping[str, Any] = {}
-    if view_path.is_file():
-        params = json.loads(view_path.read_text(encoding="utf-8")).get("params", {})
+    if view is not None:
+        params = view.get("params", {})
     elif (manifest := store.read_manifest(job_dir)) is not None:
         params = manifest.config
     from runner.outputs import results_read  # it imports pandas (~65 MB): a run's own report never needs it
@@ -114,22 +133,37 @@ def collect(sweep_dir: Path, rows: Sequence[Mapping[str, Any]]) -> ItemView:
     """The item view of the sweep in ``sweep_dir`` whose table is ``rows`` (:func:`runner.outputs.sweep.collect`)."""
     labels = _labels(rows)
     items: dict[str, tuple[str, ...]] = {}
+    texts: dict[str, tuple[tuple[str, str], ...]] = {}
     columns = []
     for row in rows:
         job_dir = sweep_dir / str(row["job"])
         refs = _refs(job_dir / store.RESULTS_NAME)
         for ref in refs:
             items.setdefault(ref.id, (*ref.tags, *((ref.category,) if ref.category else ())))
-        outcomes = _outcomes(job_dir, refs)  # a job failed by a gate still has its verdicts: only no summary fails
+        view = _view(job_dir)
+        if view is not None and view.get("items"):
+            texts.update(_texts(job_dir, view["items"], [r.id for r in refs if r.id not in texts]))
+        outcomes = _outcomes(job_dir, refs, view)  # a job failed by a gate has its verdicts: only no summary fails
         cells = {ref.id: (o.final, o.key, _state(o, ref)) for ref in refs
                  if outcomes is not None and (o := outcomes.get(ref.id)) is not None}
         columns.append(Column(int(row["job"]), labels[row["job"]], _headline(row), cells, outcomes is None))
-    return ItemView(tuple(items), items, tuple(columns))
+    return ItemView(tuple(items), items, tuple(columns), texts)
+
+
+def _texts(job_dir: Path, source: Mapping[str, Any], wanted: Sequence[str]) -> dict[str, tuple[tuple[str, str], ...]]:
+    """The items' own texts as the job's dataset has them (``source``: its view.json's ``items``), for the ``wanted``
+    ids it has (a dataset no longer there: none, with trace_inputs' warning)."""
+    if not wanted:
+        return {}
+    with ItemInputs(job_dir, source, wanted, limit=TEXT_CHARS) as inputs:
+        fields = {item: tuple((k, v) for k, v in inputs.get(item).items() if k != "item_id") for item in wanted}
+    return {item: shown for item, shown in fields.items() if shown}
 
 
 def blob(view: ItemView, links: Mapping[int, str]) -> str:
     """The view as compact JSON: a string table ``s``; per job its label, headline, report address and, per item,
-    a text and a verdict index into ``s`` and one state character."""
+    a text and a verdict index into ``s`` and one state character; per item its texts ``x`` (field name's index
+    into ``s``, text)."""
     strings: dict[str, int] = {}
 
     def code(text: str) -> int:
@@ -148,86 +182,16 @@ def blob(view: ItemView, links: Mapping[int, str]) -> str:
                      "t": text, "v": verdict, "st": "".join(state)})
     groups = sorted({g for gs in view.groups.values() for g in gs})
     gcode = {g: n for n, g in enumerate(groups)}
+    texts = [[[code(name), text] for name, text in view.texts.get(i, ())] for i in view.items]
     data = {"items": list(view.items), "groups": groups,
-            "ig": [[gcode[g] for g in view.groups[i]] for i in view.items], "jobs": jobs, "s": list(strings),
-            "page": PAGE}
+            "ig": [[gcode[g] for g in view.groups[i]] for i in view.items], "jobs": jobs, "x": texts,
+            "s": list(strings), "page": PAGE, "preview": PREVIEW}
     # inside <script type="application/json">: a "</script" or "<!--" in an id must not end or change the element
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
 FILTERS = {"all": "all", "wrong": "wrong somewhere", "disagree": "configs disagree",
            "unscored": "unscored or failed"}
-
-SCRIPT = """(function () {
-  var box = document.getElementById("sweep-items");
-  var d = JSON.parse(box.querySelector("script[type='application/json']").textContent);
-  var body = box.querySelector("tbody"), shown = box.querySelector("[data-shown]"), pager = box.querySelector(".pager");
-  var chip = {c: "correct", w: "wrong", p: "pass", f: "fail", u: "unscored", x: "job failed", "-": "absent", n: ""};
-  var text = null, page = 0, rows = [];
-  function test(i, filter) {
-    var states = d.jobs.map(function (j) { return j.st[i]; });
-    if (filter === "wrong") { return states.some(function (s) { return s === "w" || s === "f"; }); }
-    if (filter === "unscored") { return states.some(function (s) { return s === "u" || s === "x"; }); }
-    if (filter === "disagree") {
-      var seen = {};
-      d.jobs.forEach(function (j) { if ("cwpfn".indexOf(j.st[i]) >= 0) { seen[j.v[i]] = 1; } });
-      return Object.keys(seen).length > 1;
-    }
-    return true;
-  }
-  function apply() {
-    var filter = box.querySelector("input[name=sweep-filter]:checked").value;
-    var group = box.querySelector("select[data-group]"), g = group ? group.value : "";
-    var q = box.querySelector("input[data-search]").value.trim().toLowerCase();
-    if (q && text === null) {
-      text = d.items.map(function (id, i) { return (id + " " + d.jobs.map(function (j) { return d.s[j.t[i]]; })
-        .join(" ")).toLowerCase(); });
-    }
-    rows = [];
-    d.items.forEach(function (id, i) {
-      if (test(i, filter) && (!g || d.ig[i].indexOf(+g) >= 0) && (!q || text[i].indexOf(q) >= 0)) { rows.push(i); }
-    });
-    page = 0; draw();
-  }
-  function draw() {
-    var pages = Math.max(1, Math.ceil(rows.length / d.page));
-    page = Math.min(page, pages - 1);
-    body.textContent = "";
-    rows.slice(page * d.page, (page + 1) * d.page).forEach(function (i) {
-      var tr = document.createElement("tr"); tr.setAttribute("data-id", d.items[i]);
-      var th = document.createElement("td"); th.className = "id"; th.textContent = d.items[i]; tr.appendChild(th);
-      d.jobs.forEach(function (j) {
-        var td = document.createElement("td"), s = j.st[i], node = td;
-        td.className = "st-" + (s === "-" ? "a" : s);
-        if (j.href && s !== "x" && s !== "-") {
-          node = document.createElement("a"); node.href = j.href + "#item-" + encodeURIComponent(d.items[i]);
-          td.appendChild(node);
-        }
-        node.appendChild(document.createTextNode(d.s[j.t[i]]));
-        if (chip[s]) { var c = document.createElement("span"); c.className = "chip"; c.textContent = chip[s];
-          td.appendChild(c); }
-        tr.appendChild(td);
-      });
-      body.appendChild(tr);
-    });
-    shown.textContent = rows.length + " of " + d.items.length + " items";
-    pager.querySelector("[data-page]").textContent = "page " + (page + 1) + " of " + pages;
-  }
-  box.querySelector(".filters").addEventListener("input", apply);
-  box.querySelector(".filters").addEventListener("change", apply);
-  pager.querySelector("[data-prev]").addEventListener("click", function () { page = Math.max(0, page - 1); draw(); });
-  pager.querySelector("[data-next]").addEventListener("click", function () { page += 1; draw(); });
-  box.querySelector(".noscript").hidden = true;
-  apply();
-})();"""
-
-CSS = """#sweep-items table{width:100%;table-layout:fixed}#sweep-items td{overflow-wrap:anywhere}
-#sweep-items .id{font-family:monospace;width:9em}#sweep-items .chip{display:inline-block;margin-left:.4em;
-font-size:11px;padding:0 5px;border-radius:8px;background:#eee}#sweep-items .st-c .chip,#sweep-items .st-p .chip{
-background:#c8e6c9}#sweep-items .st-w .chip,#sweep-items .st-f .chip{background:#ffcdd2}#sweep-items .st-u .chip{
-background:#e0e0e0}#sweep-items .st-x .chip{background:#f8bbd0}#sweep-items th .head{font-weight:400;font-size:12px}
-#sweep-items .pager{margin:.4em 0}"""
-
 
 def pieces(view: ItemView, links: Mapping[int, str]) -> Iterator[Markup]:
     """The section's HTML: filters, search, the table's header (one column per job), the blob and the script."""
@@ -243,8 +207,8 @@ def pieces(view: ItemView, links: Mapping[int, str]) -> Iterator[Markup]:
         for n, g in enumerate(groups):
             yield Markup('<option value="{}">{}</option>').format(n, g)
         yield Markup("</select></label>")
-    yield Markup('<label>search <input type="search" data-search placeholder="item id or verdict"></label>'
-                 '<span class="shown" data-shown></span></div><div class="scroll"><table><thead><tr><th class="id">'
+    yield Markup('<label>search <input type="search" data-search placeholder="id, item text or verdict"></label>'
+                 '<span class="shown" data-shown></span></div><div class="scroll"><table><thead><tr><th class="item">'
                  'item</th>')
     for col in view.columns:
         yield Markup('<th>{}<div class="head">{}</div></th>').format(col.label, col.headline or "-")

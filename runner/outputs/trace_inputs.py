@@ -42,12 +42,12 @@ def cut(text: str, limit: int = FIELD_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
 
 
-def inputs_of(item: Item) -> dict[str, str]:
+def inputs_of(item: Item, limit: int = FIELD_CHARS) -> dict[str, str]:
     """The item's own fields: ``item_id``, each non-empty template variable, each candidate under its system's
-    name (as a dataset row reads: ``instruction``, ``output_1``, ``output_2``), every text cut."""
+    name (as a dataset row reads: ``instruction``, ``output_1``, ``output_2``), every text cut to ``limit``."""
     out = {"item_id": item.id}
-    out.update((name, cut(text)) for name, text in item.variables.items() if text)
-    out.update((c.system, cut(c.text)) for c in item.candidates)
+    out.update((name, cut(text, limit)) for name, text in item.variables.items() if text)
+    out.update((c.system, cut(c.text, limit)) for c in item.candidates)
     return out
 
 
@@ -64,9 +64,12 @@ class ItemInputs:
         run_dir: The run directory (its generations journal).
         source: view.json's ``items``, or None (a run directory written before it existed).
         wanted: The ids of the run's items: the dataset is read until each is found.
+        limit: Characters kept of each text (the sweep report's item view keeps more than a trace's request).
     """
 
-    def __init__(self, run_dir: Path, source: Mapping[str, Any] | None, wanted: Collection[str]) -> None:
+    def __init__(self, run_dir: Path, source: Mapping[str, Any] | None, wanted: Collection[str],
+                 limit: int = FIELD_CHARS) -> None:
+        self._limit = limit
         self._dir = tempfile.TemporaryDirectory(prefix="judgesweep-inputs-")
         self._db = sqlite3.connect(Path(self._dir.name) / "inputs.sqlite", isolation_level=None)
         self._db.execute("PRAGMA journal_mode=OFF")
@@ -98,7 +101,7 @@ class ItemInputs:
             if item.id in left:  # the first row of an id, as the run kept it
                 left.discard(item.id)
                 self._db.execute("INSERT INTO inputs VALUES (?, ?)",
-                                 (item.id, json.dumps(inputs_of(item), ensure_ascii=False)))
+                                 (item.id, json.dumps(inputs_of(item, self._limit), ensure_ascii=False)))
                 if not left:
                     return
 
@@ -107,7 +110,7 @@ class ItemInputs:
         for row in iter_journal(journal):  # a line torn by a kill is skipped
             if row.get("status") == "ok":
                 self._db.execute("INSERT OR REPLACE INTO generated VALUES (?, ?)",
-                                 (row["item_id"], cut(row.get("raw_response") or "")))
+                                 (row["item_id"], cut(row.get("raw_response") or "", self._limit)))
 
     def get(self, item_id: str) -> dict[str, str]:
         """The item's request: its own fields, or its id alone when the dataset did not have it."""

@@ -222,7 +222,7 @@ def report_header(ctx: RunContext) -> html_report.RunHeader:
                   ("MLflow run id", html_report.Link(f"{publishing.PUBLISHED_NAME} (written once published)",
                                                      publishing.PUBLISHED_NAME))]
     if (ctx.run_dir.parent / "multirun.yaml").is_file():  # a sweep's job: its report is the sweep's, one level up
-        facts.append(("sweep", html_report.Link("the sweep's report.html", f"../{html_report.REPORT_NAME}")))
+        facts.append(("sweep", html_report.Link("the sweep's report.html", f"../{html_report.REPORT_NAME}", back=True)))
     return html_report.RunHeader(tuple(facts), ("judge", "prompt", "rubric", "dataset", "date"))
 
 

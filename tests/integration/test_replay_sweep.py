@@ -111,12 +111,42 @@ def test_sweep_report_shows_every_item_with_each_jobs_verdict_and_each_run_links
 
         report = (job_dir / "report.html").read_text(encoding="utf-8")
         assert f'id="item-{dataset[0]}"' in report  # the anchor a cell links to
-        assert '<a href="../report.html">' in report and '<a href="mlflow.json">' in report
+        assert '<a href="../report.html" data-back>' in report and '<a href="mlflow.json">' in report
         uid = re.search(r"tagged judgesweep.run_uid = ([0-9a-f]{32})", report).group(1)
         (run_id,) = json.loads((job_dir / "mlflow.json").read_text()).values()
-        assert client.get_run(run_id).data.tags["judgesweep.run_uid"] == uid
+        run = client.get_run(run_id)
+        assert run.data.tags["judgesweep.run_uid"] == uid
+        # issue 44.8: the page names its MLflow run by id under its title, and how to open it (a sqlite store)
+        page = f"http://127.0.0.1:5000/#/experiments/{run.info.experiment_id}/runs/{run_id}"
+        assert re.search(f"<!--mlflow-run-->MLflow run {run_id} in experiment .*?`mlflow ui --backend-store-uri "
+                         f"{re.escape(result.mlflow_uri)}` serves it, then the run is at {re.escape(page)}"
+                         "<!--/mlflow-run-->", report), report[:3000]
         # what it is, with its gates' verdict first: judge, prompt, rubric, dataset, date
         for fact in ("<td>judge</td>", "<td>prompt</td>", "<td>rubric</td>", "<td>dataset</td>", "<td>date</td>"):
             assert fact in report
         assert report.index("This run") < report.index("Headline")
         assert "<summary>prompt sent</summary><pre>system: " in report  # each call's prompt, from messages.sqlite
+
+
+def test_the_sweep_report_links_its_mlflow_run_and_shows_each_items_text(tmp_path_factory):
+    """Issue 44.8: the sweep's report names the sweep's MLflow run (the one its table was logged to) under its title,
+    and its item view holds each item's instruction and both outputs, as the dataset has them (cut at
+    TEXT_CHARS), for the row to show and the search to find."""
+    from runner.outputs.sweep_items import TEXT_CHARS
+    from runner.outputs.trace_inputs import cut
+
+    result = replay_sweep(tmp_path_factory)
+    report = (result.run_dir / "report.html").read_text(encoding="utf-8")
+    client = MlflowClient(tracking_uri=result.mlflow_uri)
+    (sweep_run,) = client.search_runs([e.experiment_id for e in client.search_experiments()],
+                                      filter_string="tags.`judgesweep.kind` = 'sweep'")
+    assert re.search(f"<!--mlflow-run-->MLflow run {sweep_run.info.run_id} in experiment .*?/#/experiments/"
+                     f"{sweep_run.info.experiment_id}/runs/{sweep_run.info.run_id}<!--/mlflow-run-->", report)
+    assert "report.html" in [a.path for a in client.list_artifacts(sweep_run.info.run_id)]
+    data = sweep_items_blob(report)
+    rows = {r["id"]: r for r in map(json.loads, NATURAL.read_text().splitlines())}
+    for item, texts in zip(data["items"], data["x"], strict=True):
+        shown = {data["s"][name]: text for name, text in texts}
+        row = rows[item]
+        assert shown == {"instruction": cut(row["input"], TEXT_CHARS), "output_1": cut(row["output_1"], TEXT_CHARS),
+                         "output_2": cut(row["output_2"], TEXT_CHARS)}, item

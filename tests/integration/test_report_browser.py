@@ -300,3 +300,150 @@ def test_the_sweep_item_views_tag_filter_and_a_cells_anchor_open_the_item_in_chr
     dom = chromium("--dump-dom", f"--window-size={WIDTH},900", report.as_uri() + "#item-x2", tmp=tmp_path)
     opened = re.findall(r'<details class="item" id="(item-x\d)"[^>]*?( open="")?>', dom)
     assert opened == [("item-x1", ""), ("item-x2", ' open=""')], opened
+
+
+# ---------------------------------------------------------------- issue 44.8: links in MLflow's viewer, the way back
+
+def mlflow_sandbox() -> str:
+    """The sandbox MLflow's artifact view gives an HTML file's iframe, read from the installed mlflow's UI bundle
+    (3.x: ``sandbox:"allow-scripts"`` beside ``className:"mlflow-html-iframe"``)."""
+    import mlflow
+
+    for js in (Path(mlflow.__file__).parent / "server" / "js" / "build" / "static" / "js").glob("*.js"):
+        found = re.search(r'mlflow-html-iframe"[^}]{0,200}?sandbox:"([^"]*)"', js.read_text(encoding="utf-8",
+                                                                                          errors="replace"))
+        if found:
+            return found.group(1)
+    pytest.fail("MLflow's HTML artifact view (its iframe's sandbox) not found in the installed UI bundle")
+
+
+# Run in the report inside the sandboxed frame as its last script (the page's own have run): click the first link of
+# `SELECTOR`, then tell the host page whether the click was kept from navigating and what the page says. Not on a
+# timer nor at the frame's load: its message must reach the host before the host's own load, when chromium dumps it.
+FRAMED_PROBE = """<script>(function () {
+  var a = document.querySelector(SELECTOR), prevented = null;
+  document.addEventListener("click", function (e) { prevented = e.defaultPrevented; });
+  a.click();
+  var say = document.querySelector("[data-framed]");
+  parent.postMessage({href: a.getAttribute("href"), prevented: prevented, at: location.protocol,
+                      note: say && !say.hidden ? say.textContent : ""}, "*");
+})();</script>"""
+
+HOST = """<!doctype html><html><body><script>
+var loads = 0, html = HTML, frame = document.createElement("iframe");
+frame.setAttribute("sandbox", SANDBOX);
+frame.addEventListener("load", function () { loads += 1; });
+window.addEventListener("message", function (e) {
+  document.body.setAttribute("data-probe", JSON.stringify(Object.assign({loads: loads}, e.data))); });
+frame.src = URL.createObjectURL(new Blob([html], {type: "text/html"}));
+document.body.appendChild(frame);
+</script></body></html>"""
+
+
+def framed(html: str, selector: str, tmp: Path) -> dict:
+    """Open ``html`` as MLflow's artifact view does (a blob: URL in an iframe with MLflow's sandbox), click the first
+    ``selector`` link in it, and return what FRAMED_PROBE saw."""
+    page = html.replace("</body>", FRAMED_PROBE.replace("SELECTOR", json.dumps(selector)) + "</body>")
+    host = tmp / "mlflow-artifact-view.html"
+    host.write_text(HOST.replace("SANDBOX", json.dumps(mlflow_sandbox())).replace(
+        "HTML", json.dumps(page).replace("</", "<\\/")), encoding="utf-8")
+    found = re.search(r'data-probe="([^"]*)"', chromium("--dump-dom", host.as_uri(), tmp=tmp))
+    assert found, "the framed report never answered"
+    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+
+
+def sweep_with_texts() -> str:
+    """A sweep report of two jobs over three items with their texts, each cell linking to its job's report."""
+    from runner.outputs import sweep_items, sweep_page
+
+    cells = {"a": ("ours", "ours", "c"), "b": ("tie", "tie", "w"), "c": ("ours", "ours", "c")}
+    view = sweep_items.ItemView(("a", "b", "c"), {"a": (), "b": (), "c": ()}, (
+        sweep_items.Column(0, "judge=x", "agreement 1", cells),
+        sweep_items.Column(1, "judge=y", "agreement 1", {**cells, "b": ("ours", "ours", "c")})),
+        {"a": (("instruction", "Name a prime number."), ("output_1", "7")),
+         "b": (("instruction", "Translate 'zebra crossing' into French."), ("output_1", "passage piéton")),
+         "c": (("instruction", "x" * 300),)})
+    return sweep_page.sweep_report([{"job": 0, "status": "ok"}, {"job": 1, "status": "ok"}], None, "s",
+                                   links={0: "0/report.html", 1: "1/report.html"}, items=view)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (Debian: apt-get install -y chromium)")
+def test_links_inside_mlflows_sandboxed_artifact_view_say_where_they_lead_instead_of_leaving(tmp_path):
+    """Issue 44.8: in MLflow's artifact viewer a clicked cell went to about:blank#blocked. Now a click on a link to
+    another file is kept from navigating the frame, and the page says where it leads and how to follow it."""
+    cell = framed(sweep_with_texts(), "#sweep-items tbody a", tmp_path)
+    assert cell["at"] == "blob:" and cell["prevented"] is True and cell["loads"] == 1, cell
+    assert cell["href"].startswith("0/report.html?back=") and cell["href"].endswith("#item-a")
+    assert cell["note"].startswith("Not opened inside MLflow's artifact viewer: 0/report.html?back="), cell
+
+    from runner.outputs import html_report
+
+    run = html_report.render("run", [html_report.Section("This run", columns=("what", "value"), rows=(
+        ("sweep", html_report.Link("the sweep's report.html", "../report.html", back=True)),))])
+    back = framed(run, "a[data-back]", tmp_path)
+    assert back["prevented"] is True and "../report.html" in back["note"], back
+
+
+STATE_PROBE = """<script>window.addEventListener("load", function () {
+  var box = document.getElementById("sweep-items"), out = {};
+  out.filter = box.querySelector("input[name=sweep-filter]:checked").value;
+  out.search = box.querySelector("input[data-search]").value;
+  out.rows = Array.prototype.map.call(box.querySelectorAll("tbody tr"), function (r) {
+    return r.getAttribute("data-id"); });
+  out.texts = Array.prototype.map.call(box.querySelectorAll("tbody td.item summary"), function (s) {
+    return s.textContent; });
+  var q = box.querySelector("input[data-search]"); q.value = "piéton";
+  q.dispatchEvent(new Event("input", {bubbles: true}));
+  out.found = Array.prototype.map.call(box.querySelectorAll("tbody tr"), function (r) {
+    return r.getAttribute("data-id"); });
+  out.hash = location.hash;
+  out.scrolled = window.scrollY;
+  document.body.setAttribute("data-probe", JSON.stringify(out));
+});</script>"""
+
+ANCHOR_PROBE = """<script>window.addEventListener("load", function () {
+  var bar = document.querySelector("#items .filters"), item = document.getElementById("item-x50");
+  document.body.setAttribute("data-probe", JSON.stringify({
+    back: document.querySelector("a[data-back]").getAttribute("href"), open: item.open,
+    item_top: item.getBoundingClientRect().top, bar_bottom: bar.getBoundingClientRect().bottom,
+    scrolled: window.scrollY}));
+});</script>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (Debian: apt-get install -y chromium)")
+def test_the_way_back_keeps_the_sweep_view_and_an_opened_item_clears_the_filter_bar(tmp_path):
+    """Issue 44.8: the sweep view opened at the state a job's link back carries shows that filter and search; its
+    rows show each item's text and the search finds an item by it; a job's report opened from a cell links back to
+    that state and shows the item below the sticky filter bar, not under it."""
+    sweep = tmp_path / "report.html"
+    sweep.write_text(sweep_with_texts().replace("</body>", STATE_PROBE + "</body>"), encoding="utf-8")
+    state = "sweep-items&f=disagree&g=&q=" + "translate" + "&p=0&y=120"
+    dom = chromium("--dump-dom", f"--window-size={WIDTH},300", sweep.as_uri() + "#" + state, tmp=tmp_path)
+    out = json.loads(re.search(r'data-probe="([^"]*)"', dom).group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert out["filter"] == "disagree" and out["search"] == "translate" and out["rows"] == ["b"], out
+    assert out["scrolled"] == 120, out  # where the page was left
+    assert out["texts"] == ["Translate 'zebra crossing' into French. ..."], out  # folded: two texts
+    assert out["found"] == ["b"] and out["hash"].startswith("#sweep-items&f=disagree&g=&q=pi%C3%A9ton"), out
+
+    from runner.core.types import Candidate, Item, JudgeRequest, JudgeResponse, Judgment, Order, Status, Verdict
+    from runner.inputs.datasets import ItemRef
+    from runner.modes import drilldown
+    from runner.outputs import html_report
+
+    refs = [ItemRef(f"x{n}", None, "", ("a-rather-long-tag-name",)) for n in range(80)]
+    judgments = [Judgment(JudgeRequest(r.id, 0, Order.AB, "judge", "h"), JudgeResponse("A"), Verdict("A"), "x",
+                          Status.SCORED) for r in refs]
+    items = [Item(r.id, {"q": "?"}, (Candidate("x", "1"), Candidate("y", "2"))) for r in refs]
+    sections = html_report.run_sections({}, {}, "pairwise", drilldown.build(refs, {}, judgments, lambda: judgments,
+                                                                            lambda: items), html_report.RunHeader((
+        ("sweep", html_report.Link("the sweep's report.html", "../report.html", back=True)),)))
+    job = tmp_path / "0" / "report.html"
+    job.parent.mkdir()
+    job.write_text(html_report.render("job", sections).replace("</body>", ANCHOR_PROBE + "</body>"), encoding="utf-8")
+    back = "sweep-items%26f%3Ddisagree%26g%3D%26q%3Dtranslate%26p%3D0%26y%3D120"
+    dom = chromium("--dump-dom", f"--window-size={WIDTH},600", job.as_uri() + "?back=" + back + "#item-x50",
+                   tmp=tmp_path)
+    got = json.loads(re.search(r'data-probe="([^"]*)"', dom).group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert got["back"] == "../report.html#sweep-items&f=disagree&g=&q=translate&p=0&y=120", got
+    assert got["open"] and got["scrolled"] > 0, got
+    assert got["item_top"] >= got["bar_bottom"] - 1, got  # below the sticky bar, not under it

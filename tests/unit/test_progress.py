@@ -134,3 +134,52 @@ def test_the_steps_after_judging_are_logged_when_piped_and_named_by_a_spinner_on
     with Phases(ProgressOptions(), console=Console(file=screen, force_terminal=True, width=100)) as steps:
         steps.now("writing report.html")
     assert "writing report.html" in screen.getvalue()
+
+
+class Clock:
+    """A simulated wall clock: the test moves it, nothing sleeps."""
+
+    def __init__(self) -> None:
+        self.t = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_the_eta_after_a_retry_after_pause_uses_the_pace_of_the_calls_not_the_pause():
+    now = Clock()
+    client = Client(long_waits=LongWaits("gpt-4o-mini", now=now))
+    bar = ProgressBar(100, ProgressOptions(interval_s=0), console=Console(file=io.StringIO()), now=now)
+    bar.watch(client)
+    for _ in range(10):  # 10 calls in the first second
+        bar.append_row({"cost_usd": 0.0, "status": "ok"}, "gen")
+    now.t += 1.0
+    assert "10.0 calls/s  eta 0:00:09  " in bar.record()
+    client.long_waits.note(30.0)  # a 429 with Retry-After: 30 s
+    client.long_waits.note(20.0)  # a second call's shorter wait, within the first: one pause
+    now.t += 15.0
+    assert "  eta -  " in bar.record() and "paused: Retry-After, 15 s left" in bar.record()
+    now.t += 16.0  # the pause ended a second ago; 10 more calls since
+    for _ in range(10):
+        bar.append_row({"cost_usd": 0.0, "status": "ok"}, "gen")
+    assert bar.paused_s(now.t) == 30.0
+    assert "10.0 calls/s  eta 0:00:08  " in bar.record(), bar.record()  # not 0:02:08 (20 calls in 32 s)
+    assert bar.record().startswith("judging 20/100 (20%)  32 s  ")  # the time shown is the wall time
+
+
+def test_what_is_printed_to_stdout_under_the_spinner_starts_on_a_clean_line(monkeypatch):
+    from runner.outputs import console as run_console
+
+    terminal = Terminal()  # stdout and stderr, one terminal, as in a shell
+    monkeypatch.setattr("sys.stdout", terminal)
+    with Phases(ProgressOptions(), console=Console(file=terminal, force_terminal=True, width=100)) as steps:
+        steps.now("writing report.html")
+        run_console.print_title("max_items=5")  # the run's summary, as runner.outputs.run_files prints it
+        run_console.print_line("report: outputs/report.html")
+        steps.now("publishing to MLflow")
+    out = terminal.getvalue()
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out)
+    assert "max_items=5" in shown and "report: outputs/report.html" in shown
+    assert not re.search(r"(writing report\.html|publishing to MLflow)[^\r\n\x1b]", out), repr(out)  # nothing glued
+    assert re.search(r"(^|[\r\n])(\x1b\[[0-9;?]*[A-Za-z])*max_items=5", out), repr(out)  # at a line's start
+    assert out.endswith("\x1b[2K") and "\x1b[1A" in out.rsplit("\n", 1)[-1]  # the last frame erased at the end

@@ -40,6 +40,7 @@ from runner.outputs.tracking.runs import (
     BASELINE_LATEST,
     close_run,
     ensure_run,
+    experiment_of,
     fail_run,
     find_baseline,
     find_run,
@@ -55,8 +56,9 @@ from runner.outputs.tracking.traces import TraceWriter, human_feedback, log_trac
 __all__ = [
     "ARTIFACTS", "BASELINE_LATEST", "BATCH", "COMPARISON_KIND", "CONFIG_TAG", "KIND_TAG", "MAX_PARAM_CHARS",
     "RunRecord", "SECRET_KEY", "SWEEP_KIND", "SWEEP_TAG", "TraceRecord", "TraceWriter", "TrackedRun", "_client",
-    "_experiment_id", "close_run", "download_artifact", "ensure_run", "fail_run", "find_baseline", "find_run",
-    "find_sweep_runs", "finish_run", "get_run_metrics", "get_runs", "human_feedback", "log_comparison", "log_dataset",
-    "log_new_artifacts", "log_new_metrics", "log_sweep", "log_traces", "records_to", "register_prompt", "safe_params",
+    "_experiment_id", "close_run", "download_artifact", "ensure_run", "experiment_of", "fail_run", "find_baseline",
+    "find_run", "find_sweep_runs", "finish_run", "get_run_metrics", "get_runs", "human_feedback", "log_comparison",
+    "log_dataset", "log_new_artifacts", "log_new_metrics", "log_sweep", "log_traces", "records_to", "register_prompt",
+    "safe_params",
     "start_run",
 ]

@@ -107,6 +107,11 @@ def ensure_run(cfg: TrackingConfig, uid: str, run_name: str, tags: Mapping[str, 
     return run_id, created
 
 
+def experiment_of(cfg: TrackingConfig, run_id: str) -> str:
+    """The id of the experiment that holds the run ``run_id``."""
+    return str(connection.client(cfg).get_run(run_id).info.experiment_id)
+
+
 def find_run(cfg: TrackingConfig, uid: str) -> str | None:
     """The id of the MLflow run tagged ``judgesweep.run_uid`` = ``uid`` in ``cfg.experiment``; None if there is none."""
     client = connection.client(cfg)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.run_settings import TrackingConfig
+from runner.outputs import report_links
 from runner.outputs.tracking import connection, runs, sweeps
 from runner.outputs.tracking.records import (
     COMPARISON_KIND,
@@ -46,6 +47,9 @@ def log_sweep(cfg: TrackingConfig, sweep_dir: Path, files: list[Path], metrics: 
     runs.log_new_metrics(cfg, run_id, metrics)  # a sweep resumed or synced again: no second point of a metric
     for key, value in (tags or {}).items():
         client.set_tag(run_id, key, value)
+    for path in files:  # its report links to this run (runner.outputs.report_links) before it is logged
+        if path.name == report_links.REPORT_NAME:
+            report_links.fill(path, report_links.content(cfg, experiment, run_id))
     have = {f.path: f.file_size for f in client.list_artifacts(run_id)}
     for path in files:
         if have.get(path.name) != path.stat().st_size:
