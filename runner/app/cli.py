@@ -145,13 +145,18 @@ def _fail(job: str, reason: str) -> None:
 
 class RunDirectory(Callback):
     """Hydra callback (conf/hydra/default.yaml, first): the run or sweep directory is created and written to before
-    Hydra's own mkdir and log file, so a read-only place is one line naming it, not a traceback."""
+    Hydra's own mkdir and log file, so a read-only place is one line naming it, not a traceback; a joblib sweep's
+    workers are guarded against this process's death (runner.run.loky_workers)."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
         _writable(config, str(config.hydra.run.dir), "hydra.run.dir")
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:  # noqa: D102
         _writable(config, str(config.hydra.sweep.dir), "hydra.sweep.dir")
+        if "joblib" in str(OmegaConf.select(config, "hydra.launcher._target_", default="")):
+            from runner.run import loky_workers  # imports joblib: for a joblib sweep only
+
+            loky_workers.register()  # its workers end once this process is gone, also those that ran no job
         if OmegaConf.select(config, "budget.max_usd", default=None) is not None:  # the jobs share one limit
             budget_ledger.start(Path(config.hydra.sweep.dir))
 

@@ -74,8 +74,9 @@ class JudgeConfig:
     # first backoff; doubles per attempt, with full jitter, capped at retry_max_s
     retry_base_s: float = field(default=1.0, metadata=OPERATIONAL)
     retry_max_s: float = field(default=60.0, metadata=OPERATIONAL)  # the longest backoff between two attempts
-    # a 429 is sent again (paced by the judge's limiter, never counted against max_retries) as long as some call
-    # to this judge succeeded within this many seconds; past that the provider is not letting anything through
+    # a 429 is sent again (paced by the judge's limiter, never counted against max_retries) as long as the judge's
+    # 429s since its last success began less than this many seconds ago; past that the provider is not letting
+    # anything through. A 429 whose Retry-After is longer fails its call at once (a resume sends it again)
     retry_rate_limited_s: float = field(default=300.0, metadata=OPERATIONAL)
     # a 200 without a usable answer (no choices) is paid for: kept unscored with reason empty_choices, or, when true,
     # sent again within max_retries (each answer paid for is counted in calls/paid)

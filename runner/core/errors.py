@@ -41,10 +41,12 @@ class WriteFailed(RuntimeError):
 
     Attributes:
         path: The file that could not be written.
+        kept: The answer being journaled when it was raised is in the journal all the same (another file failed).
     """
 
-    def __init__(self, path: object, cause: BaseException) -> None:
+    def __init__(self, path: object, cause: BaseException, kept: bool = False) -> None:
         self.path = path
+        self.kept = kept
         reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause)
         super().__init__(f"cannot write {path}: {reason}")
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 from runner.core.errors import WriteFailed
 from runner.core.types import JudgeRequest, JudgeResponse, Message
 from runner.judging.shutdown import SHUTDOWN, Interrupted
+from runner.judging.unwritten import UnwrittenAnswers
 from runner.llm import recorded
 from runner.llm.call_slot import CURRENT_SLOT, CallSlot
 
@@ -180,6 +181,7 @@ class PaidCalls:
         self._slots = asyncio.BoundedSemaphore(concurrency)
         self.budget = ErrorBudget(max_error_rate, what)
         self.write_failed: WriteFailed | None = None  # the first answer the run directory could not take
+        self.unwritten = UnwrittenAnswers()  # the paid answers that arrived after it
 
     async def call(self, request: JudgeRequest, messages: tuple[Message, ...],
                    journal: Callable[[JudgeResponse], T]) -> T:
@@ -191,7 +193,7 @@ class PaidCalls:
         """
         response = await self._answer(request, messages)
         try:
-            journaled = journal(response)
+            journaled = await self._journaled(journal, response)
             finished = getattr(self.sources, "journaled", None)  # see _answer's "sending"
             if response.source == "call" and finished is not None:
                 finished(request)
@@ -200,6 +202,17 @@ class PaidCalls:
             raise
         self.budget.count(response)
         return journaled
+
+    async def _journaled(self, journal: Callable[[JudgeResponse], T], response: JudgeResponse) -> T:
+        """``journal(response)``; a paid answer it could not write is held and written again (runner.judging.unwritten)
+        while nothing more is sent."""
+        try:
+            return journal(response)
+        except WriteFailed as exc:
+            self.write_failed = self.write_failed or exc  # nothing is sent from now on, retries included
+            if exc.kept or response.source != "call" or not response.paid:
+                raise
+            return await self.unwritten.keep(lambda: journal(response), exc)
 
     async def _answer(self, request: JudgeRequest, messages: tuple[Message, ...]) -> JudgeResponse:
         known = self.sources.get(request, messages) if self.sources is not None else None

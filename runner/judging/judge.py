@@ -238,6 +238,7 @@ class Executor:
                     unstored = exc
             at = self.sink.append(judgment)
             if unstored is not None:
+                unstored.kept = True  # the answer is in the journal: never written again (runner.judging.unwritten)
                 raise unstored
             return judgment if at is None else replace(judgment, response=replace(response, journal_at=at))
 

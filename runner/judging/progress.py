@@ -312,6 +312,7 @@ class Phases:
         self._spinning: Live | None = None
         self._routed = contextlib.ExitStack()
         self._live = False
+        self.current: str | None = None  # the step under way (the last :meth:`now`)
 
     def __enter__(self) -> Phases:
         self._live = self._options.enabled
@@ -333,6 +334,7 @@ class Phases:
 
     def now(self, step: str) -> None:
         """``step`` has started: the spinner names it, or it is logged."""
+        self.current = step
         if self._status is not None:
             self._status.update(text=step)
             if self._spinning is not None:

@@ -26,15 +26,33 @@ class Interrupted(RuntimeError):
         signum: The signal (SIGINT or SIGTERM).
         exit_code: 128 + the signal's number, as a shell reports a process its signal ended (130, 143).
         resume: The ``resume=`` value that continues the run, once the run says it (runner.run.pipeline).
+        unwritten: What the run had yet to write when the signal came after its calls (runner.run.publication).
     """
 
-    def __init__(self, signum: int, resume: str | None = None) -> None:
+    def __init__(self, signum: int, resume: str | None = None, unwritten: tuple[str, ...] = ()) -> None:
         self.signum = signum
         self.exit_code = 128 + signum
         self.resume = resume
+        self.unwritten = unwritten
         name = signal.Signals(signum).name if signum in {s.value for s in signal.Signals} else f"signal {signum}"
-        super().__init__(f"interrupted by {name}" + (f": every answer that arrived is in the journal; continue "
-                                                     f"with resume={resume}" if resume else ""))
+        missing = f" (not written: {', '.join(unwritten)})" if unwritten else ""
+        super().__init__(f"interrupted by {name}{missing}" + (f": every answer that arrived is in the journal; "
+                                                              f"continue with resume={resume}" if resume else ""))
+
+
+class Signalled(BaseException):
+    """SIGINT or SIGTERM after the paid calls, raised by the handler of runner.run.publication.signals_raise and
+    turned into :class:`Interrupted` there. A BaseException, as KeyboardInterrupt is: a step that catches its own
+    failures (``except Exception``: a report that could not be drawn is a warning) does not take it for one of them
+    and go on, and the run does not call it a failure of its summary.
+
+    Attributes:
+        signum: The signal.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 class Shutdown:

@@ -1,7 +1,8 @@
 """The module that makes a judge call through litellm: one judge call in, one JudgeResponse out.
 
 Calls are paced by the judge's rpm/tpm limiter and retried with exponential backoff and jitter on
-rate-limit, timeout, connection and 5xx errors, honouring Retry-After up to ``judge.max_retry_after_s`` (a wait over
+rate-limit, timeout, connection and 5xx errors, honouring Retry-After up to ``judge.max_retry_after_s`` (one beyond
+``judge.retry_rate_limited_s`` fails its call at once; a wait over
 10 s is logged with its end: :class:`runner.llm.retry.LongWaits`); ``judge.timeout_s`` is a deadline for the whole
 call, connect to last byte. A 2xx is paid for: never retried (unless ``judge.retry_malformed`` and it holds no
 answer), whatever its body holds (:func:`runner.llm.responses.malformed`). Authentication and bad-request
@@ -154,6 +155,7 @@ class JudgeClient:
         # logged), and 429s answered, also those of a call that never finished (cancelled when the run aborted): what
         # a partial run's summary counts
         self.resent = self.rate_limited = 0
+        self.beyond_patience = 0  # 429s given up at once: their Retry-After was beyond judge.retry_rate_limited_s
         self.decoding_params: dict[str, Any] = {"temperature": judge.temperature, "max_tokens": judge.max_tokens}
         if judge.seed is not None:
             self.decoding_params["seed"] = judge.seed
@@ -209,7 +211,7 @@ class JudgeClient:
         """
         payload = [{"role": m.role, "content": m.content} for m in messages]
         estimate = estimate_tokens(sum(len(m.content) for m in messages), self.judge.max_tokens)
-        call = CallTally(started=time.perf_counter(), first_attempt=time.monotonic())
+        call = CallTally(started=time.perf_counter())
         while True:
             call.attempts += 1
             if self._limiter is not None:
@@ -272,6 +274,8 @@ class JudgeClient:
             call.limited += 1
             self.rate_limited += 1
             retry_after = retry_after_of(exc)
+            if retry_after is not None and retry_after > self.judge.retry_rate_limited_s:
+                return call.total(self._beyond_patience(exc, retry_after, call))
             if retry_after is not None and retry_after > self.judge.max_retry_after_s:
                 log.debug("%s: Retry-After %.0f s cut to judge.max_retry_after_s=%g", self.judge.name, retry_after,
                           self.judge.max_retry_after_s)
@@ -280,7 +284,7 @@ class JudgeClient:
                 if retry_after is not None:
                     self.long_waits.note(retry_after)  # the limiter holds every call back that long
                 self._limiter.penalize(retry_after)
-                if self._progressing(call.first_attempt):
+                if self._progressing():
                     self.resent += 1
                     return None  # the limiter now holds this call back (pause, learned rate): no own backoff
                 return call.total(self._error(exc, call.started, call.attempts, call.limited))
@@ -313,12 +317,25 @@ class JudgeClient:
                  bad.finish_reason, call.attempts, self._retry.max_retries)
         return None
 
-    def _progressing(self, first_attempt: float) -> bool:
-        """Whether a 429 may be sent again: a call to this judge succeeded (or this call was first sent) less
-        than ``judge.retry_rate_limited_s`` ago (time.monotonic, the limiter's clock)."""
+    def _beyond_patience(self, exc: openai.APIError, retry_after: float, call: CallTally) -> JudgeResponse:
+        """A 429 whose Retry-After is longer than ``judge.retry_rate_limited_s``: the provider lets this call through
+        only after the judge would have given it up, so it fails now (the other calls go on unpaused; a resume sends
+        it again), instead of a wait of ``judge.max_retry_after_s`` that pauses every call of the judge each time."""
+        response = self._error(exc, call.started, call.attempts, call.limited)
+        reason = (f"rate limited: retry-after {retry_after:.0f} s exceeds "
+                  f"judge.retry_rate_limited_s={self.judge.retry_rate_limited_s:g}")
+        log.log(logging.WARNING if self.beyond_patience == 0 else logging.DEBUG, "%s: %s (a resume sends it again)",
+                self.judge.name, reason)
+        self.beyond_patience += 1
+        return replace(response, error=f"{reason}: {response.error}")
+
+    def _progressing(self) -> bool:
+        """Whether a 429 may be sent again: the judge's first 429 since its last success (runner.llm.pacing) came
+        less than ``judge.retry_rate_limited_s`` ago (time.monotonic, the limiter's clock). The patience is the
+        judge's, not each call's: a provider that lets nothing through fails every call of the judge within it, not
+        each stage's ``concurrency`` calls one patience after another (issue 44: 200 such calls took ~3.3 h)."""
         assert self._limiter is not None
-        since = max(self._limiter.last_success, first_attempt)
-        return time.monotonic() - since < self.judge.retry_rate_limited_s
+        return time.monotonic() - self._limiter.limited_since < self.judge.retry_rate_limited_s
 
     def _priced(self, response: JudgeResponse) -> JudgeResponse:
         """``response``, priced at ``judge.price_as``'s list price when litellm could not price it: a served copy of a

@@ -91,6 +91,7 @@ class RateLimiter:
         self._penalties = 0
         self._learned = LearnedRate()  # without an rpm: the rate 429s taught (its starts are recorded from the first)
         self._last_success = -math.inf
+        self._limited_since: float | None = None  # the first 429 since the last success (None: none since)
         self._epoch = 0  # bumped when a 429 lowers the learned rate: bookings made before are made again
         # actual sends of the last second: at most rpm / 60 of them in any second (see the module docstring)
         self._sent = SendWindow(max(1, rpm // 60), clock, sleep) if rpm else None
@@ -256,6 +257,8 @@ class RateLimiter:
         """
         now = self._clock()
         self._penalties += 1
+        if self._limited_since is None:
+            self._limited_since = now
         self._free = False
         if retry_after is None or not 0.0 <= retry_after < math.inf:
             retry_after = 60.0 / self._rpm if self._rpm else 1.0
@@ -307,10 +310,17 @@ class RateLimiter:
         """Clock time of the last :meth:`record_success` (-inf before the first)."""
         return self._last_success
 
+    @property
+    def limited_since(self) -> float:
+        """Clock time of the first 429 (:meth:`penalize`) since the last :meth:`record_success` (now when none came
+        since): how long the provider has let nothing through."""
+        return self._limited_since if self._limited_since is not None else self._clock()
+
     def record_success(self) -> None:
         """Recover gradually after penalties: +2% of the configured rate per success, up to 100%; without an rpm,
         count the answer for the learned rate."""
         self._last_success = self._clock()
+        self._limited_since = None
         if self._rpm is None:
             if self._learned.record_answer(self._last_success, _SENDING.get(), limited=False):
                 self._rebook(self._last_success)

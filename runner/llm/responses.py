@@ -191,7 +191,6 @@ class CallTally:
     """One call's attempts so far, and the malformed answers paid for on the way (``judge.retry_malformed``)."""
 
     started: float  # time.perf_counter() at the first attempt
-    first_attempt: float  # time.monotonic() at the first attempt
     attempts: int = 0
     limited: int = 0
     spent: list[JudgeResponse] = field(default_factory=list)

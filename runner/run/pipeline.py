@@ -268,7 +268,7 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
         except Interrupted as exc:
             raise Interrupted(exc.signum, resume=str(ctx.run_dir)) from None
         del prior  # a resumed run's journal answers (~600 bytes each): the judgments hold what the summary needs
-        with publication.signals_raise(ctx), Phases(ctx.progress) as steps:
+        with Phases(ctx.progress) as steps, publication.signals_raise(ctx, steps):
             try:
                 result = outcome.finish(ctx, prepared, judged, started, started_ns, steps=steps)
             except WriteFailed:  # disk full: said in one line (runner.app.cli); the journal keeps every answer
@@ -285,7 +285,8 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
             return published
     finally:
         if helper is not None:
-            helper.close()
+            with publication.signals_raise(ctx):  # the run's last step: a signal still says the resume command
+                helper.close()
 
 
 def _warn_identical_repeats(cfg: RunConfig) -> None:

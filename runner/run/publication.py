@@ -17,7 +17,7 @@ from typing import Any
 
 from runner.core.run_settings import TrackingConfig
 from runner.judging.progress import Phases
-from runner.judging.shutdown import Interrupted
+from runner.judging.shutdown import Interrupted, Signalled
 from runner.outputs.publisher import Publisher, describe
 from runner.run.context import RunContext, RunOutcome
 
@@ -34,24 +34,48 @@ def _publish_here(run_dir: Path, cfg: TrackingConfig) -> tuple[str | None, str |
         return None, f"{type(exc).__name__}: {' '.join(str(exc).split())[:500]}"
 
 
+# what each step after the calls writes (runner.outputs.run_files, publish_run): a signal during a step leaves it and
+# those after it unwritten
+STEP_OUTPUTS = (("writing results.jsonl", "results.jsonl"), ("writing summary", "summary.json"),
+                ("writing report.html", "report.html"), ("publishing to MLflow", "the MLflow run"))
+
+
 @contextlib.contextmanager
-def signals_raise(ctx: RunContext) -> Iterator[None]:
+def signals_raise(ctx: RunContext, steps: Phases | None = None) -> Iterator[None]:
     """SIGINT and SIGTERM after the paid calls (summary, files, publishing) raise Interrupted with the resume
-    command, as during the calls: the CLI exits 130 / 143 with one line. Only the main thread may set handlers (a
-    launcher's worker thread keeps the defaults)."""
+    command and what was not written (from the step ``steps`` shows), as during the calls: the CLI exits 130 / 143
+    with one line. The handler raises :class:`runner.judging.shutdown.Signalled`, which no step's own ``except
+    Exception`` takes for a failure, and ignores a second signal until the block is left. Only the main thread may
+    set handlers (a launcher's worker thread keeps the defaults)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    sigs = (signal.SIGINT, signal.SIGTERM)
 
     def stop(signum: int, frame: Any) -> None:
-        raise Interrupted(signum, resume=str(ctx.run_dir))
+        for sig in sigs:  # the first one stops the run; a second would only cut its one line short
+            signal.signal(sig, signal.SIG_IGN)
+        raise Signalled(signum)
 
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, stop) for sig in sigs}
     try:
         yield
+    except Signalled as exc:
+        raise Interrupted(exc.signum, str(ctx.run_dir), unwritten(ctx, steps)) from None
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def unwritten(ctx: RunContext, steps: Phases | None) -> tuple[str, ...]:
+    """What a run stopped during the step ``steps`` shows has not written: that step's output and those after it
+    (all of them before the first step; none without ``steps``, as when the helper process is closed)."""
+    if steps is None:
+        return ()
+    names = [step for step, _ in STEP_OUTPUTS]
+    start = names.index(steps.current) if steps.current in names else 0
+    outputs = [output for _, output in STEP_OUTPUTS[start:]]
+    return tuple(o for o in outputs if ctx.cfg.tracking.enabled or o != "the MLflow run")
 
 
 class Helper:

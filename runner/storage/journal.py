@@ -9,8 +9,9 @@ lose anything: the answers of those last milliseconds, paid again on resume. On 
 read back (a line torn by the crash is ignored and cut off) and its answers are reused.
 
 A line that cannot be written (disk full, an I/O error) is cut off again, so the journal keeps whole lines only,
-and :class:`runner.core.errors.WriteFailed` is raised: the stage sends nothing more, and the resume pays only
-for the answers that never reached the journal.
+and :class:`runner.core.errors.WriteFailed` is raised: the stage sends nothing more, the answers that arrive are
+written again while room may return (runner.judging.unwritten), and the resume pays only for the answers that
+never reached the journal. A failed fsync is final: nothing is written after it.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ class Journal:
         except OSError as exc:
             raise WriteFailed(path, exc) from None
         self._offset = self._fh.seek(0, os.SEEK_END)  # where the next line starts
-        self._failed: WriteFailed | None = None  # the first write or fsync that failed: nothing is written after it
+        self._failed: WriteFailed | None = None  # an fsync that failed: nothing is written after it
         self._cond = threading.Condition()
         self._written = 0  # paid lines written so far ...
         self._synced = 0  # ... and how many of them an fsync has covered
@@ -162,11 +163,10 @@ class Journal:
         at = self._offset
         try:
             self._write_all(line)
-        except OSError as exc:
-            self._failed = WriteFailed(self.path, exc)
-            with contextlib.suppress(OSError):  # the journal keeps whole lines only
+        except OSError as exc:  # the journal keeps whole lines only; a later line may fit (runner.judging.unwritten)
+            with contextlib.suppress(OSError):
                 os.ftruncate(self._fh.fileno(), at)
-            raise self._failed from None
+            raise WriteFailed(self.path, exc) from None
         self._offset += len(line)
         if source == "call":
             with self._cond:

@@ -57,11 +57,35 @@ def overrides(server, dataset, *extra: str) -> tuple[str, ...]:
             f"dataset.path={dataset}", "order=fixed", "concurrency=2", "cache.mode=off", "tracking=off", *extra)
 
 
-def killed_sweep_goes_quiet(fake_server, tmp_path, *launcher: str) -> int:
+def group_members(pgid: int) -> list[int]:
+    """The live processes (zombies excluded) of process group ``pgid``, read from /proc."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text()
+        except OSError:  # ended meanwhile
+            continue
+        state, _ppid, group = fields[fields.rindex(")") + 2:].split()[:3]
+        if int(group) == pgid and state != "Z":
+            members.append(int(stat.parent.name))
+    return members
+
+
+def outliving(pgid: int, within_s: float) -> list[int]:
+    """The processes of group ``pgid`` still alive ``within_s`` seconds from now (sooner once none is)."""
+    deadline = time.monotonic() + within_s
+    while (left := group_members(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def killed_sweep_goes_quiet(fake_server, tmp_path, *launcher: str, survivors: list[int] | None = None) -> int:
     """Start a 2-job sweep (``judge.seed=1,2``, 400 items at 0.2 s a call) with the ``launcher`` overrides in its own
     process group, kill -9 the launching process alone once both jobs send, and wait until the server has seen no
     request for 3 s running (the workers stopped; their answers in flight still arrive). Returns the requests the
-    server saw; every process of the group is killed on the way out. The sweep's output is in tmp_path/sweep.log."""
+    server saw; ``survivors`` (when given) gets the processes of the sweep still alive 10 s later (its workers and
+    their helpers, which must all be gone by then); every process of the group is killed on the way out. The sweep's
+    output is in tmp_path/sweep.log."""
     dataset = tmp_path / "pairs.jsonl"
     write_dataset(dataset, 400)  # minutes of calls at this pace: the sweep is far from its end when killed
     fake_server.reply = lambda _body: Reply(content="Verdict: [[A]]", delay_s=0.2)
@@ -85,6 +109,8 @@ def killed_sweep_goes_quiet(fake_server, tmp_path, *launcher: str) -> int:
             if now != last:
                 quiet_since, last = time.monotonic(), now
         assert time.monotonic() - quiet_since >= 3, f"the workers kept sending: {last} requests"
+        if survivors is not None:
+            survivors.extend(outliving(sweep.pid, within_s=10))
         return last
     finally:
         log.close()

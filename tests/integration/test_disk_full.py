@@ -45,7 +45,8 @@ def test_a_full_disk_stops_the_run_in_one_line_and_the_resume_pays_only_what_was
                                            "simple_chat": f"simple {n}"}) + "\n" for n in range(ITEMS)))
     fake_server.reply = lambda _body: Reply(content="Verdict: [[A]] " + "because " * 400)  # ~3 KB a journal line
     overrides = (*live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
-                 f"dataset.path={dataset}", "order=fixed", "concurrency=4", "cache.mode=off", "tracking=off")
+                 f"dataset.path={dataset}", "order=fixed", "concurrency=4", "cache.mode=off", "tracking=off",
+                 "shutdown_grace_s=1")  # the disk stays full: the answers held in memory are given up after 1 s
     run_dir = tiny_fs / "run"
     full = run(cli_args(tmp_path, run_dir, overrides))
     output = full.stdout + full.stderr
@@ -90,8 +91,45 @@ def test_a_full_disk_stops_the_retries_of_calls_in_flight(fake_server, tmp_path,
     overrides = (*live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
                  f"dataset.path={dataset}", "order=fixed", "concurrency=8", "cache.mode=off", "tracking=off",
                  f"judge.max_retries={RETRIES}", "judge.retry_base_s=0.2", "judge.retry_max_s=0.2",
-                 "max_error_rate=1.0")
+                 "max_error_rate=1.0", "shutdown_grace_s=1")
     full = run(cli_args(tmp_path, tiny_fs / "run", overrides))
     output = full.stdout + full.stderr
     assert full.returncode == WRITE_FAILED, output
     assert 0 < len(failing_requests) < FAILING * (RETRIES + 1)  # the failing calls stopped before their retries ran out
+
+
+def test_answers_that_arrive_after_the_disk_filled_are_kept_once_room_returns(run_cli, fake_server, tmp_path,
+                                                                              tiny_fs):
+    """Issue 44 point 12 was: the answers of the calls in flight when a write failed could not be written either and
+    were paid again by the resume (11 of them). Now they are held and written again within shutdown_grace_s: room
+    made meanwhile (here: a file deleted) keeps them, and across the run and its resume every item is paid once."""
+    dataset = tmp_path / "pairs.jsonl"
+    dataset.write_text("".join(json.dumps({"id": f"q{n}", "prompt": f"question {n}", "chat": f"chat {n}",
+                                           "simple_chat": f"simple {n}"}) + "\n" for n in range(ITEMS)))
+    fake_server.reply = lambda _body: Reply(content="Verdict: [[A]] " + "because " * 400, delay_s=0.2)
+    overrides = (*live_judge(fake_server), "prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple",
+                 f"dataset.path={dataset}", "order=fixed", "concurrency=8", "cache.mode=off", "tracking=off",
+                 "shutdown_grace_s=60")
+    ballast = tiny_fs / "ballast"
+    ballast.write_bytes(b"\0" * 300_000)  # deleted once the run says it holds answers: room returns
+    run_dir = tiny_fs / "run"
+    proc = subprocess.Popen(cli_args(tmp_path, run_dir, overrides), cwd=REPO, env=offline_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        output.append(line)
+        if "held in memory and written again" in line:
+            ballast.unlink()
+    assert proc.wait(timeout=120) == WRITE_FAILED, "".join(output)
+    paid = fake_server.stats()["requests"]
+    journal = (run_dir / "journal.jsonl").read_text().splitlines()
+    assert 0 < len(journal) < ITEMS, "".join(output)
+
+    roomy = tmp_path / "roomy"
+    shutil.copytree(run_dir, roomy)
+    fake_server.reset()
+    resumed = run_cli(*overrides, f"resume={roomy}", run_dir=roomy)
+    assert resumed.proc.returncode == 0, resumed.output
+    assert paid + fake_server.stats()["requests"] == ITEMS, (paid, len(journal))  # every item paid exactly once
+    assert "a paid answer held in memory is in the journal" in "".join(output) and not ballast.exists()

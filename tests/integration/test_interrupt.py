@@ -9,7 +9,9 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.fakes.openai_server import Reply
@@ -133,3 +135,47 @@ def test_answers_lost_to_kill_9_show_as_repaid_on_resume(run_cli, fake_server, t
     [mlflow_run] = client.search_runs([client.get_experiment_by_name("judgesweep").experiment_id])
     metrics = mlflow_run.data.metrics
     assert metrics["calls/paid"] == ITEMS and metrics["calls/repaid"] == CONCURRENCY
+
+
+def signalled_at(step: str, signum: int, fake_server, tmp_path) -> tuple[subprocess.CompletedProcess, Path]:
+    """A run of 4 items (report figures drawn: the report takes seconds) sent ``signum`` the moment its log says
+    ``step`` started; the finished process (its output) and its run directory."""
+    dataset = tmp_path / "pairs.jsonl"
+    write_dataset(dataset)
+    fake_server.reply = lambda _body: Reply(content="Verdict: [[A]]")
+    run_dir = tmp_path / "finishing"
+    args = cli_args(tmp_path, run_dir, (*overrides(fake_server, dataset), "max_items=4", "output.plots=true",
+                                        "progress_interval_s=1"))
+    proc = subprocess.Popen(args, cwd=REPO, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    assert proc.stdout is not None
+    out = []
+    for line in proc.stdout:
+        out.append(line)
+        if line.rstrip().endswith(f"- {step}"):
+            os.kill(proc.pid, signum)
+    return subprocess.CompletedProcess(args, proc.wait(timeout=120), "".join(out)), run_dir
+
+
+def mlflow_statuses(tmp_path) -> list[str]:
+    client = MlflowClient(tracking_uri=mlflow_uri(tmp_path))
+    experiment = client.get_experiment_by_name("judgesweep")
+    return [] if experiment is None else [run.info.status for run in client.search_runs([experiment.experiment_id])]
+
+
+@pytest.mark.parametrize(("step", "signum", "unwritten"), [
+    ("writing report.html", signal.SIGTERM, "report.html"),
+    ("writing report.html", signal.SIGINT, "report.html"),
+    ("publishing to MLflow", signal.SIGTERM, "the MLflow run"),
+])
+def test_a_signal_while_the_run_finishes_stops_it_saying_what_was_not_written(step, signum, unwritten, fake_server,
+                                                                              tmp_path):
+    """Issue 44 point 10 was: SIGTERM while report.html was written was swallowed (exit 0, no report.html, MLflow
+    FINISHED) and at the last step ended the process silently (-15); SIGINT there logged a false "summarizing them
+    failed", once without the resume hint."""
+    proc, run_dir = signalled_at(step, signum, fake_server, tmp_path)
+    assert proc.returncode == 128 + signum, proc.stdout
+    [line] = [ln for ln in proc.stdout.splitlines() if f"interrupted by {signal.Signals(signum).name}" in ln]
+    assert f"resume={run_dir}" in line and f"not written: {unwritten}" in line, line
+    assert "summarizing them failed" not in proc.stdout and "Traceback" not in proc.stdout, proc.stdout
+    assert "FINISHED" not in mlflow_statuses(tmp_path), mlflow_statuses(tmp_path)

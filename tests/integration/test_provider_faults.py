@@ -138,9 +138,10 @@ def test_an_answer_trickling_a_byte_at_a_time_ends_at_the_deadline_as_a_timeout(
 
 
 @pytest.mark.slow  # waits on the clock for its point (the Retry-After capped at 11 s)
-def test_a_retry_after_of_a_day_is_capped_logged_with_its_end_and_shown_in_the_progress(run_cli, fake_server):
-    """Was: Retry-After: 86400 honoured in full, silently (no request and no log line for 9+ minutes)."""
-    fake_server.enqueue(Reply(status=429, headers={"Retry-After": "86400"}))
+def test_a_long_retry_after_is_capped_logged_with_its_end_and_shown_in_the_progress(run_cli, fake_server):
+    """Was: Retry-After: 86400 honoured in full, silently (no request and no log line for 9+ minutes). One beyond
+    judge.retry_rate_limited_s (300 s here) now fails its call at once (test_rate_limits.py); one within it is cut."""
+    fake_server.enqueue(Reply(status=429, headers={"Retry-After": "200"}))
     run = run_cli(*pairwise(fake_server, 1, "judge.max_retry_after_s=11", "progress_interval_s=1", "tracking=off"))
     assert run.proc.returncode == 0, run.output
     assert len(fake_server.requests) == 2 and run.journal()[0]["status"] == "scored"

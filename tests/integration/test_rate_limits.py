@@ -98,3 +98,44 @@ def test_sporadic_429s_are_not_read_as_a_rate_limit(run_cli, tmp_path):
     assert len(journal) == N_SPORADIC and all(row["status"] == "scored" for row in journal)
     assert sum(row["rate_limited"] for row in journal) == count_429 > 0  # every 429 sent again, none lost
     assert "429 with no rpm configured: pacing at" not in result.output, result.output  # never read as a rate limit
+
+
+def one_judgment_per_item(tmp_path, items: int) -> list[str]:
+    """Overrides of a run of ``items`` single-order judgments of the local_openai judge."""
+    dataset = tmp_path / "pairs.jsonl"
+    dataset.write_text("".join(json.dumps({"id": f"q{n}", "prompt": f"q{n}", "chat": "a", "simple_chat": "b"}) + "\n"
+                               for n in range(items)))
+    return ["prompt=mtbench_pair", "rubric=mtbench_verdict", "dataset=chat_vs_simple", f"dataset.path={dataset}",
+            "order=fixed", "max_error_rate=1.0", "tracking=off", "cache.mode=off", "progress=false"]
+
+
+@pytest.mark.slow  # a run, then its resume, against a provider's 429s
+def test_a_retry_after_beyond_the_patience_fails_the_call_at_once_and_a_resume_sends_it_again(run_cli, fake_server,
+                                                                                              tmp_path):
+    """Issue 44 point 11 was: each 429 Retry-After: 86400 paused every call of the judge for max_retry_after_s (60 s),
+    one call after another, so 200 calls took ~3.3 h whatever judge.retry_rate_limited_s said."""
+    overrides = [*live_judge(fake_server), *one_judgment_per_item(tmp_path, 12), "concurrency=4",
+                 "judge.retry_rate_limited_s=2", "judge.max_retry_after_s=1"]
+    fake_server.reply = lambda body: Reply(status=429, headers={"Retry-After": "86400"}, error_message="quota")
+    run = run_cli(*overrides)
+    journal = run.journal()
+    assert len(journal) == 12 and len(fake_server.requests) == 12  # each call sent once, none waited
+    assert all((row["status"], row["error_type"], row["attempts"]) == ("error", "RateLimitError", 1) for row in journal)
+    assert all(row["error"].startswith("rate limited: retry-after 86400 s exceeds judge.retry_rate_limited_s=2")
+               for row in journal), journal[0]["error"]
+    fake_server.reset()
+    fake_server.reply = lambda body: Reply(content="[[A]]")
+    again = run_cli(*overrides, f"resume={run.run_dir}", run_dir=run.run_dir)
+    assert again.proc.returncode == 0, again.output
+    assert len(fake_server.requests) == 12 and all(row["status"] == "scored" for row in again.journal()[12:])
+
+
+@pytest.mark.slow  # waits on the clock for its point (the judge's patience with 429s)
+def test_the_patience_with_429s_is_the_judges_not_each_calls(run_cli, fake_server, tmp_path):
+    """Was: each call had its own judge.retry_rate_limited_s from its first attempt, so a provider that let nothing
+    through held every group of `concurrency` calls for a whole patience, one group after another."""
+    fake_server.reply = lambda body: Reply(status=429, headers={"retry-after-ms": "300"}, error_message="no")
+    run = run_cli(*live_judge(fake_server), *one_judgment_per_item(tmp_path, 4), "concurrency=1",
+                  "judge.retry_rate_limited_s=1", "judge.rpm=6000")  # an rpm: a 429 pauses all, lends no place
+    attempts = [row["attempts"] for row in run.journal()]
+    assert attempts[0] > 1 and attempts[1:] == [1, 1, 1], attempts  # past the judge's patience: given up at once

@@ -9,6 +9,7 @@ import json
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 from tests.fakes.openai_server import Reply
 from tests.integration.conftest import REPO, cli_args, offline_env
@@ -103,8 +104,12 @@ def test_the_lock_dies_with_its_owner_so_a_resume_after_kill_9_runs(run_cli, fak
     assert len((run_dir / "results.jsonl").read_text().splitlines()) == ITEMS
 
 
-def test_joblib_workers_stop_paying_once_the_sweeps_process_is_killed(fake_server, tmp_path):
-    sent = killed_sweep_goes_quiet(fake_server, tmp_path, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+def test_joblib_workers_stop_paying_and_end_once_the_sweeps_process_is_killed(fake_server, tmp_path):
+    """Issue 44 point 9 was: the loky workers stopped paying but lived on with parent 1 (one 7 minutes later)."""
+    survivors: list[int] = []
+    sent = killed_sweep_goes_quiet(fake_server, tmp_path, "hydra/launcher=joblib", "hydra.launcher.n_jobs=3",
+                                   survivors=survivors)
     assert sent < 2 * 400
+    assert survivors == [], [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in survivors]
     assert "stops sending" in (tmp_path / "sweep.log").read_text() + "".join(
         p.read_text() for p in (tmp_path / "multirun").glob("*/judgesweep.log"))
