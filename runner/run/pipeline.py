@@ -32,6 +32,7 @@ from runner.judging.progress import Phases
 from runner.judging.recorded_plan import check as check_recorded
 from runner.judging.recorded_plan import resolved as resolved_judge
 from runner.judging.shutdown import Interrupted
+from runner.llm import recorded
 from runner.llm.client import supports_json_schema
 from runner.modes import catalog, ensemble_check, users_formats
 from runner.outputs import console, tracking
@@ -290,9 +291,10 @@ def execute(ctx: RunContext, prepared: Prepared) -> RunOutcome:
 
 
 def _warn_identical_repeats(cfg: RunConfig) -> None:
-    """Say once, before any call, that repeats at temperature 0 may be one vote counted k times."""
+    """Say once, before any call, that repeats at temperature 0 may be one vote counted k times (not of a recorded
+    judge: its file holds each repeat's own answer, whatever temperature it was recorded at)."""
     judges = list(cfg.judge.members.values()) or [cfg.judge]
-    if cfg.repeats > 1 and any(j.temperature == 0 for j in judges):
+    if cfg.repeats > 1 and any(j.temperature == 0 and not recorded.is_recorded(j.model) for j in judges):
         log.warning("repeats=%d at temperature 0: a deterministic judge may give the same vote every time; for "
                     "independent samples set judge.temperature > 0 and/or judge.seed (repeat r is sent seed + r)",
                     cfg.repeats)

@@ -33,6 +33,8 @@ def test_run_experiment_writes_what_the_cli_writes_and_returns_the_outcome(tmp_p
     inproc, cli = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("inproc", "cli"))
     for doc in (inproc, cli):  # when each summary was written (an ISO timestamp): the one thing that differs
         del doc["summary"]["evaluation_completed"]
+    # the second run's answers came from the response cache the first filled, which its summary says (issue 44)
+    assert "answers_from_cache" not in inproc["summary"] and cli["summary"].pop("answers_from_cache") > 0
     assert inproc == cli
     for name in ("overrides.yaml", "config.yaml"):  # the config as composed, before interpolation
         ours, theirs = (OmegaConf.load(tmp_path / d / ".hydra" / name) for d in ("inproc", "cli"))

@@ -14,7 +14,7 @@ import pytest
 from tests.integration.conftest import REPO, live_judge
 
 REPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "users" / "formats" / "reports"
-TUTORIAL = REPO / "docs" / "tutorials" / "data"
+TUTORIAL = REPO / "runner" / "data" / "examples"
 # mappings keyed by the users' data (item ids, tags, categories, verdict labels, check names): their entries are
 # compared with each other, not their keys
 DATA_KEYED = {"aggregated_results", "by_tag", "by_category", "final_verdict_distribution", "verdict_counts",
