@@ -1,4 +1,4 @@
-"""The sweep's answer: the best configuration on the chosen metric and those not distinguishable from it, with costs.
+"""The sweep's answer: the best configuration on the chosen metric and those not shown worse than another, with costs.
 
 - A configuration is a set of the sweep's jobs with the same overrides apart from the dataset (``dataset=...`` and
   ``dataset.*``): a sweep over several datasets compares each configuration over the union of its items, paired
@@ -8,7 +8,9 @@
   accuracy against gold where the items have gold labels (per item, the share of its judgments whose winner is the
   gold label), else the win score of ``ours`` (pairwise) or the mean score (pointwise).
 - Only the items every compared configuration judged count; a configuration with a failed job is not compared.
-- Not distinguishable from the best: runner.stats.best (Holm-adjusted exact paired tests against the best).
+- Tied with the best: not shown worse than another configuration, runner.stats.best (exact paired tests of every
+  pair; Bonferroni within a configuration, Holm across them: P(a configuration as good as the best is called
+  worse) <= alpha, the choice of the best on the same items included).
 - Cost: the list price of the configuration's judge calls (``cost/usd_list``, summed over its jobs) and what the
   sweep paid (``cost/usd_total``).
 """
@@ -118,7 +120,9 @@ def answer(sweep_dir: Path, rows: Sequence[Mapping[str, Any]], alpha: float = AL
     Returns:
         ``{"metric", "method", "alpha", "grouping", "items", "items_left_out", "best", "tied_with_best",
         "configurations": [...], "not_compared": [...]}``; each configuration: ``config``, ``jobs``, ``value``,
-        ``difference``, ``p_value``, ``p_holm``, ``test``, ``tied_with_best``, ``cost_usd_list``, ``cost_usd``.
+        ``difference``, ``against`` (the configuration whose paired test is the strongest evidence that it is
+        worse; None when none has a higher value), ``p_value`` (that test's one-sided p), ``p_holm`` (the adjusted
+        p-value the decision is made on), ``test``, ``tied_with_best``, ``cost_usd_list``, ``cost_usd``.
     """
     grouping, groups = _groups(sweep_dir, rows)
     outcomes, kind, not_compared = _outcomes(sweep_dir, groups)
@@ -129,7 +133,8 @@ def answer(sweep_dir: Path, rows: Sequence[Mapping[str, Any]], alpha: float = AL
     ranked = best.best_set({label: [values[i] for i in items] for label, values in outcomes.items()}, alpha,
                            {label: cost or 0.0 for label, cost in costs.items()})
     configurations = [{"config": c.name, "jobs": [row["job"] for row in groups[c.name]], "value": c.mean,
-                       "difference": c.difference, "p_value": c.p_value, "p_holm": c.p_holm, "test": c.test,
+                       "difference": c.difference, "against": c.against, "p_value": c.p_value,
+                       "p_holm": c.p_holm, "test": c.test,
                        "tied_with_best": c.tied_with_best, "cost_usd_list": costs[c.name],
                        "cost_usd": _cost(groups[c.name], "cost $")} for c in ranked]
     union = set().union(*(set(v) for v in outcomes.values()))
@@ -152,8 +157,9 @@ def lines(result: Mapping[str, Any]) -> list[str]:
     metric, configs = result["metric"], result["configurations"]
     tied = [_entry(c, metric) for c in configs[1:] if c["tied_with_best"]]
     out = [f"best: {_entry(configs[0], metric)}; tied with best: {'; '.join(tied) or 'none'}",
-           f"  ({len(configs)} configurations on the {result['items']} items all of them judged; tied = not "
-           f"distinguishable from the best: Holm-adjusted exact paired sign-flip tests, alpha {result['alpha']})"]
+           f"  ({len(configs)} configurations on the {result['items']} items all of them judged; tied = no other "
+           f"configuration shown better by exact paired sign-flip tests of every pair, Bonferroni-Holm over the "
+           f"configurations: one as good as the best is called worse in at most {result['alpha']:g} of sweeps)"]
     if result["not_compared"]:
         out.append(f"  not compared (a failed job or another kind of outcome): {', '.join(result['not_compared'])}")
     return out

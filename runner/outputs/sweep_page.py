@@ -75,10 +75,11 @@ def _shared_overrides(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 def _best_section(answer: Mapping[str, Any]) -> Section:
     """The sweep's answer (runner.outputs.sweep_best): its lines, then one row per configuration."""
     rows = tuple((str(c["config"]), "best" if i == 0 else "yes" if c["tied_with_best"] else "no", cell(c["value"]),
-                  cell(c["difference"]), cell(c["p_value"]), cell(c["p_holm"]), cell(c["cost_usd_list"]),
-                  cell(c["cost_usd"])) for i, c in enumerate(answer["configurations"]))
+                  cell(c["difference"]), cell(c["against"]), cell(c["p_value"]), cell(c["p_holm"]),
+                  cell(c["cost_usd_list"]), cell(c["cost_usd"])) for i, c in enumerate(answer["configurations"]))
     return Section("Best configuration", columns=("config", "tied with best", str(answer["metric"]), "difference",
-                                                  "p", "p (Holm)", "list $", "cost $"),
+                                                  "better one", "p (one-sided)", "p (adjusted)", "list $",
+                                                  "cost $"),
                    rows=rows, notes=tuple(line.strip() for line in sweep_best.lines(answer)))
 
 

@@ -10,6 +10,9 @@ The test (no p-value depends on a number of random draws):
   outcome is 0 or 1 this is McNemar's exact test (the binomial test of b01 among the discordant items).
 - Off a small lattice (or when the exact distribution would be too large to convolve): the paired t-test
   (``paired_t``), asymptotic.
+- Many pairs at once (the sweep's all-pairs comparisons, runner.stats.best, and its simulations):
+  :func:`sign_flip_exact_p_rows` convolves one null distribution per distinct multiset of absolute differences, each
+  on its coarsest lattice (the p-value does not depend on the lattice's scale), for the same p-values.
 
 The interval of the difference is an estimator with nominal coverage, not an inversion of the test:
 
@@ -23,7 +26,7 @@ As elsewhere in runner.stats, an undefined value is None, never NaN and never an
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +36,7 @@ from runner.stats.uncertainty import check_paired, finite_or_none
 MAX_DENOMINATOR = 720  # the lattice 1/q searched for: q = 1..720 (720 = 6!, a multiple of every count up to 6)
 MAX_CONVOLUTION = 2_000_000_000  # multiply-adds of the exact distribution (~1-2 s); beyond: the paired t-test
 LATTICE_TOLERANCE = 1e-9
+SMALL_LATTICE = 8  # up to this many distinct absolute differences, rows are counted value by value
 
 
 def paired_items(a: Sequence[float], b: Sequence[float], level: float = 0.95,
@@ -85,11 +89,11 @@ def paired_test(d: np.ndarray, binary: bool = False) -> dict[str, Any]:
     name = "mcnemar_exact" if binary else "sign_flip_exact"
     if not np.any(d):
         return {"test": name, "statistic": None, "p_value": None, "lattice": None}
-    lattice = _lattice(d)
-    if lattice is not None:
-        p = sign_flip_exact_p(lattice[1])
+    found = lattice(d)
+    if found is not None:
+        p = sign_flip_exact_p(found[1])
         if p is not None:
-            return {"test": name, "statistic": finite_or_none(d.mean()), "p_value": p, "lattice": f"1/{lattice[0]}"}
+            return {"test": name, "statistic": finite_or_none(d.mean()), "p_value": p, "lattice": f"1/{found[0]}"}
     from scipy import stats as scipy_stats
 
     t = scipy_stats.ttest_1samp(d, 0.0)
@@ -107,28 +111,110 @@ def sign_flip_exact_p(x: Sequence[int] | np.ndarray) -> float | None:
     Returns:
         The p-value, or None when the convolution would exceed ``MAX_CONVOLUTION`` multiply-adds.
     """
-    from scipy import stats as scipy_stats
-
     ints = np.abs(np.asarray(x, dtype=np.int64))
-    ints = ints[ints != 0]
     observed = abs(int(np.sum(np.asarray(x, dtype=np.int64))))
     if observed == 0:
         return 1.0
-    values, counts = np.unique(ints, return_counts=True)
-    total, size, cost = int(ints.sum()), 1, 0
+    values, counts = np.unique(ints[ints != 0], return_counts=True)
+    unit = int(np.gcd.reduce(values))  # the same p-value on the coarsest lattice, for less work
+    if not _convolvable(values // unit, counts):
+        return None
+    cdf = _null_cdf(values // unit, counts, _binomial_pmfs(counts))
+    return float(_two_sided(cdf, np.array([observed // unit]))[0])
+
+
+def sign_flip_exact_p_rows(x: np.ndarray) -> np.ndarray:
+    """:func:`sign_flip_exact_p` of each row of a 2-D integer array, NaN where it would be None.
+
+    The null distribution depends on the row's counts of each absolute difference only, so it is convolved once per
+    distinct count vector (the rows of a simulation share a few hundred): many rows cost little more than one.
+    """
+    rows = np.asarray(x)
+    observed = np.abs(rows.sum(axis=1, dtype=np.int64))
+    counts = _abs_counts(np.abs(rows))
+    p = np.full(rows.shape[0], np.nan)
+    distinct, which = _distinct_rows(counts)
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange(distinct.shape[0] + 1))
+    values = np.arange(1, counts.shape[1] + 1)
+    units = [int(np.gcd.reduce(values[row > 0])) or 1 for row in distinct]  # as in sign_flip_exact_p
+    kept = [group for group, row in enumerate(distinct) if _convolvable(values[row > 0] // units[group], row[row > 0])]
+    pmfs = _binomial_pmfs(distinct[kept].ravel())
+    for group in kept:
+        members, row, unit = order[bounds[group]:bounds[group + 1]], distinct[group], units[group]
+        p[members] = _two_sided(_null_cdf(values[row > 0] // unit, row[row > 0], pmfs), observed[members] // unit)
+    return p
+
+
+def _distinct_rows(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a non-negative integer array and, per row, the index of its distinct row (np.unique
+    along axis 0, through one integer key per row where the counts fit in one: a sort of numbers, not of rows)."""
+    base = int(counts.max(initial=0)) + 1
+    if base ** counts.shape[1] >= 2 ** 62:
+        distinct, which = np.unique(counts, axis=0, return_inverse=True)
+        return distinct, which.ravel()
+    keys, which = np.unique(counts @ (base ** np.arange(counts.shape[1], dtype=np.int64)), return_inverse=True)
+    return (keys[:, None] // base ** np.arange(counts.shape[1], dtype=np.int64)) % base, which.ravel()
+
+
+def _abs_counts(ints: np.ndarray, chunk_cells: int = 1 << 22) -> np.ndarray:
+    """Per row of non-negative integers, how many of its entries equal 1, 2, ..., max (rows x max)."""
+    top = int(ints.max(initial=0))
+    counts = np.zeros((ints.shape[0], top), dtype=np.int64)
+    if top == 0:
+        return counts
+    if top <= SMALL_LATTICE:  # a pass per value costs less than a bincount of one index per entry
+        for value in range(1, top + 1):
+            counts[:, value - 1] = np.count_nonzero(ints == value, axis=1)
+        return counts
+    step = max(1, chunk_cells // max(1, ints.shape[1]))
+    for start in range(0, ints.shape[0], step):
+        block = ints[start:start + step]
+        index = np.arange(block.shape[0])[:, None] * (top + 1) + block.astype(np.int64)
+        counts[start:start + step] = np.bincount(index.ravel(), minlength=block.shape[0] * (top + 1)).reshape(
+            block.shape[0], top + 1)[:, 1:]
+    return counts
+
+
+def _binomial_pmfs(counts: np.ndarray) -> dict[int, np.ndarray]:
+    """Count c -> the probabilities of Binomial(c, 1/2), for each distinct positive c (one scipy call for all)."""
+    from scipy import stats as scipy_stats
+
+    distinct = np.unique(counts[counts > 0]).astype(np.int64)
+    if not distinct.size:
+        return {}
+    successes = np.concatenate([np.arange(c + 1) for c in distinct])
+    pmf = scipy_stats.binom.pmf(successes, np.repeat(distinct, distinct + 1), 0.5)
+    return dict(zip(distinct.tolist(), np.split(pmf, np.cumsum(distinct + 1)[:-1]), strict=True))
+
+
+def _convolvable(values: np.ndarray, counts: np.ndarray) -> bool:
+    """Whether :func:`_null_cdf` of these takes at most ``MAX_CONVOLUTION`` multiply-adds."""
+    size, cost = 1, 0
     for v, c in zip(values, counts, strict=True):
         cost += size * (int(v) * int(c) + 1)
         size += int(v) * int(c)
-    if cost > MAX_CONVOLUTION:
-        return None
+    return cost <= MAX_CONVOLUTION
+
+
+def _null_cdf(values: np.ndarray, counts: np.ndarray, pmfs: Mapping[int, np.ndarray]) -> np.ndarray:
+    """The cumulative null distribution of T (the sum of the absolute differences whose sign is +) for ``counts[i]``
+    differences of absolute value ``values[i]`` (``pmfs``: :func:`_binomial_pmfs` of the counts)."""
     dist = np.ones(1)
     for v, c in zip(values, counts, strict=True):
         part = np.zeros(int(v) * int(c) + 1)
-        part[::int(v)] = scipy_stats.binom.pmf(np.arange(c + 1), int(c), 0.5)
+        part[::int(v)] = pmfs[int(c)]
         dist = np.convolve(dist, part)
-    # S = 2T - total; |S| >= observed <=> T <= (total - observed) / 2 or T >= (total + observed) / 2 (symmetric)
-    tail = float(dist[:(total - observed) // 2 + 1].sum())
-    return min(1.0, 2 * tail)
+    return np.cumsum(dist)
+
+
+def _two_sided(cdf: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """Two-sided p-values of observed ``|sum|`` values under the null whose T has cumulative distribution ``cdf``.
+
+    S = 2T - total, symmetric: |S| >= observed <=> T <= (total - observed) / 2 or T >= (total + observed) / 2.
+    """
+    total = cdf.size - 1
+    return np.minimum(1.0, 2 * cdf[(total - observed) // 2])
 
 
 def difference_interval(a: np.ndarray, b: np.ndarray, level: float, binary: bool
@@ -169,7 +255,7 @@ def agresti_min(b01: int, b10: int, n: int, level: float = 0.95) -> tuple[float 
     return max(-1.0, centre - half), min(1.0, centre + half)
 
 
-def _lattice(d: np.ndarray) -> tuple[int, np.ndarray] | None:
+def lattice(d: np.ndarray) -> tuple[int, np.ndarray] | None:
     """The smallest ``q <= MAX_DENOMINATOR`` with every ``d * q`` an integer, and those integers; None if none."""
     for q in range(1, MAX_DENOMINATOR + 1):
         scaled = d * q

@@ -46,8 +46,8 @@ def test_the_six_job_sweep_names_the_best_and_its_ties_everywhere(tmp_path_facto
     result = replay_sweep(tmp_path_factory)
     assert result.proc.returncode == 0, result.output
     answer = json.loads((result.run_dir / "sweep_best.json").read_text())
-    # one dataset (Natural, 100 items): GPT-4 with the vanilla prompt is the best; the other GPT-4 prompts are not
-    # distinguishable from it, every ChatGPT configuration is worse
+    # one dataset (Natural, 100 items): GPT-4 with the vanilla prompt is the best; no configuration is shown better
+    # than the other GPT-4 prompts, every ChatGPT configuration is shown worse than some GPT-4 one
     assert answer["metric"] == "accuracy" and answer["items"] == 100
     assert answer["grouping"] == "overrides_except_dataset"
     assert answer["best"] == GPT4[0] and set(answer["tied_with_best"]) == set(GPT4[1:])
@@ -55,12 +55,15 @@ def test_the_six_job_sweep_names_the_best_and_its_ties_everywhere(tmp_path_facto
     assert by_config[GPT4[0]]["value"] == pytest.approx(0.955)  # the published correct_average of gpt-4 vanilla
     assert all(not by_config[c]["tied_with_best"] and by_config[c]["p_holm"] < 1e-4 for c in CHATGPT)
     assert all(c["cost_usd_list"] > 0 and c["cost_usd"] == 0 for c in answer["configurations"])  # replays: list price
-    # the exact p-value of vanilla_norules against vanilla is the full enumeration of its item differences' signs
+    # vanilla_norules's evidence is its test against vanilla: one-sided, half the full enumeration of the two-sided
+    # sign-flip p-value of its item differences' signs
     best, other = (_correct_share(_job(result.run_dir, judge="replay_gpt4", prompt=p))
                    for p in ("llmbar_vanilla", "llmbar_vanilla_norules"))
     d = np.array([other[item] - best[item] for item in best if other[item] != best[item]])
     flips = np.array(list(itertools.product((1, -1), repeat=d.size)))
-    assert by_config[GPT4[1]]["p_value"] == pytest.approx(np.mean(np.abs(flips @ np.abs(d)) >= abs(d.sum()) - 1e-12))
+    assert by_config[GPT4[1]]["against"] == GPT4[0]
+    assert by_config[GPT4[1]]["p_value"] == pytest.approx(np.mean(np.abs(flips @ np.abs(d)) >= abs(d.sum()) - 1e-12)
+                                                          / 2)
     # the console, the report and the MLflow parent say the same
     assert f"best: {GPT4[0]} (accuracy 0.955, list $" in result.output
     page = (result.run_dir / "report.html").read_text()
@@ -71,7 +74,7 @@ def test_the_six_job_sweep_names_the_best_and_its_ties_everywhere(tmp_path_facto
     (parent,) = runs
     assert parent.data.tags["sweep/best_config"] == GPT4[0] and parent.data.tags["sweep/best_metric"] == "accuracy"
     assert set(parent.data.tags["sweep/tied_with_best"].split(" | ")) == set(GPT4[1:])
-    assert parent.data.tags["sweep/best_method"] == "holm_paired_sign_flip_vs_best"
+    assert parent.data.tags["sweep/best_method"] == "holm_over_configurations_bonferroni_paired_sign_flip"
     assert parent.data.metrics["sweep/best_value"] == pytest.approx(0.955)
     assert parent.data.metrics["sweep/tied_with_best"] == 2 and parent.data.metrics["sweep/best_items"] == 100
     assert "sweep_best.json" in {a.path for a in client.list_artifacts(parent.info.run_id)}

@@ -34,7 +34,7 @@ def test_the_exact_sign_flip_p_equals_brute_force_enumeration(seed):
     a, b = rng.integers(0, k + 1, size=12) / k, rng.integers(0, k + 1, size=12) / k
     got = paired.paired_items(a, b)
     assert got["test"] == "sign_flip_exact" and got["p_value"] == pytest.approx(enumerated_p(b - a), rel=1e-12)
-    assert got["details"]["lattice"] == f"1/{paired._lattice(b - a)[0]}"
+    assert got["details"]["lattice"] == f"1/{paired.lattice(b - a)[0]}"
 
 
 def test_an_exact_p_goes_below_one_over_2001():

@@ -1,4 +1,4 @@
-"""The sweep's answer (issue 31, Deliver 2): the best configuration and those not distinguishable from it.
+"""The sweep's answer (issue 31, Deliver 2; issue 45, Deliver 0): the best configuration and those not shown worse.
 
 runner.stats.best on hand-built outcomes (its exact test against scipy's binomial test and a full enumeration), and
 runner.outputs.sweep_best on small sweep directories built here (job directories as a multirun leaves them).
@@ -59,10 +59,13 @@ def test_a_clear_winner_is_tied_with_nothing():
     ranked = best.best_set({"b": b, "a": a, "c": c})
     assert [r.name for r in ranked] == ["a", "b", "c"] and ranked[0].mean == 0.9
     assert [r.tied_with_best for r in ranked] == [True, False, False]
-    # McNemar exact: b is worse on 30 discordant items of 30, c on 45 of 55; Holm: the smaller p twice
-    p_b, p_c = stats.binomtest(0, 30).pvalue, stats.binomtest(10, 55).pvalue
+    assert [r.against for r in ranked] == [None, "a", "a"] and ranked[0].p_holm is None
+    # McNemar exact, one-sided: b is worse than a on 30 discordant items of 30, c on 45 of 55 (and than b on 45 of
+    # 85, weaker evidence); x 2 (each has k - 1 = 2 rivals), then Holm over the 3 configurations
+    p_b, p_c = stats.binomtest(0, 30).pvalue / 2, stats.binomtest(10, 55).pvalue / 2
     assert [r.p_value for r in ranked[1:]] == pytest.approx([p_b, p_c], rel=1e-9)
-    assert [r.p_holm for r in ranked[1:]] == pytest.approx([2 * p_b, p_c], rel=1e-9) and len(a) == items
+    assert [r.p_holm for r in ranked[1:]] == pytest.approx([3 * 2 * p_b, 2 * 2 * p_c], rel=1e-9)
+    assert len(a) == items
 
 
 def test_two_configurations_one_item_apart_are_tied_and_the_cheaper_of_equals_is_the_best():
@@ -70,19 +73,92 @@ def test_two_configurations_one_item_apart_are_tied_and_the_cheaper_of_equals_is
     b = [1.0] * 79 + [0.0] * 21
     ranked = best.best_set({"a": a, "b": b, "worse": [1.0] * 50 + [0.0] * 50})
     assert [(r.name, r.tied_with_best) for r in ranked] == [("a", True), ("b", True), ("worse", False)]
-    assert ranked[1].p_value == 1.0 and ranked[1].difference == pytest.approx(-0.01)
+    assert ranked[1].p_value == 0.5 and ranked[1].p_holm == 1.0 and ranked[1].difference == pytest.approx(-0.01)
     same = best.best_set({"dear": a, "cheap": a}, costs={"dear": 2.0, "cheap": 1.0})
     assert [r.name for r in same] == ["cheap", "dear"] and same[1].tied_with_best
+    assert same[1].against is None and same[1].p_holm is None  # an equal mean is no evidence either way
 
 
-def test_holm_adjusts_the_comparisons_with_the_best():
-    # each of b and c: 6 items worse than the best, none better: p = 2 / 2^6 = 0.03125 alone, 0.0625 after Holm
+def test_the_adjustment_counts_every_configuration_not_only_the_comparisons_with_the_best():
+    # each of b and c: 6 items worse than a, none better: one-sided p = 1 / 2^6; x 2 rivals each, then Holm over the
+    # 3 configurations (a's own hypothesis included, as which one is best is not known): 3 x 2 / 64 = 0.09375
     base = [1.0] * 6 + [0.0] * 4
     worse = [0.0] * 6 + [0.0] * 4
     ranked = best.best_set({"a": base, "b": worse, "c": worse})
-    assert [r.p_value for r in ranked[1:]] == pytest.approx([0.03125, 0.03125])
-    assert [r.p_holm for r in ranked[1:]] == pytest.approx([0.0625, 0.0625])
+    assert [r.p_value for r in ranked[1:]] == pytest.approx([1 / 64, 1 / 64])
+    assert [r.p_holm for r in ranked[1:]] == pytest.approx([0.09375, 0.09375])
     assert all(r.tied_with_best for r in ranked)
+
+
+def test_a_configuration_can_be_shown_worse_by_one_other_than_the_best():
+    # a is best (30 of 40) but differs from b both ways (20 items to 10); c (28) is right wherever b (20) is and on 8
+    # more: b is called worse on c's test (one-sided 2^-8, x 2, x 3 = 0.023), and c, behind a, stays tied
+    b = [1.0] * 20 + [0.0] * 20
+    c = [1.0] * 28 + [0.0] * 12
+    a = [1.0] * 10 + [0.0] * 10 + [1.0] * 20
+    ranked = {r.name: r for r in best.best_set({"a": a, "b": b, "c": c})}
+    assert ranked["b"].against == "c" and ranked["b"].p_value == pytest.approx(0.5 ** 8)
+    assert ranked["b"].p_holm == pytest.approx(3 * 2 * 0.5 ** 8)
+    assert not ranked["b"].tied_with_best and ranked["c"].tied_with_best and ranked["c"].against == "a"
+
+
+@pytest.mark.parametrize("k", [2, 6, 12])
+def test_the_first_configuration_called_worse_needs_alpha_over_k_k_minus_1_and_the_last_alpha_over_2_k_minus_1(k):
+    # the rule's cost in power (docs/methods.md): one-sided p below alpha / (k (k - 1)) for the first configuration
+    # eliminated (the old rule: two-sided p below alpha / (k - 1), i.e. one-sided below alpha / (2 (k - 1))); once
+    # k - 2 are out, the last one needs alpha / (2 (k - 1)), the old rule's first threshold
+    alpha, means = 0.05, np.arange(k, 0, -1, dtype=float)
+    for factor, eliminated in ((0.99, True), (1.01, False)):
+        p = np.ones((k, k))
+        p[0, 1] = p[1, 0] = 2 * factor * alpha / (k * (k - 1))  # two-sided: the one-sided p is half of it
+        adjusted, against, _ = best.decide(means, p)
+        assert bool(adjusted[1] < alpha) is eliminated and against[1] == 0
+        p = np.full((k, k), 1e-12)
+        np.fill_diagonal(p, 1.0)
+        p[0, 1] = p[1, 0] = 2 * factor * alpha / (2 * (k - 1))
+        adjusted, _, _ = best.decide(means, p)
+        assert bool(adjusted[1] < alpha) is eliminated and (adjusted[2:] < alpha).all() and adjusted[0] == 1.0
+
+
+def _holm_over_ordered_pairs(means: np.ndarray, p: np.ndarray, alpha: float) -> np.ndarray:
+    """Configurations eliminated by Holm over the k (k - 1) one-sided hypotheses "i is not better than j"."""
+    k = means.size
+    one_sided = np.where(means[:, None] > means[None, :], p / 2, 1.0)
+    off = ~np.eye(k, dtype=bool)
+    rejected = np.zeros((k, k), dtype=bool)
+    rejected[off] = best.holm(one_sided[off]) < alpha
+    return rejected.any(axis=0)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_every_configuration_holm_over_ordered_pairs_eliminates_is_eliminated(seed):
+    # docs/methods.md: the rule is at least as powerful as Holm over the k (k - 1) ordered pairs
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(3, 13))
+    means = rng.random(k)
+    p = 10 ** -rng.uniform(0, 4, (k, k))
+    p = np.triu(p, 1) + np.triu(p, 1).T + np.eye(k)
+    adjusted, _, _ = best.decide(means, p)
+    pairs = _holm_over_ordered_pairs(means, p, 0.05)
+    assert not (pairs & (adjusted >= 0.05)).any()
+
+
+@pytest.mark.parametrize("lattice", ["0/1", "halves", "sixths", "mixed", "off"])
+def test_all_pairs_at_once_give_each_pair_the_p_value_and_test_compare_gives_it(lattice):
+    rng = np.random.default_rng(31)
+    draw = {"0/1": lambda: rng.integers(0, 2, (6, 50)) / 1, "halves": lambda: rng.integers(0, 3, (6, 50)) / 2,
+            "sixths": lambda: rng.integers(0, 7, (6, 50)) / 6,
+            "mixed": lambda: np.vstack([rng.integers(0, 3, (3, 50)) / 2, rng.integers(0, 4, (3, 50)) / 3]),
+            "off": lambda: rng.random((6, 50))}
+    x = draw[lattice]()
+    x[1] = x[0]  # a pair with every difference 0
+    p, exact = best.pairwise_p(x)
+    for i, j in itertools.permutations(range(6), 2):
+        one, test = best.sign_flip_test(x[j] - x[i])
+        assert p[i, j] == pytest.approx(one, rel=1e-12) and exact[i, j] == (test == best.EXACT)
+    assert p[0, 1] == 1.0 and (np.diag(p) == 1.0).all()
+    batch, _ = best.pairwise_p(np.stack([x, x[::-1]]))  # many sweeps at once: each its own
+    assert np.array_equal(batch[0], p) and np.array_equal(batch[1], p[::-1, ::-1])
 
 
 def _job(sweep_dir: Path, number: int, overrides: dict[str, str], correct: dict[str, list[bool]],
@@ -125,6 +201,8 @@ def test_configurations_pool_their_datasets_and_pair_items_by_dataset_and_id(tmp
     text = "\n".join(sweep_best.lines(answer))
     assert text.startswith("best: judge=strong (accuracy 0.975, list $2.00); tied with best: judge=close (accuracy "
                            "0.963, list $6.00)")
+    assert "one as good as the best is called worse in at most 0.05 of sweeps" in text
+    assert by_config["judge=weak"]["against"] == "judge=strong" and by_config["judge=close"]["p_holm"] == 1.0
     metrics, tags = sweep_best.tracking_values(answer)
     assert tags["sweep/best_config"] == "judge=strong" and tags["sweep/tied_with_best"] == "judge=close"
     assert metrics["sweep/tied_with_best"] == 1.0 and metrics["sweep/best_value"] == 78 / 80
@@ -159,6 +237,7 @@ def test_the_sweep_report_shows_the_answer_first(tmp_path):
     page = sweep_page.write_sweep_report(tmp_path, rows, answer=answer)[-1].read_text()
     assert page.index("<h2>Best configuration</h2>") < page.index("<h2>Jobs (2)</h2>")
     assert "best: judge=a (accuracy 1.000, list $1.00); tied with best: judge=b (accuracy 0.950" in page
+    assert "<th>better one</th><th>p (one-sided)</th><th>p (adjusted)</th>" in page
 
 
 def test_only_the_items_every_configuration_judged_count_and_dataset_keys_tell_datasets_apart(tmp_path):
