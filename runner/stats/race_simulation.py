@@ -79,7 +79,7 @@ def simulate(means: Sequence[float], n_items: int, outcome: str = "binary", ends
     p = np.asarray(means, dtype=float)
     ends = list(ends or round_ends(n_items))
     rng = np.random.default_rng(seed)
-    state = RaceState(p.size, races, alpha, bets)
+    state = RaceState(p.size, races, alpha, bets, lattice=OUTCOMES[outcome])
     start = 0
     for end in ends:
         running = state.alive.sum(axis=1) > 1

@@ -6,9 +6,8 @@ no more items), each item giving one outcome in [0, 1] per configuration (0/1, o
 1; the item is the unit). Before each round, every surviving configuration ``j`` is paired with an *opponent*: the
 survivor with the highest mean so far (for that leader itself, the runner-up). During the round, ``j`` bets
 against the hypothesis H_j "``j``'s mean is the highest" on the differences ``d = x_opponent - x_j`` in [-1, 1]: for
-each bet size ``lam`` of a fixed grid its wealth is multiplied by ``exp(lam * d - psi(lam) * d**2)`` per item,
-``psi(lam) = -log(1 - lam) - lam``; its e-value ``e_j`` is the grid's mean wealth (a mixture of bets; frozen once
-``j`` is eliminated). After the round, ``j`` is eliminated when the closed test rejects H_j: every set S of
+each bet size ``lam`` of a fixed grid in (0, 1) its wealth is multiplied by ``1 + lam * d`` per item (positive, as
+``d >= -1``); its e-value ``e_j`` is the grid's mean wealth (a mixture of bets; frozen once ``j`` is eliminated). After the round, ``j`` is eliminated when the closed test rejects H_j: every set S of
 configurations containing ``j`` has a mean e-value ``mean(e_i, i in S) >= 1 / alpha`` (the smallest such mean is
 ``j`` with the ``s - 1`` smallest other e-values, minimised over ``s``). A configuration with the highest mean so far
 is never eliminated (so one always remains).
@@ -17,10 +16,9 @@ Error bound: if the items arrive as independent draws from the population of ite
 sampled dataset), the probability that the race ever eliminates *any* configuration whose mean is the highest (not
 worse than the best, the best included) is at most ``alpha``, family-wise, whatever the number and the sizes of the
 rounds and whenever one stops looking. Why: if H_j holds, every opponent's difference has conditional mean <= 0, so
-``1 + lam * d`` has conditional mean <= 1 for every fixed ``lam`` in [0, 1); ``exp(lam*d - psi(lam)*d**2) <= 1 +
-lam*d`` for ``d >= -1`` (Fan, Grama & Liu 2015, the inequality behind the empirical-Bernstein confidence sequences
-of Howard et al. 2021 and Waudby-Smith & Ramdas 2023); the opponent is chosen from data seen before the round
-(predictable), so ``e_j`` is a nonnegative supermartingale starting at 1 (testing by betting). Let T be the set of
+``1 + lam * d`` has conditional mean <= 1 for every fixed ``lam`` in (0, 1); the opponent is chosen from data seen
+before the round (predictable), so each wealth, and ``e_j``, is a nonnegative supermartingale starting at 1
+(testing by betting: Waudby-Smith & Ramdas 2023; Shafer 2021). Let T be the set of
 configurations with the highest mean: the mean of ``e_i`` over T is again one (Vovk & Wang 2021: the mean of
 e-values is an e-value), and eliminating any ``j`` in T requires it to have reached ``1 / alpha`` (S = T), which by
 Ville's inequality happens with probability at most ``alpha`` at any time (closed testing: Marcus, Peritz & Gabriel
@@ -56,19 +54,33 @@ class Elimination:
     threshold: float  # 1 / alpha
 
 
-def psi(bets: np.ndarray) -> np.ndarray:
-    """``-log(1 - lam) - lam``: the second-order term of Fan et al. (2015)'s lower bound of ``log(1 + lam*d)``."""
-    return -np.log1p(-bets) - bets
+def log_growth(d: np.ndarray, bets: np.ndarray, lattice: int | None = None) -> np.ndarray:
+    """``sum(log(1 + lam * d))`` over the last axis of ``d``, for each bet ``lam``: shape ``d.shape[:-1] + (bets,)``.
+
+    With ``lattice = q`` every ``d`` is taken to be a multiple of ``1 / q`` (outcomes shares of q judgments) and the
+    sum is made from the counts of the ``2q + 1`` values (the same number, faster on many races).
+    """
+    if lattice is None:
+        return np.log1p(d[..., None] * bets).sum(axis=-2)
+    width = 2 * lattice + 1
+    index = np.rint(d * lattice).astype(np.int64) + lattice
+    cells = np.arange(int(np.prod(d.shape[:-1]))).reshape(d.shape[:-1] + (1,)) * width
+    counts = np.bincount((cells + index).ravel(), minlength=cells.size * width).reshape(d.shape[:-1] + (width,))
+    values = np.arange(-lattice, lattice + 1) / lattice
+    return counts @ np.log1p(values[:, None] * bets[None, :])
 
 
 class RaceState:
     """The race's numbers for ``batch`` independent races at once (``batch = 1`` for a real race).
 
     Arrays: ``alive`` (batch, k); ``totals`` (batch, k), the sum of each configuration's outcomes; ``items``
-    (batch, k), how many it judged; ``log_wealth`` (batch, k, bets).
+    (batch, k), how many it judged; ``log_wealth`` (batch, k, bets); ``last_opponents`` (batch, k). A race is a
+    pure function of its rounds' outcomes: replaying them rebuilds it (a resumed race needs no saved state).
+    ``lattice``: see :func:`log_growth`.
     """
 
-    def __init__(self, k: int, batch: int = 1, alpha: float = ALPHA, bets: Sequence[float] = BETS) -> None:
+    def __init__(self, k: int, batch: int = 1, alpha: float = ALPHA, bets: Sequence[float] = BETS,
+                 lattice: int | None = None) -> None:
         if k < 1:
             raise ValueError("a race needs at least one configuration")
         if not 0 < alpha < 1:
@@ -76,12 +88,12 @@ class RaceState:
         self.bets = np.asarray(bets, dtype=float)
         if self.bets.size == 0 or np.any((self.bets <= 0) | (self.bets >= 1)):
             raise ValueError("every bet size must lie in (0, 1)")
-        self.k, self.alpha = k, alpha
-        self._psi = psi(self.bets)
+        self.k, self.alpha, self.lattice = k, alpha, lattice
         self.alive = np.ones((batch, k), dtype=bool)
         self.totals = np.zeros((batch, k))
         self.items = np.zeros((batch, k), dtype=np.int64)
         self.log_wealth = np.zeros((batch, k, self.bets.size))
+        self.last_opponents = np.zeros((batch, k), dtype=np.int64)  # each one's opponent in the last round
         self.rounds = 0
 
     def means(self) -> np.ndarray:
@@ -104,13 +116,11 @@ class RaceState:
         judging = self.alive if racing is None else self.alive & racing[:, None]
         x = np.where(judging[..., None], outcomes, 0.0)
         d = np.take_along_axis(x, opponent[..., None], axis=1) - x
-        s1, s2 = d.sum(axis=2), np.square(d).sum(axis=2)
-        step = s1[..., None] * self.bets - s2[..., None] * self._psi
-        self.log_wealth += np.where(judging[..., None], step, 0.0)
+        self.log_wealth += np.where(judging[..., None], log_growth(d, self.bets, self.lattice), 0.0)
         self.totals += x.sum(axis=2)
         self.items += np.where(judging, outcomes.shape[2], 0)
         self.rounds += 1
-        self._opponent = opponent
+        self.last_opponents = opponent
 
     def log_e_values(self) -> np.ndarray:
         """(batch, k): log of each configuration's e-value (the mean over the bets of its wealth)."""
@@ -205,7 +215,7 @@ class Race:
         appended to :attr:`eliminated`)."""
         log_e, closed = self.state.log_e_values()[0], self.state.closed_e_values()[0]
         out = np.flatnonzero(self.state.eliminate()[0])
-        opponent, totals, items = self.state._opponent[0], self.state.totals[0], self.state.items[0]
+        opponent, totals, items = self.state.last_opponents[0], self.state.totals[0], self.state.items[0]
         new = [Elimination(self.names[j], self.state.rounds, int(items[j]), self.names[opponent[j]],
                            float((totals[opponent[j]] - totals[j]) / items[j]), float(np.exp(log_e[j])),
                            float(closed[j]), 1 / self.state.alpha) for j in out]
@@ -218,7 +228,8 @@ def round_ends(n_items: int, first: int = 50, growth: float = 1.1) -> list[int]:
     previous one's size (rounded up), the last one ending at ``n_items``."""
     if n_items < 1 or first < 1 or growth < 1:
         raise ValueError("round_ends needs n_items >= 1, first >= 1 and growth >= 1")
-    ends, size = [], float(first)
+    ends: list[int] = []
+    size = float(first)
     while not ends or ends[-1] < n_items:
         ends.append(min(n_items, (ends[-1] if ends else 0) + int(np.ceil(size))))
         size *= growth
