@@ -7,9 +7,10 @@ no more items), each item giving one outcome in [0, 1] per configuration (0/1, o
 survivor with the highest mean so far (for that leader itself, the runner-up). During the round, ``j`` bets
 against the hypothesis H_j "``j``'s mean is the highest" on the differences ``d = x_opponent - x_j`` in [-1, 1]: for
 each bet size ``lam`` of a fixed grid in (0, 1) its wealth is multiplied by ``1 + lam * d`` per item (positive, as
-``d >= -1``); its e-value ``e_j`` is the grid's mean wealth (a mixture of bets; frozen once ``j`` is eliminated). After the round, ``j`` is eliminated when the closed test rejects H_j: every set S of
-configurations containing ``j`` has a mean e-value ``mean(e_i, i in S) >= 1 / alpha`` (the smallest such mean is
-``j`` with the ``s - 1`` smallest other e-values, minimised over ``s``). A configuration with the highest mean so far
+``d >= -1``); its e-value ``e_j`` is the grid's mean wealth (a mixture of bets; frozen once ``j`` is eliminated).
+After the round, ``j`` is eliminated when the closed test rejects H_j: every set S of configurations containing
+``j`` has a mean e-value ``mean(e_i, i in S) >= 1 / alpha`` (the smallest such mean is ``j`` with the ``s - 1``
+smallest other e-values, minimised over ``s``). A configuration with the highest mean so far
 is never eliminated (so one always remains).
 
 Error bound: if the items arrive as independent draws from the population of items (the seeded random order of a
@@ -33,9 +34,10 @@ from dataclasses import dataclass
 import numpy as np
 
 ALPHA = 0.05
-# Bet sizes: geometric, ratio sqrt(2), 0.9 down to 0.028; the best bet for a mean difference mu with variance
-# sigma2 is about mu / sigma2, and a bet within sqrt(2) of it keeps ~96% of its growth.
-BETS = tuple(0.9 * 2 ** (-i / 2) for i in range(11))
+# Bet sizes: geometric, ratio sqrt(2), 0.9 down to 0.08. The best bet against a mean difference mu with variance
+# sigma2 is about mu / sigma2 (0.1-0.6 for 5 points); one within sqrt(2) of it keeps ~96% of its growth, and a
+# grid of 8 costs log(8) in wealth (measured: 8 bets used 3-6% fewer calls than 11 down to 0.028, or 6 of ratio 2).
+BETS = tuple(0.9 * 2 ** (-i / 2) for i in range(8))
 METHOD = "closed_betting_e_processes_vs_leader"
 LOG_E_CAP = 50.0  # e-values are capped at e**50 before averaging (a cap only lowers them: still valid)
 
@@ -231,6 +233,6 @@ def round_ends(n_items: int, first: int = 50, growth: float = 1.1) -> list[int]:
     ends: list[int] = []
     size = float(first)
     while not ends or ends[-1] < n_items:
-        ends.append(min(n_items, (ends[-1] if ends else 0) + int(np.ceil(size))))
+        ends.append(min(n_items, (ends[-1] if ends else 0) + int(np.ceil(size - 1e-9))))
         size *= growth
     return ends

@@ -99,7 +99,21 @@ def test_bad_races_are_refused(kwargs, message):
 
 
 def test_round_ends_grow_and_stop_at_the_last_item():
+    assert racing.round_ends(400) == [50, 105, 166, 233, 307, 388, 400]  # 50 items, then 1.1 times the last round
     assert racing.round_ends(100, first=20, growth=1.5) == [20, 50, 95, 100]
     assert racing.round_ends(150, first=50, growth=1.0) == [50, 100, 150]
     with pytest.raises(ValueError):
         racing.round_ends(0)
+
+
+def test_a_race_is_rebuilt_by_replaying_its_rounds():
+    rng = np.random.default_rng(7)
+    rounds = [{n: (rng.random(40) < p).astype(float) for n, p in zip("abc", (0.9, 0.6, 0.2), strict=True)}
+              for _ in range(3)]
+    races = [racing.Race(["a", "b", "c"]), racing.Race(["a", "b", "c"])]
+    for race in races:
+        for outcomes in rounds:
+            race.observe({n: outcomes[n] for n in race.alive})
+            race.eliminate()
+    assert races[0].eliminated == races[1].eliminated and races[0].eliminated
+    assert races[0].state.log_wealth.tolist() == races[1].state.log_wealth.tolist()
