@@ -70,8 +70,7 @@ def draw_outcomes(means: np.ndarray, races: int, items: int, outcome: str, rho: 
 
 def simulate(means: Sequence[float] | np.ndarray, n_items: int, outcome: str = "binary",
              ends: Sequence[int] | None = None, races: int = 1000, seed: int = 0, rho: float = 0.5,
-             alpha: float = ALPHA,
-             bets: Sequence[float] = BETS) -> Simulation:
+             alpha: float = ALPHA, bets: Sequence[float] = BETS) -> Simulation:
     """Run ``races`` independent races of ``len(means)`` configurations (true means ``means``) over ``n_items``
     items in rounds ending at ``ends`` (default :func:`runner.stats.racing.round_ends`); a race stops when one
     configuration is left or the items run out."""
