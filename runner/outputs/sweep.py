@@ -47,11 +47,12 @@ COUNT_OF = {"unscored": "unscored n"}  # a percent column -> its count column (s
 
 
 def job_overrides(job_dir: Path) -> dict[str, str]:
-    """The job's Hydra overrides (``.hydra/overrides.yaml``) as key -> value; empty when it has none."""
+    """The job's Hydra overrides (``.hydra/overrides.yaml``) as key -> value, a key without Hydra's ``+`` / ``++``
+    (``rubric.category_weights.casual.tone``, given as ``++`` by runner.run.open_mappings); empty when it has none."""
     path = job_dir / ".hydra" / "overrides.yaml"
     if not path.is_file():
         return {}
-    return dict(item.split("=", 1) for item in yaml.safe_load(path.read_text()) or [] if "=" in item)
+    return dict(item.lstrip("+").split("=", 1) for item in yaml.safe_load(path.read_text()) or [] if "=" in item)
 
 
 def plots_on(sweep_dir: Path, rows: Sequence[dict[str, Any]]) -> bool:

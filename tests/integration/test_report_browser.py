@@ -372,7 +372,8 @@ def test_links_inside_mlflows_sandboxed_artifact_view_say_where_they_lead_instea
     """Issue 44.8: in MLflow's artifact viewer a clicked cell went to about:blank#blocked. Now a click on a link to
     another file is kept from navigating the frame, and the page says where it leads and how to follow it."""
     cell = framed(sweep_with_texts(), "#sweep-items tbody a", tmp_path)
-    assert cell["at"] == "blob:" and cell["prevented"] is True and cell["loads"] == 1, cell
+    # the probe answers before the frame's own load event may have fired (0 or 1 loads then, never 2: not navigated)
+    assert cell["at"] == "blob:" and cell["prevented"] is True and cell["loads"] <= 1, cell
     assert cell["href"].startswith("0/report.html?back=") and cell["href"].endswith("#item-a")
     assert cell["note"].startswith("Not opened inside MLflow's artifact viewer: 0/report.html?back="), cell
 

@@ -39,3 +39,13 @@ def test_a_wide_sweep_is_printed_within_120_columns_with_every_value(run_cli, fa
     assert "ours_win_rate" in text and "ties-half" in text and "win rate" not in text
     for column in ("agreement", "kappa", "by_category/", "math/", "by_tag/"):
         assert column in text
+
+
+def test_a_column_is_named_by_its_key_without_hydras_plus(tmp_path):
+    """A new category's weight reaches Hydra as ``++rubric.category_weights...`` (runner.run.open_mappings) and an
+    added key as ``+key``: the sweep table's column is the key itself (issue 44 point 6)."""
+    job = tmp_path / "0" / ".hydra"
+    job.mkdir(parents=True)
+    (job / "overrides.yaml").write_text("- ++rubric.category_weights.casual.tone=0.5\n- +judge.note=x\n- judge=a\n")
+    assert sweep.job_overrides(tmp_path / "0") == {"rubric.category_weights.casual.tone": "0.5", "judge.note": "x",
+                                                   "judge": "a"}
